@@ -1,0 +1,82 @@
+#include "duration.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+        const char *suffix;
+        uint64_t ns;
+} units[] = {
+        { "ns", 1ULL },
+        { "us", 1000ULL },
+        { "µs", 1000ULL },
+        { "ms", 1000000ULL },
+        { "s", 1000000000ULL },
+        { "m", 60ULL * 1000000000ULL },
+        { "min", 60ULL * 1000000000ULL },
+        { "h", 3600ULL * 1000000000ULL },
+        { "d", 86400ULL * 1000000000ULL },
+};
+
+int duration_parse(const char *text, uint64_t default_unit_ns, uint64_t *ret_ns)
+{
+        const char *p = text;
+        uint64_t whole = 0, frac = 0, frac_div = 1, unit = default_unit_ns;
+
+        if (!text || !isdigit((unsigned char)*p)) {
+                return -EINVAL;
+        }
+        for (; isdigit((unsigned char)*p); p++) {
+                if (whole > (UINT64_MAX - 9) / 10) {
+                        return -ERANGE;
+                }
+                whole = whole * 10 + (uint64_t)(*p - '0');
+        }
+        if (*p == '.') {
+                p++;
+                if (!isdigit((unsigned char)*p)) {
+                        return -EINVAL;
+                }
+                /* Nine fractional digits are as fine as a nanosecond gets. */
+                for (; isdigit((unsigned char)*p); p++) {
+                        if (frac_div < 1000000000ULL) {
+                                frac = frac * 10 + (uint64_t)(*p - '0');
+                                frac_div *= 10;
+                        }
+                }
+        }
+        if (*p != '\0') {
+                size_t i;
+
+                for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+                        if (strcmp(p, units[i].suffix) == 0) {
+                                break;
+                        }
+                }
+                if (i == sizeof(units) / sizeof(units[0])) {
+                        return -EINVAL;
+                }
+                unit = units[i].ns;
+        }
+        if (unit == 0 || whole > UINT64_MAX / unit) {
+                return -ERANGE;
+        }
+        *ret_ns = whole * unit + (uint64_t)((unsigned __int128)frac * unit / frac_div);
+        return 0;
+}
+
+char *duration_format(char *buf, size_t size, uint64_t ns)
+{
+        if (ns < 1000ULL) {
+                snprintf(buf, size, "%llu ns", (unsigned long long)ns);
+        } else if (ns < 1000000ULL) {
+                snprintf(buf, size, "%.2f us", (double)ns / 1e3);
+        } else if (ns < 1000000000ULL) {
+                snprintf(buf, size, "%.2f ms", (double)ns / 1e6);
+        } else {
+                snprintf(buf, size, "%.2f s", (double)ns / 1e9);
+        }
+        return buf;
+}

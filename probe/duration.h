@@ -1,0 +1,14 @@
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Parses a duration such as "500ms", "10s", "5m", "2h", "20us", "150ns" or "1.5s" into
+ * nanoseconds. A bare number is taken in units of @default_unit_ns (e.g. 1000000000 for
+ * seconds). Returns 0, or -EINVAL for text that is not a duration, -ERANGE for one that
+ * does not fit in 64 bits. */
+int duration_parse(const char *text, uint64_t default_unit_ns, uint64_t *ret_ns);
+
+/* Formats @ns with the unit chosen for its size ("850 ns", "12.3 us", "4.56 ms", "2.00 s")
+ * into @buf; returns @buf. */
+char *duration_format(char *buf, size_t size, uint64_t ns);

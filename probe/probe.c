@@ -1,0 +1,584 @@
+#include "probe.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* Values below HIST_EXACT ticks have a bucket of their own, so their count per value is
+ * exact and their squares, minimum and maximum can be recovered from the histogram. */
+#define HIST_EXACT_BITS (HIST_SUB_BITS + 1)
+#define HIST_EXACT (1u << HIST_EXACT_BITS)
+#define PAIR_CELLS (HIST_EXACT * HIST_EXACT)
+
+struct Probe {
+        /* Written by the owner, read by the probe once every PROBE_CHECK_EVERY samples. */
+        struct {
+                _Alignas(64) _Atomic uint64_t epoch;
+                _Atomic int stop;
+        } ctl;
+
+        /* Written by the probe, read by the owner. */
+        struct {
+                _Alignas(64) _Atomic uint64_t acked_epoch;
+                _Atomic int state;
+                _Atomic int error;
+                _Atomic int migrated_to;
+                _Atomic uint64_t migrations;
+                _Atomic int tid;
+                _Atomic uint64_t floor_ticks;
+                _Atomic uint64_t band_ticks;
+        } status;
+
+        /* Owner only. */
+        uint64_t harvested_epoch; /* every epoch up to this one has been harvested */
+        ProbeConfig cfg;
+        pthread_t thread;
+        bool thread_started;
+
+        EventRing ring;
+        ProbeSlot preheat;
+        ProbeSlot slots[PROBE_SLOTS];
+        /* Per slot, counts of (previous gap, gap) pairs with both below HIST_EXACT ticks:
+         * one increment per sample records the gap and its diff-of-diff at once. Folded into
+         * the slot's histograms when it is harvested. */
+        uint64_t preheat_pairs[PAIR_CELLS];
+        uint64_t pairs[PROBE_SLOTS][PAIR_CELLS];
+};
+
+const char *probe_state_name(ProbeState s)
+{
+        static const char *const names[] = {
+                [PROBE_STARTING] = "starting", [PROBE_PREHEATING] = "preheating",
+                [PROBE_RUNNING] = "running",   [PROBE_MIGRATED] = "migrated",
+                [PROBE_STOPPED] = "stopped",   [PROBE_FAILED] = "failed",
+        };
+
+        return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "unknown";
+}
+
+void probe_slot_clear(ProbeSlot *s)
+{
+        memset(s, 0, sizeof(*s));
+        stats_init(&s->gap);
+        signed_stats_init(&s->dd);
+}
+
+void probe_slot_merge(ProbeSlot *dst, const ProbeSlot *src)
+{
+        if (src->gap.count == 0 && src->events == 0) {
+                return;
+        }
+        if (dst->start_ticks == 0 || (src->start_ticks != 0 && src->start_ticks < dst->start_ticks)) {
+                dst->start_ticks = src->start_ticks;
+        }
+        if (src->end_ticks > dst->end_ticks) {
+                dst->end_ticks = src->end_ticks;
+        }
+        dst->lost_ticks += src->lost_ticks;
+        dst->events += src->events;
+        stats_merge(&dst->gap, &src->gap);
+        signed_stats_merge(&dst->dd, &src->dd);
+        histogram_merge(&dst->gap_hist, &src->gap_hist);
+        signed_histogram_merge(&dst->dd_hist, &src->dd_hist);
+}
+
+int probe_new(const ProbeConfig *cfg, Probe **ret)
+{
+        Probe *p;
+        int r;
+
+        if (cfg->cpu < 0 || cfg->cpu >= CPU_SETSIZE || cfg->priority < 0 || cfg->priority > 99 ||
+            cfg->counter.hz == 0) {
+                return -EINVAL;
+        }
+        if (posix_memalign((void **)&p, 64, sizeof(*p)) != 0) {
+                return -ENOMEM;
+        }
+        /* memset touches every page, so the loop never takes a page fault. */
+        memset(p, 0, sizeof(*p));
+        p->cfg = *cfg;
+        atomic_store(&p->ctl.epoch, 1);
+        atomic_store(&p->status.migrated_to, -1);
+        probe_slot_clear(&p->preheat);
+        for (unsigned i = 0; i < PROBE_SLOTS; i++) {
+                probe_slot_clear(&p->slots[i]);
+        }
+        r = ring_init(&p->ring, cfg->ring_capacity ? cfg->ring_capacity : 4096);
+        if (r < 0) {
+                free(p);
+                return r;
+        }
+        memset(p->ring.entries, 0, ring_capacity(&p->ring) * sizeof(RingEntry));
+        if (mlock(p, sizeof(*p)) < 0 ||
+            mlock(p->ring.entries, ring_capacity(&p->ring) * sizeof(RingEntry)) < 0) {
+                r = -errno;
+                ring_destroy(&p->ring);
+                free(p);
+                return r;
+        }
+        *ret = p;
+        return 0;
+}
+
+static void set_state(Probe *p, ProbeState s)
+{
+        atomic_store_explicit(&p->status.state, s, memory_order_release);
+}
+
+/* Which CPU are we on? On x86 with the TSC, rdtscp's TSC_AUX answers without a syscall;
+ * elsewhere glibc reads it from the rseq area. */
+static inline unsigned current_cpu(CounterSource src)
+{
+#if defined(__x86_64__)
+        if (src == COUNTER_HW) {
+                unsigned cpu;
+
+                (void)counter_hw_read_cpu(&cpu);
+                return cpu;
+        }
+#endif
+        (void)src;
+        return (unsigned)sched_getcpu();
+}
+
+enum loop_exit { LOOP_DEADLINE, LOOP_STOP, LOOP_MIGRATED };
+
+/* Moves the (previous gap, gap) pair counts into @s's histograms and clears them. */
+static void fold_pairs(ProbeSlot *s, uint64_t *pairs)
+{
+        for (uint64_t prev = 0; prev < HIST_EXACT; prev++) {
+                for (uint64_t gap = 0; gap < HIST_EXACT; gap++) {
+                        uint64_t c = pairs[(prev << HIST_EXACT_BITS) + gap];
+
+                        if (c == 0) {
+                                continue;
+                        }
+                        s->gap_hist.counts[gap] += c;
+                        if (gap < prev) {
+                                s->dd_hist.neg.counts[prev - gap] += c;
+                        } else {
+                                s->dd_hist.pos.counts[gap - prev] += c;
+                        }
+                }
+        }
+        memset(pairs, 0, PAIR_CELLS * sizeof(uint64_t));
+}
+
+/* Completes the statistics of a slot the probe filled: adds what the exact buckets hold to the
+ * squares and extremes the loop kept for large values. Done once, by the owner, on its copy. */
+static void slot_finalize(ProbeSlot *s)
+{
+        for (uint64_t v = 0; v < HIST_EXACT; v++) {
+                uint64_t c = s->gap_hist.counts[v], n = s->dd_hist.neg.counts[v],
+                         q = s->dd_hist.pos.counts[v];
+
+                if (c != 0) {
+                        s->gap.sumsq += (unsigned __int128)c * v * v;
+                        s->gap.min = v < s->gap.min ? v : s->gap.min;
+                        s->gap.max = v > s->gap.max ? v : s->gap.max;
+                }
+                if (n != 0) {
+                        s->dd.sumsq += (unsigned __int128)n * v * v;
+                        s->dd.min = -(int64_t)v < s->dd.min ? -(int64_t)v : s->dd.min;
+                        s->dd.max = -(int64_t)v > s->dd.max ? -(int64_t)v : s->dd.max;
+                }
+                if (q != 0) {
+                        s->dd.sumsq += (unsigned __int128)q * v * v;
+                        s->dd.min = (int64_t)v < s->dd.min ? (int64_t)v : s->dd.min;
+                        s->dd.max = (int64_t)v > s->dd.max ? (int64_t)v : s->dd.max;
+                }
+        }
+}
+
+/* The slow half of a sample: a gap, or a previous gap, too large for the pair table (a few in
+ * a thousand on a busy machine, almost none on a quiet core), and interruptions. Squares and
+ * extremes are kept here only for values beyond the exact buckets; slot_finalize() adds the
+ * rest from the histograms. */
+static inline __attribute__((always_inline)) void
+record_large(Probe *p, ProbeSlot *slot, uint64_t now, uint64_t gap, uint64_t prev_gap,
+             uint64_t band, uint64_t floor, uint64_t threshold)
+{
+        const int64_t dd = (int64_t)(gap - prev_gap);
+        const uint64_t mag = dd < 0 ? -(uint64_t)dd : (uint64_t)dd;
+
+        if (gap >= HIST_EXACT) {
+                slot->gap_hist.counts[histogram_index(gap)]++;
+                slot->gap.sumsq += (unsigned __int128)gap * gap;
+                slot->gap.min = gap < slot->gap.min ? gap : slot->gap.min;
+                slot->gap.max = gap > slot->gap.max ? gap : slot->gap.max;
+                if (gap >= band) {
+                        slot->lost_ticks += gap - floor;
+                        if (gap >= threshold) {
+                                slot->events++;
+                                ring_push(&p->ring, now - gap, gap);
+                        }
+                }
+        } else {
+                slot->gap_hist.counts[gap]++;
+        }
+        if (mag >= HIST_EXACT) {
+                (dd < 0 ? &slot->dd_hist.neg : &slot->dd_hist.pos)->counts[histogram_index(mag)]++;
+                slot->dd.sumsq += (unsigned __int128)mag * mag;
+                slot->dd.min = dd < slot->dd.min ? dd : slot->dd.min;
+                slot->dd.max = dd > slot->dd.max ? dd : slot->dd.max;
+        } else {
+                (dd < 0 ? slot->dd_hist.neg.counts : slot->dd_hist.pos.counts)[mag]++;
+        }
+}
+
+/* The hot loop. Per sample: one counter read, one subtraction, one compare that sends the rare
+ * large values to record_large(), and one increment in the pair table, which records the gap
+ * and the diff-of-diff at once. It never sleeps and makes no syscall: any time the CPU is
+ * taken away shows up as a longer gap, which is what we measure. Counts and sums need no
+ * per-sample work: every PROBE_CHECK_EVERY samples the count grows by that much, the gaps add
+ * up to the counter's advance and the diff-of-diffs to the change of the gap. That is also
+ * when it looks at the epoch word and the CPU number. The function is always inlined with
+ * constant @src and @preheat, so each combination gets its own specialisation. */
+static inline __attribute__((always_inline)) enum loop_exit
+probe_loop(Probe *p, const CounterSource src, const bool preheat, uint64_t deadline_ticks)
+{
+        const uint64_t band = preheat ? UINT64_MAX : atomic_load(&p->status.band_ticks);
+        const uint64_t floor = atomic_load(&p->status.floor_ticks);
+        const uint64_t threshold = tickconv_from_ns(&p->cfg.counter.conv, p->cfg.threshold_ns);
+        const unsigned cpu = (unsigned)p->cfg.cpu;
+        uint64_t epoch = atomic_load_explicit(&p->ctl.epoch, memory_order_acquire);
+        ProbeSlot *slot = preheat ? &p->preheat : &p->slots[epoch % PROBE_SLOTS];
+        uint64_t *pairs = preheat ? p->preheat_pairs : p->pairs[epoch % PROBE_SLOTS];
+        uint64_t prev, prev_gap, chunk_prev, chunk_prev_gap;
+        unsigned countdown = PROBE_CHECK_EVERY;
+
+        atomic_store_explicit(&p->status.acked_epoch, epoch, memory_order_release);
+        /* Two reads first, so the first recorded gap already has a predecessor. */
+        chunk_prev = counter_read(src);
+        prev = counter_read(src);
+        chunk_prev_gap = prev_gap = prev - chunk_prev;
+        chunk_prev = prev;
+        if (slot->start_ticks == 0) {
+                slot->start_ticks = prev;
+        }
+        for (;;) {
+                const uint64_t now = counter_read(src);
+                const uint64_t gap = now - prev;
+
+                prev = now;
+                if (likely((gap | prev_gap) < HIST_EXACT)) {
+                        pairs[(prev_gap << HIST_EXACT_BITS) + gap]++;
+                } else {
+                        record_large(p, slot, now, gap, prev_gap, band, floor, threshold);
+                }
+                prev_gap = gap;
+                if (unlikely(--countdown == 0)) {
+                        uint64_t e;
+
+                        countdown = PROBE_CHECK_EVERY;
+                        slot->gap.count += PROBE_CHECK_EVERY;
+                        slot->gap.sum += now - chunk_prev;
+                        slot->dd.count += PROBE_CHECK_EVERY;
+                        slot->dd.sum += (__int128)gap - (__int128)chunk_prev_gap;
+                        slot->end_ticks = now;
+                        chunk_prev = now;
+                        chunk_prev_gap = gap;
+                        if (current_cpu(src) != cpu) {
+                                return LOOP_MIGRATED;
+                        }
+                        if (atomic_load_explicit(&p->ctl.stop, memory_order_relaxed)) {
+                                return LOOP_STOP;
+                        }
+                        if (preheat && now >= deadline_ticks) {
+                                return LOOP_DEADLINE;
+                        }
+                        e = atomic_load_explicit(&p->ctl.epoch, memory_order_acquire);
+                        if (e != epoch) {
+                                epoch = e;
+                                if (!preheat) {
+                                        slot = &p->slots[epoch % PROBE_SLOTS];
+                                        pairs = p->pairs[epoch % PROBE_SLOTS];
+                                        slot->start_ticks = now;
+                                }
+                                atomic_store_explicit(&p->status.acked_epoch, epoch,
+                                                      memory_order_release);
+                        }
+                }
+        }
+}
+
+static enum loop_exit run_preheat(Probe *p, uint64_t deadline)
+{
+        return p->cfg.counter.source == COUNTER_HW ? probe_loop(p, COUNTER_HW, true, deadline)
+                                                   : probe_loop(p, COUNTER_CLOCK, true, deadline);
+}
+
+static enum loop_exit run_record(Probe *p)
+{
+        return p->cfg.counter.source == COUNTER_HW ? probe_loop(p, COUNTER_HW, false, 0)
+                                                   : probe_loop(p, COUNTER_CLOCK, false, 0);
+}
+
+/* Sets the loop's floor from what preheat saw. Gaps above floor + max(floor, 100 ns) count as
+ * time lost: far enough above the loop's own period that cache and branch effects stay out,
+ * low enough to catch every real interruption. */
+static void set_floor(Probe *p)
+{
+        const TickConv *conv = &p->cfg.counter.conv;
+        uint64_t floor, band, min_band = tickconv_from_ns(conv, 100);
+
+        fold_pairs(&p->preheat, p->preheat_pairs);
+        slot_finalize(&p->preheat);
+        floor = histogram_quantile(&p->preheat.gap_hist, 0.5);
+        if (floor > p->preheat.gap.max) {
+                floor = p->preheat.gap.max;
+        }
+        band = floor + (floor > min_band ? floor : min_band);
+        /* The loop checks the band only for values beyond the exact buckets. */
+        if (band < HIST_EXACT) {
+                band = HIST_EXACT;
+        }
+        atomic_store(&p->status.floor_ticks, floor);
+        atomic_store(&p->status.band_ticks, band);
+}
+
+static void sleep_ns(long ns)
+{
+        struct timespec ts = { .tv_sec = ns / 1000000000L, .tv_nsec = ns % 1000000000L };
+
+        nanosleep(&ts, NULL);
+}
+
+/* Acknowledges epochs while not recording, so the owner's harvest goes on (with empty slots). */
+static void ack_epoch(Probe *p)
+{
+        uint64_t e = atomic_load_explicit(&p->ctl.epoch, memory_order_acquire);
+
+        if (e != atomic_load_explicit(&p->status.acked_epoch, memory_order_relaxed)) {
+                atomic_store_explicit(&p->status.acked_epoch, e, memory_order_release);
+        }
+}
+
+static int pin_self(int cpu)
+{
+        cpu_set_t set;
+
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        if (sched_setaffinity(0, sizeof(set), &set) < 0) {
+                return -errno;
+        }
+        return sched_getcpu() == cpu ? 0 : -EAGAIN;
+}
+
+/* Off our CPU (hotplug, cpuset change): record nothing, do not spin where we landed, and try
+ * to go back every 100 ms until we can or are told to stop. */
+static bool wait_for_cpu(Probe *p)
+{
+        set_state(p, PROBE_MIGRATED);
+        atomic_fetch_add(&p->status.migrations, 1);
+        atomic_store(&p->status.migrated_to, sched_getcpu());
+        for (;;) {
+                ack_epoch(p);
+                if (atomic_load(&p->ctl.stop)) {
+                        return false;
+                }
+                if (pin_self(p->cfg.cpu) == 0) {
+                        atomic_store(&p->status.migrated_to, -1);
+                        return true;
+                }
+                atomic_store(&p->status.migrated_to, sched_getcpu());
+                sleep_ns(100000000L);
+        }
+}
+
+static void *probe_thread(void *userdata)
+{
+        Probe *p = userdata;
+        uint64_t deadline;
+        int r;
+
+        atomic_store(&p->status.tid, (int)syscall(SYS_gettid));
+        r = pin_self(p->cfg.cpu);
+        if (r == 0 && p->cfg.priority > 0) {
+                struct sched_param sp = { .sched_priority = p->cfg.priority };
+
+                r = -pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+        }
+        if (r < 0) {
+                atomic_store(&p->status.error, r);
+                set_state(p, PROBE_FAILED);
+                return NULL;
+        }
+
+        for (;;) {
+                set_state(p, PROBE_PREHEATING);
+                probe_slot_clear(&p->preheat);
+                memset(p->preheat_pairs, 0, sizeof(p->preheat_pairs));
+                deadline = counter_read(p->cfg.counter.source) +
+                           tickconv_from_ns(&p->cfg.counter.conv, p->cfg.preheat_ns);
+                r = run_preheat(p, deadline);
+                if (r == LOOP_DEADLINE) {
+                        if (atomic_load(&p->status.floor_ticks) == 0) {
+                                set_floor(p);
+                        }
+                        set_state(p, PROBE_RUNNING);
+                        r = run_record(p);
+                }
+                if (r == LOOP_STOP || (r == LOOP_MIGRATED && !wait_for_cpu(p))) {
+                        break;
+                }
+        }
+        set_state(p, PROBE_STOPPED);
+        return NULL;
+}
+
+int probe_start(Probe *p)
+{
+        pthread_attr_t attr;
+        int r;
+
+        if (p->thread_started) {
+                return -EALREADY;
+        }
+        pthread_attr_init(&attr);
+        pthread_attr_setstacksize(&attr, 256 * 1024);
+        r = pthread_create(&p->thread, &attr, probe_thread, p);
+        pthread_attr_destroy(&attr);
+        if (r != 0) {
+                return -r;
+        }
+        p->thread_started = true;
+        /* Wait until it runs on its CPU (or could not); at most 5 s. */
+        for (int i = 0; i < 5000; i++) {
+                ProbeState s = probe_state(p);
+
+                if (s == PROBE_FAILED) {
+                        r = probe_error(p);
+                        probe_stop(p);
+                        return r;
+                }
+                if (s != PROBE_STARTING) {
+                        return 0;
+                }
+                sleep_ns(1000000L);
+        }
+        probe_stop(p);
+        return -ETIMEDOUT;
+}
+
+void probe_stop(Probe *p)
+{
+        if (!p->thread_started) {
+                return;
+        }
+        atomic_store(&p->ctl.stop, 1);
+        pthread_join(p->thread, NULL);
+        p->thread_started = false;
+}
+
+void probe_free(Probe *p)
+{
+        if (!p) {
+                return;
+        }
+        probe_stop(p);
+        munlock(p->ring.entries, ring_capacity(&p->ring) * sizeof(RingEntry));
+        ring_destroy(&p->ring);
+        munlock(p, sizeof(*p));
+        free(p);
+}
+
+const ProbeConfig *probe_config(const Probe *p)
+{
+        return &p->cfg;
+}
+
+ProbeState probe_state(const Probe *p)
+{
+        return atomic_load_explicit(&((Probe *)p)->status.state, memory_order_acquire);
+}
+
+int probe_error(const Probe *p)
+{
+        return atomic_load(&((Probe *)p)->status.error);
+}
+
+int probe_migrated_to(const Probe *p)
+{
+        return atomic_load(&((Probe *)p)->status.migrated_to);
+}
+
+uint64_t probe_migrations(const Probe *p)
+{
+        return atomic_load(&((Probe *)p)->status.migrations);
+}
+
+int probe_tid(const Probe *p)
+{
+        return atomic_load(&((Probe *)p)->status.tid);
+}
+
+uint64_t probe_floor_ticks(const Probe *p)
+{
+        return atomic_load(&((Probe *)p)->status.floor_ticks);
+}
+
+uint64_t probe_band_ticks(const Probe *p)
+{
+        return atomic_load(&((Probe *)p)->status.band_ticks);
+}
+
+uint64_t probe_epoch(const Probe *p)
+{
+        return atomic_load(&((Probe *)p)->ctl.epoch);
+}
+
+uint64_t probe_acked_epoch(const Probe *p)
+{
+        return atomic_load_explicit(&((Probe *)p)->status.acked_epoch, memory_order_acquire);
+}
+
+int64_t probe_advance(Probe *p)
+{
+        uint64_t e = atomic_load(&p->ctl.epoch);
+
+        if (probe_acked_epoch(p) != e) {
+                return -EBUSY;
+        }
+        /* The next slot must have been harvested, or the probe would add to old data. */
+        if (e + 1 - p->harvested_epoch > PROBE_SLOTS) {
+                return -EBUSY;
+        }
+        atomic_store_explicit(&p->ctl.epoch, e + 1, memory_order_release);
+        return (int64_t)(e + 1);
+}
+
+int probe_harvest(Probe *p, uint64_t epoch, ProbeSlot *ret)
+{
+        ProbeSlot *s;
+
+        if (epoch <= p->harvested_epoch) {
+                return -ESTALE;
+        }
+        if (probe_acked_epoch(p) <= epoch) {
+                return -EAGAIN;
+        }
+        s = &p->slots[epoch % PROBE_SLOTS];
+        /* Slots of skipped epochs (owner harvested out of order) are simply dropped. */
+        *ret = *s;
+        probe_slot_clear(s);
+        fold_pairs(ret, p->pairs[epoch % PROBE_SLOTS]);
+        slot_finalize(ret);
+        p->harvested_epoch = epoch;
+        return 0;
+}
+
+EventRing *probe_ring(Probe *p)
+{
+        return &p->ring;
+}

@@ -1,0 +1,47 @@
+#include "thief.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+
+uint64_t thief_now_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+int thief_run(int cpu, int priority, uint64_t first_ns, uint64_t period_ns,
+              const uint64_t *durations_ns, size_t n, Theft *ret)
+{
+        struct sched_param sp = { .sched_priority = priority };
+        cpu_set_t set;
+        int r;
+
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        if (sched_setaffinity(0, sizeof(set), &set) < 0) {
+                return -errno;
+        }
+        r = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+        if (r != 0) {
+                return -r;
+        }
+        for (size_t k = 0; k < n; k++) {
+                uint64_t at = first_ns + k * period_ns, now;
+                struct timespec ts = { (time_t)(at / 1000000000ULL), (long)(at % 1000000000ULL) };
+
+                while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+                }
+                ret[k].start_ns = now = thief_now_ns();
+                while (now - ret[k].start_ns < durations_ns[k]) {
+                        now = thief_now_ns();
+                }
+                ret[k].end_ns = now;
+        }
+        sp.sched_priority = 0;
+        pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+        return 0;
+}

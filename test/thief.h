@@ -1,0 +1,21 @@
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Ground truth for end-to-end tests: a SCHED_FIFO thread on the probe's CPU that takes the CPU
+ * away for known durations at known times, and records exactly when. */
+
+typedef struct Theft {
+        uint64_t start_ns; /* CLOCK_MONOTONIC when the thief started spinning */
+        uint64_t end_ns;   /* CLOCK_MONOTONIC when it stopped */
+} Theft;
+
+/* Pins the calling thread to @cpu at SCHED_FIFO @priority, then for each k < @n sleeps until
+ * @first_ns + k * @period_ns (CLOCK_MONOTONIC) and busy-spins for @durations_ns[k], recording
+ * it in @ret[k]. Returns 0, or a negative errno when it cannot pin or get SCHED_FIFO. */
+int thief_run(int cpu, int priority, uint64_t first_ns, uint64_t period_ns,
+              const uint64_t *durations_ns, size_t n, Theft *ret);
+
+/* CLOCK_MONOTONIC now, in ns. */
+uint64_t thief_now_ns(void);
