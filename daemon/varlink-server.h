@@ -1,0 +1,151 @@
+#pragma once
+
+/* A generic Varlink server on sd-event: listening sockets, connections, call dispatch to
+ * registered interfaces, the built-in org.varlink.service interface, and limits on every
+ * resource a client controls. It knows nothing about the interfaces it serves.
+ *
+ * Each connection handles one call at a time, as the protocol requires: calls pipelined behind
+ * a call that has not finished yet (an asynchronous reply, or an open "more" stream) wait in the
+ * connection's buffer and are dispatched in order once it finishes, so replies always come in
+ * call order.
+ *
+ * Protocol violations (a message that is not valid JSON, or not a valid call) are answered with
+ * org.varlink.service.InvalidParameter naming the offending key ("message" for invalid JSON), and
+ * the connection is then closed once that reply is written: the client has shown it does not
+ * speak the protocol, and nothing after it can be trusted. An oversize message closes the
+ * connection at once, since the stream cannot be resynchronised. A call with "upgrade" is
+ * answered with MethodNotImplemented: no method here supports protocol upgrades. */
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include "varlink.h"
+
+typedef struct VarlinkServer VarlinkServer;
+typedef struct VarlinkCallCtx VarlinkCallCtx;
+
+/* Bounds on what clients can make the server hold. */
+typedef struct VarlinkServerLimits {
+        size_t max_message_bytes;  /* one incoming message; longer closes the connection */
+        size_t max_output_bytes;   /* unsent reply bytes per connection; more drops the client */
+        unsigned max_connections;  /* further connections are accepted and closed at once */
+        unsigned max_pending_calls; /* calls buffered per connection before reading pauses */
+        uint64_t idle_timeout_usec; /* no call running, nothing received: close; 0 = never */
+} VarlinkServerLimits;
+
+/* Fills @ret with the defaults: 64 KiB messages, 16 MiB output queue, 64 connections, 32 pending
+ * calls, 60 s idle timeout. */
+void varlink_server_limits_default(VarlinkServerLimits *ret);
+
+/* Handles one call. @params is always an object (empty when the call had none), borrowed for
+ * the duration of the handler; take a reference to keep it. The handler either replies before
+ * returning, or takes a reference on @call and replies later. A negative return without a reply
+ * closes the connection (for failures that leave nothing sensible to answer, such as -ENOMEM);
+ * answers for the client, including refusals, are sent with varlink_call_error(). */
+typedef int (*VarlinkMethodFunc)(VarlinkCallCtx *call, json_t *params, void *userdata);
+
+/* Called once when the connection of a call that has not finished goes away (the client closed
+ * it, or it was dropped for a limit, or the server is freed). It runs from the event loop, never
+ * from inside a varlink_call_*() function. The call stays valid while references are held. */
+typedef void (*VarlinkCallCloseFunc)(VarlinkCallCtx *call, void *userdata);
+
+/* The method requires the "more" flag; calls without it get org.varlink.service.ExpectedMore. */
+#define VARLINK_METHOD_REQUIRES_MORE (1u << 0)
+
+typedef struct VarlinkMethod {
+        const char *name; /* member name, e.g. "GetStatus"; must stay valid */
+        VarlinkMethodFunc func;
+        unsigned flags; /* VARLINK_METHOD_* */
+} VarlinkMethod;
+
+/* Creates a server attached to @e (a reference is taken). @limits NULL means the defaults.
+ * Returns 0, -EINVAL for a zero limit (except the idle timeout) or -ENOMEM. */
+int varlink_server_new(sd_event *e, const VarlinkServerLimits *limits, VarlinkServer **ret);
+
+/* Closes every connection (running the close callbacks of unfinished calls), closes the
+ * listening sockets and removes the socket files the server created. Accepts NULL; returns
+ * NULL. Must not be called from inside a method handler. */
+VarlinkServer *varlink_server_free(VarlinkServer *s);
+
+/* Sets the pointer passed to every method handler of the registered interfaces. */
+void varlink_server_set_userdata(VarlinkServer *s, void *userdata);
+
+/* Serves an already bound and listening AF_UNIX stream socket (e.g. from sd_listen_fds()). The
+ * server owns @fd on success. Returns 0, -ENOTSOCK, -EINVAL (not a listening stream socket) or
+ * another negative errno. */
+int varlink_server_listen_fd(VarlinkServer *s, int fd);
+
+/* Creates the socket @path (creating missing parent directories with mode 0755), with file
+ * mode @mode. A socket file left by a dead process is replaced; a live one gives -EADDRINUSE,
+ * anything that is not a socket -EEXIST. Returns 0 or a negative errno. */
+int varlink_server_listen_path(VarlinkServer *s, const char *path, mode_t mode);
+
+/* Registers interface @name with its Varlink description text (served by
+ * GetInterfaceDescription) and @n methods. The table is copied; method names must stay valid.
+ * Returns 0, -EINVAL (invalid or duplicate names, missing handler), -EEXIST or -ENOMEM. */
+int varlink_server_add_interface(VarlinkServer *s, const char *name, const char *description_text,
+                                 const VarlinkMethod *methods, size_t n);
+
+/* Sets what org.varlink.service.GetInfo reports. NULL leaves a field empty. Returns 0 or
+ * -ENOMEM. */
+int varlink_server_set_info(VarlinkServer *s, const char *vendor, const char *product,
+                            const char *version, const char *url);
+
+/* Number of open client connections. */
+unsigned varlink_server_n_connections(const VarlinkServer *s);
+
+/* Takes a reference on @call; returns @call. */
+VarlinkCallCtx *varlink_call_ref(VarlinkCallCtx *call);
+
+/* Drops a reference; the call is freed with the last one. Accepts NULL; returns NULL. Dropping
+ * the last reference held outside the server before the final reply closes the connection, since
+ * the call could then never be answered (its close callback is not run in that case). */
+VarlinkCallCtx *varlink_call_unref(VarlinkCallCtx *call);
+
+/* Sends the final reply with @params (stolen; NULL means no parameters) and finishes the call.
+ * Nothing is sent for oneway calls. Returns 0; -ECONNRESET if the client is gone or was dropped
+ * by this reply (queue limit); -EALREADY if the call had finished; -ENOMEM. */
+int varlink_call_reply(VarlinkCallCtx *call, json_t *params);
+
+/* Sends a reply with "continues": true to a call made with "more"; the call stays open. Returns
+ * as varlink_call_reply(), or -EINVAL if the call did not ask for more. */
+int varlink_call_reply_continue(VarlinkCallCtx *call, json_t *params);
+
+/* Sends error @error (a fully-qualified error name) with @params (stolen; NULL means none) and
+ * finishes the call. Returns as varlink_call_reply(). */
+int varlink_call_error(VarlinkCallCtx *call, const char *error, json_t *params);
+
+/* Sends org.varlink.service.InvalidParameter naming @name and finishes the call. */
+int varlink_call_error_invalid_parameter(VarlinkCallCtx *call, const char *name);
+
+/* Checks @params against a field table like varlink_params_check(). Returns 0 if they are valid;
+ * otherwise answers the call with InvalidParameter naming the field (finishing it) and returns
+ * -EINVAL, after which the handler just returns 0. */
+int varlink_call_check_params(VarlinkCallCtx *call, json_t *params, const VarlinkField *fields,
+                              size_t n);
+
+/* Sets the callback run if the connection goes away before the call finishes (see
+ * VarlinkCallCloseFunc). Replaces any earlier one. */
+void varlink_call_set_close_callback(VarlinkCallCtx *call, VarlinkCallCloseFunc cb,
+                                     void *userdata);
+
+/* True once the call's connection is closed (or being closed); replies are then discarded. */
+bool varlink_call_is_closed(const VarlinkCallCtx *call);
+
+/* True if the client asked for several replies ("more"). */
+bool varlink_call_wants_more(const VarlinkCallCtx *call);
+
+/* True if the client asked for no reply ("oneway"). */
+bool varlink_call_is_oneway(const VarlinkCallCtx *call);
+
+/* The fully-qualified method name of the call. */
+const char *varlink_call_method(const VarlinkCallCtx *call);
+
+/* The peer's credentials from SO_PEERCRED, taken when the connection was accepted. Any output
+ * pointer may be NULL. Returns 0. */
+int varlink_call_peer(const VarlinkCallCtx *call, uid_t *ret_uid, gid_t *ret_gid,
+                      pid_t *ret_pid);
