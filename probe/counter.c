@@ -74,7 +74,8 @@ int counter_check(CounterSource source)
 #if defined(__x86_64__)
         unsigned a, b, c, d;
 
-        if (__get_cpuid_max(0x80000000, NULL) < 0x80000007) {
+        /* Unsigned compare: clang's cpuid.h declares the result int, gcc's unsigned. */
+        if ((unsigned)__get_cpuid_max(0x80000000, NULL) < 0x80000007u) {
                 return -EOPNOTSUPP;
         }
         __cpuid(0x80000007, a, b, c, d);

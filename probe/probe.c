@@ -414,6 +414,9 @@ static void *probe_thread(void *userdata)
                 set_state(p, PROBE_FAILED);
                 return NULL;
         }
+        if (p->cfg.thread_init) {
+                p->cfg.thread_init(p->cfg.thread_init_userdata);
+        }
 
         for (;;) {
                 set_state(p, PROBE_PREHEATING);

@@ -49,6 +49,10 @@ typedef struct ProbeConfig {
         uint64_t threshold_ns; /* a gap this long is an event (interruption) */
         uint64_t preheat_ns;   /* run this long before recording */
         size_t ring_capacity;  /* events buffered between two reads of the ring */
+        /* Run in the probe thread once it is pinned and has its policy, before preheat: the
+         * daemon drops the thread's capabilities and blocks its signals there. May be NULL. */
+        void (*thread_init)(void *userdata);
+        void *thread_init_userdata;
 } ProbeConfig;
 
 typedef struct Probe Probe;

@@ -22,7 +22,7 @@ json_t *value_summary_to_json(const ValueSummary *v)
         for (int i = 0; i < SUMMARY_PERCENTILES; i++) {
                 json_object_set_new(pct, summary_percentile_names[i], ns_value(v->pct_ns[i]));
         }
-        return json_pack("{sI sO sO sf sf sO so}", "count", (json_int_t)v->count, "min_ns",
+        return json_pack("{sI so so sf sf so so}", "count", (json_int_t)v->count, "min_ns",
                          ns_value(v->min_ns), "max_ns", ns_value(v->max_ns), "mean_ns",
                          v->mean_ns, "stddev_ns", v->stddev_ns, "median_ns",
                          ns_value(v->median_ns), "percentiles", pct);

@@ -83,6 +83,7 @@ static void test_signed_against_two_pass(void **state)
         assert_close(signed_stats_mean(&s), (double)mean, 1e-9);
         assert_close(signed_stats_variance(&s), (double)var, 1e-9);
         assert_true(s.min < 0 && s.max > 0);
+        free(v);
 }
 
 /* What 10^12 samples accumulate: a running double sum would have lost the small variance

@@ -1,0 +1,1016 @@
+/* The Prometheus exposition (export.h) and the daemon's node_exporter textfile. */
+
+#include "export.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <math.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "manager.h"
+#include "summary-json.h"
+#include "summary.h"
+
+#define NSEC_PER_SEC UINT64_C(1000000000)
+
+/* A label value or an attribution source name longer than this is not something the daemon
+ * sends: the reply is refused rather than exported. */
+#define LABEL_VALUE_MAX 256
+
+/* The le boundaries of jitter_gap_seconds, spelled as Go's strconv 'g' format would, so the
+ * series match what other exporters write for the same boundaries. */
+static const struct {
+        uint64_t ns;
+        const char *text;
+} gap_le[] = {
+        {100ULL, "1e-07"},     {200ULL, "2e-07"},     {500ULL, "5e-07"},     {1000ULL, "1e-06"},
+        {2000ULL, "2e-06"},    {5000ULL, "5e-06"},    {10000ULL, "1e-05"},   {20000ULL, "2e-05"},
+        {50000ULL, "5e-05"},   {100000ULL, "0.0001"}, {200000ULL, "0.0002"}, {500000ULL, "0.0005"},
+        {1000000ULL, "0.001"}, {2000000ULL, "0.002"}, {5000000ULL, "0.005"}, {10000000ULL, "0.01"},
+        {20000000ULL, "0.02"}, {50000000ULL, "0.05"}, {100000000ULL, "0.1"}, {200000000ULL, "0.2"},
+        {500000000ULL, "0.5"}, {1000000000ULL, "1"},
+};
+#define GAP_LE_COUNT (sizeof(gap_le) / sizeof(gap_le[0]))
+
+/* The probe states of the io.jitterd interface: a bounded enum, one series each. */
+static const char *const probe_states[] = {
+        "starting", "preheating", "running", "stalled", "migrated", "offline", "failed", "stopped",
+};
+
+typedef struct Family {
+        const char *name;
+        const char *type;
+        const char *help;
+} Family;
+
+static const Family fam_build_info = {"jitter_build_info", "gauge",
+                                      "Version of jitterd, as a label; the value is always 1."};
+static const Family fam_uptime = {"jitter_uptime_seconds", "gauge", "Time since jitterd started."};
+/* "counter" would read as the metric type (promtool's lint says so): the counter's
+ * frequency is that of its ticks. */
+static const Family fam_tick_frequency = {
+        "jitter_tick_frequency_hertz", "gauge",
+        "Frequency of the counter the probes read (source), and how it was found (hz_source)."};
+static const Family fam_tick_drift = {
+        "jitter_tick_drift_ppm", "gauge",
+        "Drift of the counter against CLOCK_MONOTONIC over the last interval, in ppm."};
+static const Family fam_threshold = {"jitter_interruption_threshold_seconds", "gauge",
+                                     "Gaps at least this long are counted as interruptions."};
+static const Family fam_history_bytes = {"jitter_history_bytes", "gauge",
+                                         "Memory used by the rolling history."};
+static const Family fam_probe_up = {"jitter_probe_up", "gauge",
+                                    "1 when the probe of the CPU is running and measuring."};
+static const Family fam_probe_state = {"jitter_probe_state", "gauge",
+                                       "State of the probe of the CPU: 1 for the current one."};
+static const Family fam_probe_floor = {
+        "jitter_probe_floor_seconds", "gauge",
+        "The probe loop's own period on the CPU: its shortest usual gap."};
+static const Family fam_samples = {"jitter_samples_total", "counter",
+                                   "Gaps measured on the CPU since start or the last reset."};
+static const Family fam_interruptions = {"jitter_interruptions_total", "counter",
+                                         "Gaps at or above the interruption threshold."};
+static const Family fam_time_lost = {
+        "jitter_time_lost_seconds_total", "counter",
+        "Time the CPU was taken away from the probe (sum of gaps above the floor's noise band)."};
+static const Family fam_stalls = {"jitter_stalls_total", "counter",
+                                  "Intervals in which the probe made no progress at all."};
+static const Family fam_gap = {
+        "jitter_gap_seconds", "histogram",
+        "Gaps between consecutive counter reads of the probe; le is exact to the nearest "
+        "histogram bucket edge at or below it (within 3 %)."};
+static const Family fam_gap_max = {
+        "jitter_gap_max_seconds", "gauge",
+        "Longest gap over the newest interval (window=\"interval\") or the last minute."};
+static const Family fam_available = {
+        "jitter_cpu_available_ratio", "gauge",
+        "Share of the time the CPU was available to the probe over the window."};
+static const Family fam_interrupts = {"jitter_interrupts_total", "counter",
+                                      "Interrupts on the CPU by source (/proc/interrupts)."};
+static const Family fam_softirqs = {"jitter_softirqs_total", "counter",
+                                    "Softirqs on the CPU by source (/proc/softirqs)."};
+static const Family fam_ctxsw = {"jitter_context_switches_total", "counter",
+                                 "Context switches of the probe thread, by kind."};
+static const Family fam_smi = {"jitter_smi_total", "counter",
+                               "System management interrupts seen on the CPU."};
+
+typedef struct Label {
+        const char *name;
+        const char *value;
+} Label;
+
+typedef struct Writer {
+        FILE *f;
+        const Family *current; /* the family whose HELP and TYPE lines came last */
+} Writer;
+
+/* Label values escape backslash, double quote and line feed (the exposition format's rule). */
+static void write_label_value(FILE *f, const char *s)
+{
+        for (; *s; s++) {
+                if (*s == '\\') {
+                        fputs("\\\\", f);
+                } else if (*s == '"') {
+                        fputs("\\\"", f);
+                } else if (*s == '\n') {
+                        fputs("\\n", f);
+                } else {
+                        fputc(*s, f);
+                }
+        }
+}
+
+/* Writes one sample. The HELP and TYPE lines of a family come before its first sample only,
+ * so a family without samples (no SMI counter on this machine) is left out entirely; the
+ * callers write the samples of one family together, as the format requires. */
+static void put_sample(Writer *w, const Family *fam, const char *suffix, const Label *labels,
+                       size_t n_labels, const char *value)
+{
+        if (w->current != fam) {
+                fprintf(w->f, "# HELP %s %s\n# TYPE %s %s\n", fam->name, fam->help, fam->name,
+                        fam->type);
+                w->current = fam;
+        }
+        fprintf(w->f, "%s%s", fam->name, suffix);
+        if (n_labels > 0) {
+                fputc('{', w->f);
+                for (size_t i = 0; i < n_labels; i++) {
+                        fprintf(w->f, "%s%s=\"", i ? "," : "", labels[i].name);
+                        write_label_value(w->f, labels[i].value);
+                        fputc('"', w->f);
+                }
+                fputc('}', w->f);
+        }
+        fprintf(w->f, " %s\n", value);
+}
+
+/* Number formatting: integers as integers, seconds from whole ns as exact decimals. */
+#define VALUE_MAX 64
+
+static const char *value_u64(char *buf, uint64_t v)
+{
+        snprintf(buf, VALUE_MAX, "%" PRIu64, v);
+        return buf;
+}
+
+static const char *value_seconds(char *buf, uint64_t ns)
+{
+        size_t len;
+
+        if (ns % NSEC_PER_SEC == 0) {
+                return value_u64(buf, ns / NSEC_PER_SEC);
+        }
+        snprintf(buf, VALUE_MAX, "%" PRIu64 ".%09" PRIu64, ns / NSEC_PER_SEC, ns % NSEC_PER_SEC);
+        len = strlen(buf);
+        while (buf[len - 1] == '0') {
+                buf[--len] = '\0';
+        }
+        return buf;
+}
+
+static const char *value_double(char *buf, double v)
+{
+        snprintf(buf, VALUE_MAX, "%.15g", v);
+        return buf;
+}
+
+/* --- reading the replies: every member is checked, a bad one refuses the whole input --- */
+
+static int get_int(json_t *o, const char *key, json_int_t min, json_int_t max, json_int_t *ret)
+{
+        json_t *v = json_object_get(o, key);
+        json_int_t x;
+
+        if (!json_is_integer(v)) {
+                return -EBADMSG;
+        }
+        x = json_integer_value(v);
+        if (x < min || x > max) {
+                return -EBADMSG;
+        }
+        *ret = x;
+        return 0;
+}
+
+static int get_u64(json_t *o, const char *key, uint64_t *ret)
+{
+        json_int_t x;
+        int r = get_int(o, key, 0, INT64_MAX, &x);
+
+        if (r < 0) {
+                return r;
+        }
+        *ret = (uint64_t)x;
+        return 0;
+}
+
+/* A finite number, integer or real (the daemon sends whole ns values as integers). */
+static int get_number(json_t *o, const char *key, double *ret)
+{
+        json_t *v = json_object_get(o, key);
+
+        if (!json_is_number(v) || !isfinite(json_number_value(v))) {
+                return -EBADMSG;
+        }
+        *ret = json_number_value(v);
+        return 0;
+}
+
+/* A non-negative whole number of ns, integer or real. */
+static int get_ns(json_t *o, const char *key, uint64_t *ret)
+{
+        double v;
+        int r = get_number(o, key, &v);
+
+        if (r < 0) {
+                return r;
+        }
+        /* 2^63 ns is 292 years: anything above is not a duration the daemon measured. */
+        if (v < 0 || v >= 9.2e18) {
+                return -EBADMSG;
+        }
+        *ret = (uint64_t)llround(v);
+        return 0;
+}
+
+static int get_string(json_t *o, const char *key, const char **ret)
+{
+        json_t *v = json_object_get(o, key);
+
+        if (!json_is_string(v) || json_string_length(v) > LABEL_VALUE_MAX ||
+            strlen(json_string_value(v)) != json_string_length(v)) {
+                return -EBADMSG;
+        }
+        *ret = json_string_value(v);
+        return 0;
+}
+
+/* The parsed input: one entry per CPU of each array. */
+typedef struct ProbeEntry {
+        char cpu[16];
+        const char *state;
+        uint64_t floor_ns;
+} ProbeEntry;
+
+/* The counters of a GetStats entry, each one family with the cpu label. */
+static const struct {
+        const char *object; /* the member that holds @key, NULL for the entry itself */
+        const char *key;
+        const Family *fam;
+        bool seconds; /* @key is in ns */
+} counters[] = {
+        {NULL, "samples", &fam_samples, false},
+        {"interruptions", "count", &fam_interruptions, false},
+        {NULL, "lost_ns", &fam_time_lost, true},
+        {NULL, "stalls", &fam_stalls, false},
+};
+#define COUNTERS (sizeof(counters) / sizeof(counters[0]))
+
+/* The attribution maps of a GetStats entry ({"LOC": 12, ...}), each one family with the cpu
+ * label and a label for the map's keys. */
+static const struct {
+        const char *key;
+        const Family *fam;
+        const char *label;
+} source_maps[] = {
+        {"interrupts", &fam_interrupts, "source"},
+        {"softirqs", &fam_softirqs, "source"},
+        {"ctxsw", &fam_ctxsw, "kind"},
+};
+#define SOURCE_MAPS (sizeof(source_maps) / sizeof(source_maps[0]))
+
+typedef struct Totals {
+        int cpu;
+        char cpu_label[16];
+        uint64_t counters[COUNTERS];
+        json_t *source_maps[SOURCE_MAPS]; /* borrowed, checked */
+        uint64_t smi;
+        bool have_smi;
+        double mean_ns; /* of the gaps */
+} Totals;
+
+typedef struct Recent {
+        char cpu[16];
+        uint64_t samples, stalls, duration_ns, max_gap_ns;
+        double available_pct;
+} Recent;
+
+typedef struct Interval {
+        char cpu[16];
+        uint64_t max_gap_ns;
+} Interval;
+
+typedef struct Gaps {
+        char cpu[16];
+        uint64_t cumulative[GAP_LE_COUNT + 1]; /* the last is +Inf, all gaps */
+        uint64_t sum_ns;
+} Gaps;
+
+typedef struct Input {
+        const char *version, *source, *hz_source;
+        uint64_t uptime_ns, hz, threshold_ns, interval_ns, history_bytes;
+        double drift_ppm;
+        ProbeEntry *probes;
+        size_t n_probes;
+        Totals *totals;
+        size_t n_totals;
+        Recent *recent;
+        size_t n_recent;
+        Interval *intervals;
+        size_t n_intervals;
+        Gaps *gaps;
+        size_t n_gaps;
+} Input;
+
+static void input_done(Input *in)
+{
+        free(in->probes);
+        free(in->totals);
+        free(in->recent);
+        free(in->intervals);
+        free(in->gaps);
+}
+
+/* Checks that @arr is an array of objects each with a valid "cpu" that no other has (the
+ * series of one CPU must not appear twice), and allocates @n_ret entries of @size for them. */
+static int parse_cpu_array(json_t *arr, size_t size, void **ret, size_t *n_ret)
+{
+        cpu_set_t seen;
+        json_t *o;
+        size_t i;
+
+        if (!json_is_array(arr) || json_array_size(arr) > CPU_SETSIZE) {
+                return -EBADMSG;
+        }
+        CPU_ZERO(&seen);
+        json_array_foreach(arr, i, o)
+        {
+                json_int_t cpu;
+                int r = get_int(o, "cpu", 0, CPU_SETSIZE - 1, &cpu);
+
+                if (r < 0) {
+                        return r;
+                }
+                if (CPU_ISSET((int)cpu, &seen)) {
+                        return -EBADMSG;
+                }
+                CPU_SET((int)cpu, &seen);
+        }
+        *ret = calloc(json_array_size(arr) + 1, size);
+        if (!*ret) {
+                return -ENOMEM;
+        }
+        *n_ret = json_array_size(arr);
+        return 0;
+}
+
+static void cpu_label(json_t *o, char label[static 16])
+{
+        snprintf(label, 16, "%d", (int)json_integer_value(json_object_get(o, "cpu")));
+}
+
+static int parse_status(Input *in, json_t *status)
+{
+        json_t *counter = json_object_get(status, "counter");
+        json_t *config = json_object_get(status, "config");
+        json_t *probes = json_object_get(status, "probes"), *o;
+        size_t i;
+        int r;
+
+        if ((r = get_string(status, "version", &in->version)) < 0 ||
+            (r = get_u64(status, "uptime_ns", &in->uptime_ns)) < 0 ||
+            (r = get_u64(status, "history_bytes", &in->history_bytes)) < 0 ||
+            (r = get_string(counter, "source", &in->source)) < 0 ||
+            (r = get_string(counter, "hz_source", &in->hz_source)) < 0 ||
+            (r = get_u64(counter, "hz", &in->hz)) < 0 ||
+            (r = get_number(counter, "drift_ppm", &in->drift_ppm)) < 0 ||
+            (r = get_u64(config, "threshold_ns", &in->threshold_ns)) < 0 ||
+            (r = get_u64(config, "interval_ns", &in->interval_ns)) < 0 ||
+            (r = parse_cpu_array(probes, sizeof(ProbeEntry), (void **)&in->probes, &in->n_probes)) <
+                    0) {
+                return r;
+        }
+        json_array_foreach(probes, i, o)
+        {
+                ProbeEntry *p = &in->probes[i];
+
+                cpu_label(o, p->cpu);
+                if ((r = get_string(o, "state", &p->state)) < 0 ||
+                    (r = get_ns(o, "floor_ns", &p->floor_ns)) < 0) {
+                        return r;
+                }
+        }
+        return 0;
+}
+
+/* Checks an attribution map ({"LOC": 12, ...}) of a GetStats entry. */
+static int check_sources(json_t *map)
+{
+        const char *name;
+        json_t *v;
+
+        if (!json_is_object(map)) {
+                return -EBADMSG;
+        }
+        json_object_foreach(map, name, v)
+        {
+                if (name[0] == '\0' || strlen(name) > LABEL_VALUE_MAX || !json_is_integer(v) ||
+                    json_integer_value(v) < 0) {
+                        return -EBADMSG;
+                }
+        }
+        return 0;
+}
+
+static int parse_totals(Input *in, json_t *stats)
+{
+        json_t *o;
+        size_t i;
+        int r;
+
+        r = parse_cpu_array(stats, sizeof(Totals), (void **)&in->totals, &in->n_totals);
+        if (r < 0) {
+                return r;
+        }
+        json_array_foreach(stats, i, o)
+        {
+                Totals *t = &in->totals[i];
+                json_t *smi = json_object_get(o, "smi");
+
+                t->cpu = (int)json_integer_value(json_object_get(o, "cpu"));
+                cpu_label(o, t->cpu_label);
+                for (size_t k = 0; k < COUNTERS; k++) {
+                        json_t *from =
+                                counters[k].object ? json_object_get(o, counters[k].object) : o;
+
+                        if ((r = get_u64(from, counters[k].key, &t->counters[k])) < 0) {
+                                return r;
+                        }
+                }
+                for (size_t k = 0; k < SOURCE_MAPS; k++) {
+                        t->source_maps[k] = json_object_get(o, source_maps[k].key);
+                        if ((r = check_sources(t->source_maps[k])) < 0) {
+                                return r;
+                        }
+                }
+                r = get_number(json_object_get(o, "gap"), "mean_ns", &t->mean_ns);
+                if (r < 0) {
+                        return r;
+                }
+                if (t->mean_ns < 0) {
+                        return -EBADMSG;
+                }
+                t->have_smi = smi && !json_is_null(smi);
+                if (t->have_smi && (r = get_u64(o, "smi", &t->smi)) < 0) {
+                        return r;
+                }
+        }
+        return 0;
+}
+
+static int parse_recent(Input *in, json_t *stats_1m, json_t *intervals_last)
+{
+        json_t *o;
+        size_t i;
+        int r;
+
+        r = parse_cpu_array(stats_1m, sizeof(Recent), (void **)&in->recent, &in->n_recent);
+        if (r < 0) {
+                return r;
+        }
+        json_array_foreach(stats_1m, i, o)
+        {
+                Recent *t = &in->recent[i];
+
+                cpu_label(o, t->cpu);
+                if ((r = get_u64(o, "samples", &t->samples)) < 0 ||
+                    (r = get_u64(o, "stalls", &t->stalls)) < 0 ||
+                    (r = get_u64(o, "duration_ns", &t->duration_ns)) < 0 ||
+                    (r = get_ns(json_object_get(o, "gap"), "max_ns", &t->max_gap_ns)) < 0 ||
+                    (r = get_number(o, "cpu_available_pct", &t->available_pct)) < 0) {
+                        return r;
+                }
+                if (t->available_pct < 0 || t->available_pct > 100) {
+                        return -EBADMSG;
+                }
+        }
+        r = parse_cpu_array(intervals_last, sizeof(Interval), (void **)&in->intervals,
+                            &in->n_intervals);
+        if (r < 0) {
+                return r;
+        }
+        json_array_foreach(intervals_last, i, o)
+        {
+                cpu_label(o, in->intervals[i].cpu);
+                if ((r = get_ns(o, "max_gap_ns", &in->intervals[i].max_gap_ns)) < 0) {
+                        return r;
+                }
+        }
+        return 0;
+}
+
+/* Sums the buckets of one GetHistogram reply into the le boundaries: a bucket counts in every
+ * le at or above its (inclusive) upper edge, so cumulative[i] is the number of gaps in buckets
+ * whose upper edge is at most gap_le[i]. */
+static int parse_gaps(Gaps *g, json_t *hist)
+{
+        json_t *buckets = json_object_get(hist, "buckets"), *b;
+        json_t *kind = json_object_get(hist, "kind");
+        size_t i;
+
+        if (kind && (!json_is_string(kind) || strcmp(json_string_value(kind), "gap") != 0)) {
+                return -EBADMSG;
+        }
+        if (!json_is_array(buckets)) {
+                return -EBADMSG;
+        }
+        json_array_foreach(buckets, i, b)
+        {
+                uint64_t lower, upper, count;
+                size_t le = 0;
+
+                if (get_u64(b, "lower_ns", &lower) < 0 || get_u64(b, "upper_ns", &upper) < 0 ||
+                    get_u64(b, "count", &count) < 0 || lower > upper) {
+                        return -EBADMSG;
+                }
+                while (le < GAP_LE_COUNT && gap_le[le].ns < upper) {
+                        le++;
+                }
+                if (__builtin_add_overflow(g->cumulative[le], count, &g->cumulative[le])) {
+                        return -EBADMSG;
+                }
+        }
+        for (size_t le = 1; le <= GAP_LE_COUNT; le++) {
+                if (__builtin_add_overflow(g->cumulative[le], g->cumulative[le - 1],
+                                           &g->cumulative[le])) {
+                        return -EBADMSG;
+                }
+        }
+        return 0;
+}
+
+static int parse_histograms(Input *in, json_t *histograms)
+{
+        json_t *o;
+        size_t i;
+        int r;
+
+        r = parse_cpu_array(histograms, sizeof(Gaps), (void **)&in->gaps, &in->n_gaps);
+        if (r < 0) {
+                return r;
+        }
+        json_array_foreach(histograms, i, o)
+        {
+                Gaps *g = &in->gaps[i];
+                int cpu = (int)json_integer_value(json_object_get(o, "cpu"));
+                const Totals *t = NULL;
+                double sum_ns;
+
+                cpu_label(o, g->cpu);
+                if ((r = parse_gaps(g, o)) < 0) {
+                        return r;
+                }
+                /* The sum comes from the statistics: without them there is no _sum. */
+                for (size_t k = 0; k < in->n_totals; k++) {
+                        if (in->totals[k].cpu == cpu) {
+                                t = &in->totals[k];
+                        }
+                }
+                if (!t) {
+                        return -EBADMSG;
+                }
+                /* The sum of the gaps is their mean times their count; the mean is exact to
+                 * the double's precision, far below a ns over any realistic uptime. */
+                sum_ns = t->mean_ns * (double)g->cumulative[GAP_LE_COUNT];
+                if (!(sum_ns < 9.2e18)) {
+                        return -EBADMSG;
+                }
+                g->sum_ns = (uint64_t)llround(sum_ns);
+        }
+        return 0;
+}
+
+/* --- the families ---------------------------------------------------------------------- */
+
+static void render_status(Writer *w, const Input *in)
+{
+        char v[VALUE_MAX];
+
+        put_sample(w, &fam_build_info, "", (Label[]){{"version", in->version}}, 1, "1");
+        put_sample(w, &fam_uptime, "", NULL, 0, value_seconds(v, in->uptime_ns));
+        put_sample(w, &fam_tick_frequency, "",
+                   (Label[]){{"source", in->source}, {"hz_source", in->hz_source}}, 2,
+                   value_u64(v, in->hz));
+        put_sample(w, &fam_tick_drift, "", NULL, 0, value_double(v, in->drift_ppm));
+        put_sample(w, &fam_threshold, "", NULL, 0, value_seconds(v, in->threshold_ns));
+        put_sample(w, &fam_history_bytes, "", NULL, 0, value_u64(v, in->history_bytes));
+        for (size_t i = 0; i < in->n_probes; i++) {
+                put_sample(w, &fam_probe_up, "", (Label[]){{"cpu", in->probes[i].cpu}}, 1,
+                           strcmp(in->probes[i].state, "running") == 0 ? "1" : "0");
+        }
+        for (size_t i = 0; i < in->n_probes; i++) {
+                for (size_t s = 0; s < sizeof(probe_states) / sizeof(probe_states[0]); s++) {
+                        put_sample(
+                                w, &fam_probe_state, "",
+                                (Label[]){{"cpu", in->probes[i].cpu}, {"state", probe_states[s]}},
+                                2, strcmp(in->probes[i].state, probe_states[s]) == 0 ? "1" : "0");
+                }
+        }
+        for (size_t i = 0; i < in->n_probes; i++) {
+                /* 0 until the probe has measured its floor. */
+                if (in->probes[i].floor_ns > 0) {
+                        put_sample(w, &fam_probe_floor, "", (Label[]){{"cpu", in->probes[i].cpu}},
+                                   1, value_seconds(v, in->probes[i].floor_ns));
+                }
+        }
+}
+
+/* The counters and attribution counts, from the "all" window. */
+static void render_totals(Writer *w, const Input *in)
+{
+        char v[VALUE_MAX];
+
+        for (size_t k = 0; k < COUNTERS; k++) {
+                for (size_t i = 0; i < in->n_totals; i++) {
+                        uint64_t x = in->totals[i].counters[k];
+
+                        put_sample(w, counters[k].fam, "",
+                                   (Label[]){{"cpu", in->totals[i].cpu_label}}, 1,
+                                   counters[k].seconds ? value_seconds(v, x) : value_u64(v, x));
+                }
+        }
+        for (size_t k = 0; k < SOURCE_MAPS; k++) {
+                for (size_t i = 0; i < in->n_totals; i++) {
+                        const char *name;
+                        json_t *count;
+
+                        json_object_foreach(in->totals[i].source_maps[k], name, count)
+                        {
+                                put_sample(w, source_maps[k].fam, "",
+                                           (Label[]){{"cpu", in->totals[i].cpu_label},
+                                                     {source_maps[k].label, name}},
+                                           2, value_u64(v, (uint64_t)json_integer_value(count)));
+                        }
+                }
+        }
+        for (size_t i = 0; i < in->n_totals; i++) {
+                if (in->totals[i].have_smi) {
+                        put_sample(w, &fam_smi, "", (Label[]){{"cpu", in->totals[i].cpu_label}}, 1,
+                                   value_u64(v, in->totals[i].smi));
+                }
+        }
+}
+
+static void render_gaps(Writer *w, const Input *in)
+{
+        char v[VALUE_MAX];
+
+        for (size_t i = 0; i < in->n_gaps; i++) {
+                const Gaps *g = &in->gaps[i];
+
+                for (size_t le = 0; le < GAP_LE_COUNT; le++) {
+                        put_sample(w, &fam_gap, "_bucket",
+                                   (Label[]){{"cpu", g->cpu}, {"le", gap_le[le].text}}, 2,
+                                   value_u64(v, g->cumulative[le]));
+                }
+                put_sample(w, &fam_gap, "_bucket", (Label[]){{"cpu", g->cpu}, {"le", "+Inf"}}, 2,
+                           value_u64(v, g->cumulative[GAP_LE_COUNT]));
+                put_sample(w, &fam_gap, "_sum", (Label[]){{"cpu", g->cpu}}, 1,
+                           value_seconds(v, g->sum_ns));
+                put_sample(w, &fam_gap, "_count", (Label[]){{"cpu", g->cpu}}, 1,
+                           value_u64(v, g->cumulative[GAP_LE_COUNT]));
+        }
+}
+
+/* The worst gaps of the newest interval and of the last minute, and the CPU available over
+ * the last minute. A minute with a stalled interval had a gap at least an interval long, though
+ * the probe could not time it. */
+static void render_recent(Writer *w, const Input *in)
+{
+        char v[VALUE_MAX];
+
+        for (size_t i = 0; i < in->n_intervals; i++) {
+                put_sample(w, &fam_gap_max, "",
+                           (Label[]){{"cpu", in->intervals[i].cpu}, {"window", "interval"}}, 2,
+                           value_seconds(v, in->intervals[i].max_gap_ns));
+        }
+        for (size_t i = 0; i < in->n_recent; i++) {
+                const Recent *t = &in->recent[i];
+                uint64_t max_ns = t->max_gap_ns;
+
+                if (t->stalls > 0 && max_ns < in->interval_ns) {
+                        max_ns = in->interval_ns;
+                }
+                /* No samples and no stall: nothing was measured, there is no worst gap. */
+                if (t->samples > 0 || t->stalls > 0) {
+                        put_sample(w, &fam_gap_max, "",
+                                   (Label[]){{"cpu", t->cpu}, {"window", "1m"}}, 2,
+                                   value_seconds(v, max_ns));
+                }
+        }
+        for (size_t i = 0; i < in->n_recent; i++) {
+                if (in->recent[i].duration_ns > 0) {
+                        put_sample(w, &fam_available, "",
+                                   (Label[]){{"cpu", in->recent[i].cpu}, {"window", "1m"}}, 2,
+                                   value_double(v, in->recent[i].available_pct / 100.0));
+                }
+        }
+}
+
+int prometheus_render(FILE *f, json_t *status, json_t *stats_all, json_t *stats_1m,
+                      json_t *intervals_last, json_t *histograms_all)
+{
+        Input in = {0};
+        char *buf = NULL;
+        size_t size = 0;
+        Writer w = {0};
+        int r;
+
+        /* Everything is read and checked before the first line is written. */
+        if ((r = parse_status(&in, status)) < 0 || (r = parse_totals(&in, stats_all)) < 0 ||
+            (r = parse_recent(&in, stats_1m, intervals_last)) < 0 ||
+            (r = parse_histograms(&in, histograms_all)) < 0) {
+                input_done(&in);
+                return r;
+        }
+        w.f = open_memstream(&buf, &size);
+        if (!w.f) {
+                input_done(&in);
+                return -ENOMEM;
+        }
+        render_status(&w, &in);
+        render_totals(&w, &in);
+        render_gaps(&w, &in);
+        render_recent(&w, &in);
+        input_done(&in);
+        r = ferror(w.f) ? -ENOMEM : 0;
+        if (fclose(w.f) != 0 && r >= 0) {
+                r = -ENOMEM;
+        }
+        /* Written in one go, so that @f gets the whole exposition or an error. */
+        if (r >= 0 && size > 0 && fwrite(buf, 1, size, f) != size) {
+                r = -EIO;
+        }
+        free(buf);
+        return r;
+}
+
+const char *prometheus_interval_window(uint64_t interval_ns)
+{
+        if (interval_ns <= 10 * NSEC_PER_SEC / 3) {
+                return "10s";
+        }
+        if (interval_ns <= 20 * NSEC_PER_SEC) {
+                return "1m";
+        }
+        return "5m";
+}
+
+/* --- the daemon's textfile ---------------------------------------------------------------- */
+
+typedef struct NewestPoint {
+        HistoryPoint point;
+        bool found;
+} NewestPoint;
+
+static int keep_newest(const HistoryPoint *pt, void *userdata)
+{
+        NewestPoint *n = userdata;
+
+        /* Points come oldest first. The attribution pointer dies with the callback. */
+        n->point = *pt;
+        n->point.attrib = NULL;
+        n->found = true;
+        return 0;
+}
+
+/* The newest interval of each CPU, as GetTimeline shows it (a stalled interval's worst gap is
+ * the whole interval), so that jitterctl export gets the same from the daemon's replies. */
+static json_t *export_intervals_last(Manager *m)
+{
+        const char *window = prometheus_interval_window(m->config.history_interval_ns);
+        json_t *arr = json_array();
+        uint64_t from, to;
+        bool all;
+
+        if (!arr || manager_window(m, window, &from, &to, &all) < 0) {
+                return arr;
+        }
+        for (size_t i = 0; i < m->n_probes; i++) {
+                NewestPoint n = {.found = false};
+                const HistoryPoint *pt = &n.point;
+                uint64_t max_gap_ns;
+
+                (void)history_foreach_point(m->history, m->probes[i].cpu, from, to, keep_newest,
+                                            &n);
+                if (!n.found) {
+                        continue;
+                }
+                max_gap_ns = pt->stalled ? pt->duration_ns
+                                         : tickconv_to_ns(&m->counter.conv, pt->max_gap_ticks);
+                if (json_array_append_new(
+                            arr, json_pack("{si sI sI sI sb}", "cpu", m->probes[i].cpu, "start_ns",
+                                           (json_int_t)pt->start_ns, "duration_ns",
+                                           (json_int_t)pt->duration_ns, "max_gap_ns",
+                                           (json_int_t)max_gap_ns, "stalled", pt->stalled)) < 0) {
+                        json_decref(arr);
+                        return NULL;
+                }
+        }
+        return arr;
+}
+
+/* Adds the attribution counters of @d to @o as GetStats has them: "interrupts", "softirqs"
+ * and "ctxsw" maps keyed by the source's name without its prefix, and "smi". */
+static int export_attrib(Manager *m, const AttribDelta *d, json_t *o)
+{
+        static const struct {
+                const char *prefix;
+                const char *key;
+        } maps[] = {
+                {"irq:", "interrupts"},
+                {"softirq:", "softirqs"},
+                {"ctxsw:", "ctxsw"},
+        };
+        json_t *obj[3];
+
+        for (size_t k = 0; k < 3; k++) {
+                obj[k] = json_object();
+                if (json_object_set_new(o, maps[k].key, obj[k]) < 0) {
+                        return -ENOMEM;
+                }
+        }
+        for (size_t i = 0; i < d->n; i++) {
+                const char *name = attrib_table_name(m->attrib, d->items[i].id);
+                json_t *count = json_integer((json_int_t)d->items[i].count);
+                json_t *into = NULL;
+                const char *key = NULL;
+
+                for (size_t k = 0; name && k < 3; k++) {
+                        if (strncmp(name, maps[k].prefix, strlen(maps[k].prefix)) == 0) {
+                                into = obj[k];
+                                key = name + strlen(maps[k].prefix);
+                        }
+                }
+                if (name && strcmp(name, "smi") == 0) {
+                        into = o;
+                        key = name;
+                }
+                if (!into) {
+                        json_decref(count);
+                } else if (json_object_set_new(into, key, count) < 0) {
+                        return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
+/* The "cpus" array of GetStats over @window, without the causes and periods: those analyses
+ * cost milliseconds per CPU over long windows, too much for every interval, and the
+ * exposition does not use them. */
+static json_t *export_stats(Manager *m, const char *window)
+{
+        HistoryWindow *w = malloc(sizeof(*w));
+        json_t *arr = json_array();
+        uint64_t from, to;
+        bool all;
+
+        if (!w || !arr || manager_window(m, window, &from, &to, &all) < 0) {
+                goto fail;
+        }
+        for (size_t i = 0; i < m->n_probes; i++) {
+                int cpu = m->probes[i].cpu;
+                SlotSummary s;
+                json_t *o;
+
+                if (history_query(m->history, cpu, from, to, all, w) < 0) {
+                        memset(w, 0, sizeof(*w));
+                        probe_slot_clear(&w->slot);
+                }
+                slot_summarize(&w->slot, &m->counter.conv, w->duration_ns, &s);
+                o = slot_summary_to_json(&s);
+                if (json_array_append_new(arr, o) < 0 ||
+                    json_object_set_new(o, "cpu", json_integer(cpu)) < 0 ||
+                    json_object_set_new(o, "window", json_string(window)) < 0 ||
+                    json_object_set_new(o, "stalls", json_integer((json_int_t)w->stalls)) < 0 ||
+                    export_attrib(m, &w->attrib, o) < 0) {
+                        goto fail;
+                }
+        }
+        free(w);
+        return arr;
+fail:
+        free(w);
+        json_decref(arr);
+        return NULL;
+}
+
+static int export_render(Manager *m, FILE *f)
+{
+        json_t *status = api_status(m);
+        json_t *stats_all = export_stats(m, "all");
+        json_t *stats_1m = export_stats(m, "1m");
+        json_t *intervals = export_intervals_last(m);
+        json_t *histograms = json_array();
+        int r = -ENOMEM;
+
+        if (!status || !stats_all || !stats_1m || !intervals || !histograms) {
+                goto out;
+        }
+        for (size_t i = 0; i < m->n_probes; i++) {
+                if (json_array_append_new(histograms,
+                                          api_histogram(m, m->probes[i].cpu, "all", "gap")) < 0) {
+                        goto out;
+                }
+        }
+        r = prometheus_render(f, status, stats_all, stats_1m, intervals, histograms);
+out:
+        json_decref(status);
+        json_decref(stats_all);
+        json_decref(stats_1m);
+        json_decref(intervals);
+        json_decref(histograms);
+        return r;
+}
+
+/* Replaces @path atomically: node_exporter reads the file at any moment and must see either
+ * the previous or the new content. The temporary file sits in the same directory (rename
+ * works only within one file system) under a name that does not end in .prom, which the
+ * textfile collector would otherwise read half-written. */
+static int export_write_atomic(Manager *m, const char *path)
+{
+        char tmp[CONFIG_PATH_MAX + 16], dir[CONFIG_PATH_MAX], base[CONFIG_PATH_MAX];
+        FILE *f;
+        int fd, r;
+
+        snprintf(dir, sizeof(dir), "%s", path);
+        snprintf(base, sizeof(base), "%s", path);
+        if ((size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dirname(dir), basename(base)) >=
+            sizeof(tmp)) {
+                return -ENAMETOOLONG;
+        }
+        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0) {
+                return -errno;
+        }
+        /* Readable by the node_exporter's user whatever our umask is. */
+        if (fchmod(fd, 0644) < 0) {
+                r = -errno;
+                close(fd);
+                goto fail;
+        }
+        f = fdopen(fd, "w");
+        if (!f) {
+                r = -errno;
+                close(fd);
+                goto fail;
+        }
+        r = export_render(m, f);
+        if (r >= 0 && fflush(f) != 0) {
+                r = -errno;
+        }
+        /* Without fsync a crash after the rename could leave an empty file in its place. */
+        if (r >= 0 && fsync(fd) < 0) {
+                r = -errno;
+        }
+        if (fclose(f) != 0 && r >= 0) {
+                r = -errno;
+        }
+        if (r >= 0 && rename(tmp, path) < 0) {
+                r = -errno;
+        }
+        if (r >= 0) {
+                return 0;
+        }
+fail:
+        (void)unlink(tmp);
+        return r;
+}
+
+int manager_export_textfile(Manager *m)
+{
+        const char *path = m->config.export_prometheus_textfile;
+        int r;
+
+        if (!path[0]) {
+                return 0;
+        }
+        r = export_write_atomic(m, path);
+        /* Logged once per episode: the file is rewritten every interval, and measuring goes on
+         * whether or not it can be. */
+        if (r < 0 && !m->export_failing) {
+                log_error("cannot write the Prometheus textfile %s: %s", path, strerror(-r));
+                m->export_failing = true;
+        } else if (r >= 0 && m->export_failing) {
+                log_notice("writing the Prometheus textfile %s again", path);
+                m->export_failing = false;
+        }
+        return r;
+}

@@ -1,0 +1,869 @@
+#include "manager.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "cpulist.h"
+#include "duration.h"
+#include "log.h"
+#include "privileges.h"
+
+#define STATE_FILE "history.state"
+#define STATE_TMP "history.state.tmp"
+#define HARVEST_DELAY_USEC 2000 /* probes acknowledge a new epoch within microseconds */
+
+uint64_t manager_now_ns(clockid_t clock)
+{
+        struct timespec ts;
+
+        clock_gettime(clock, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static bool cpu_online(int cpu)
+{
+        char path[128];
+        FILE *f;
+        int c;
+
+        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", cpu);
+        f = fopen(path, "re");
+        if (!f) {
+                /* No online file: CPU 0 on most machines, which cannot go offline. */
+                snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d", cpu);
+                return access(path, F_OK) == 0;
+        }
+        c = fgetc(f);
+        fclose(f);
+        return c != '0';
+}
+
+const char *manager_probe_state(const ProbeCtl *p)
+{
+        ProbeState s;
+
+        if (!p->probe) {
+                return "stopped";
+        }
+        if (p->offline) {
+                return "offline";
+        }
+        s = probe_state(p->probe);
+        if (s == PROBE_RUNNING && p->stalled) {
+                return "stalled";
+        }
+        return probe_state_name(s);
+}
+
+/* The CPUs to probe: the configured list, else the isolated and nohz_full CPUs. Each must be
+ * online and allowed to us. */
+static int resolve_cpus(Manager *m)
+{
+        cpu_set_t allowed, set;
+        char buf[256];
+
+        if (CPU_COUNT(&m->config.probe_cpus) > 0) {
+                set = m->config.probe_cpus;
+        } else {
+                cpu_set_t iso, nohz;
+
+                CPU_ZERO(&set);
+                if (cpulist_read_file(NULL, "/sys/devices/system/cpu/isolated", &iso) == 0) {
+                        CPU_OR(&set, &set, &iso);
+                }
+                if (cpulist_read_file(NULL, "/sys/devices/system/cpu/nohz_full", &nohz) == 0) {
+                        CPU_OR(&set, &set, &nohz);
+                }
+                if (CPU_COUNT(&set) == 0) {
+                        log_error("no CPUs to probe: this machine has no isolated (isolcpus=) or "
+                                  "nohz_full CPUs; choose them with 'cpus = LIST' in [probe] of %s "
+                                  "or --cpus LIST (e.g. --cpus %d)",
+                                  m->config_path, (int)sysconf(_SC_NPROCESSORS_ONLN) - 1);
+                        return -EINVAL;
+                }
+        }
+        if (sched_getaffinity(0, sizeof(allowed), &allowed) < 0) {
+                log_error("cannot read the CPUs this process may use: %s", strerror(errno));
+                return -errno;
+        }
+        for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+                if (!CPU_ISSET(cpu, &set)) {
+                        continue;
+                }
+                if (!cpu_online(cpu)) {
+                        log_error("cannot probe CPU %d: it is offline or does not exist (online: "
+                                  "/sys/devices/system/cpu/online)",
+                                  cpu);
+                        return -EINVAL;
+                }
+                if (!CPU_ISSET(cpu, &allowed)) {
+                        log_error("cannot probe CPU %d: it is not in this process's allowed CPUs "
+                                  "(%s); check the cpuset or CPUAffinity= of the unit",
+                                  cpu, cpulist_format(buf, sizeof(buf), &allowed));
+                        return -EINVAL;
+                }
+        }
+        m->cpus = set;
+        return 0;
+}
+
+/* --- checkpoint --------------------------------------------------------------------------- */
+
+static int state_dir_fd(Manager *m)
+{
+        if (mkdir(m->config.history_state_dir, 0750) < 0 && errno != EEXIST) {
+                return -errno;
+        }
+        int fd = open(m->config.history_state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+}
+
+/* Writes the history atomically: a temporary file, fsync, rename, fsync of the directory. */
+static int checkpoint_write(Manager *m)
+{
+        int dfd, fd, r = 0;
+        FILE *f;
+
+        if (m->config.history_checkpoint_ns == 0) {
+                return 0;
+        }
+        dfd = state_dir_fd(m);
+        if (dfd < 0) {
+                return dfd;
+        }
+        fd = openat(dfd, STATE_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+        if (fd < 0) {
+                r = -errno;
+                close(dfd);
+                return r;
+        }
+        f = fdopen(fd, "we");
+        if (!f) {
+                r = -errno;
+                close(fd);
+                close(dfd);
+                return r;
+        }
+        r = history_save(m->history, m->attrib, m->counter.hz, f);
+        if (r == 0 && fflush(f) != 0) {
+                r = -errno;
+        }
+        if (r == 0 && fsync(fileno(f)) < 0) {
+                r = -errno;
+        }
+        if (fclose(f) != 0 && r == 0) {
+                r = -errno;
+        }
+        if (r == 0 && renameat(dfd, STATE_TMP, dfd, STATE_FILE) < 0) {
+                r = -errno;
+        }
+        if (r == 0) {
+                (void)fsync(dfd);
+        } else {
+                (void)unlinkat(dfd, STATE_TMP, 0);
+        }
+        close(dfd);
+        return r;
+}
+
+static void checkpoint(Manager *m)
+{
+        int r = checkpoint_write(m);
+
+        /* Once per episode: a full or read-only disk must not flood the journal, and
+         * measuring goes on regardless. */
+        if (r < 0 && !m->checkpoint_failing) {
+                log_error("cannot write the checkpoint %s/%s: %s (measuring goes on; will retry)",
+                          m->config.history_state_dir, STATE_FILE, strerror(-r));
+                m->checkpoint_failing = true;
+        } else if (r == 0 && m->checkpoint_failing) {
+                log_notice("checkpoint written again to %s/%s", m->config.history_state_dir,
+                           STATE_FILE);
+                m->checkpoint_failing = false;
+        }
+}
+
+static void checkpoint_load(Manager *m)
+{
+        char path[PATH_MAX + 32], aside[PATH_MAX + 96];
+        FILE *f;
+        int r;
+
+        if (m->config.history_checkpoint_ns == 0) {
+                return;
+        }
+        snprintf(path, sizeof(path), "%s/%s", m->config.history_state_dir, STATE_FILE);
+        f = fopen(path, "re");
+        if (!f) {
+                if (errno != ENOENT) {
+                        log_warning("cannot read the checkpoint %s: %s; starting with an empty "
+                                    "history",
+                                    path, strerror(errno));
+                }
+                return;
+        }
+        r = history_load(m->history, m->attrib, m->counter.hz, f);
+        fclose(f);
+        if (r == 0) {
+                log_info("history restored from %s", path);
+                return;
+        }
+        snprintf(aside, sizeof(aside), "%s.%s-%llu", path,
+                 r == -ESTALE ? "foreign" : "corrupt",
+                 (unsigned long long)(manager_now_ns(CLOCK_REALTIME) / 1000000000ULL));
+        if (rename(path, aside) < 0) {
+                log_warning("checkpoint %s is unusable (%s) and cannot be moved aside: %s", path,
+                            strerror(-r), strerror(errno));
+        } else {
+                log_warning("checkpoint %s is %s; moved it to %s and started with an empty history",
+                            path,
+                            r == -ESTALE ? "from another boot or a counter of another frequency"
+                                         : "corrupt or truncated",
+                            aside);
+        }
+}
+
+static int on_checkpoint(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        Manager *m = userdata;
+
+        checkpoint(m);
+        sd_event_source_set_time(s, usec + m->config.history_checkpoint_ns / 1000);
+        return 0;
+}
+
+/* --- probes ------------------------------------------------------------------------------- */
+
+static int probes_start(Manager *m)
+{
+        size_t n = (size_t)CPU_COUNT(&m->cpus), i = 0;
+        char buf[256];
+        int r;
+
+        m->probes = calloc(n, sizeof(ProbeCtl));
+        if (!m->probes) {
+                return -ENOMEM;
+        }
+        for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+                ProbeConfig pc = {
+                        .cpu = cpu,
+                        .priority = (int)m->config.probe_priority,
+                        .counter = m->counter,
+                        .threshold_ns = m->config.probe_threshold_ns,
+                        .preheat_ns = m->config.probe_preheat_ns,
+                        .ring_capacity = 8192,
+                        .thread_init = privileges_probe_thread_init,
+                };
+                ProbeCtl *p;
+
+                if (!CPU_ISSET(cpu, &m->cpus)) {
+                        continue;
+                }
+                p = &m->probes[i++];
+                m->n_probes = i;
+                p->manager = m;
+                p->cpu = cpu;
+                p->harvest_epoch = 1;
+                p->advanced_epoch = 1;
+                r = attrib_snapshot_new(&p->attrib_snap);
+                if (r < 0) {
+                        return r;
+                }
+                r = probe_new(&pc, &p->probe);
+                if (r < 0) {
+                        log_error("cannot set up the probe for CPU %d: %s%s", cpu, strerror(-r),
+                                  r == -EPERM || r == -ENOMEM
+                                          ? " (locking its memory needs CAP_IPC_LOCK or "
+                                            "LimitMEMLOCK=infinity)"
+                                          : "");
+                        return r;
+                }
+                r = probe_start(p->probe);
+                if (r < 0) {
+                        if (r == -EPERM) {
+                                log_error("cannot run the probe on CPU %d SCHED_FIFO at priority "
+                                          "%u: it needs CAP_SYS_NICE or RLIMIT_RTPRIO (run as root "
+                                          "or set AmbientCapabilities=CAP_SYS_NICE)",
+                                          cpu, m->config.probe_priority);
+                        } else {
+                                log_error("cannot pin the probe to CPU %d: %s (offline or outside "
+                                          "the allowed CPUs?)",
+                                          cpu, strerror(-r));
+                        }
+                        return r;
+                }
+        }
+        log_info("probing CPU %s with the %s counter at %.6f MHz (%s), %s, threshold %" PRIu64
+                 " ns",
+                 cpulist_format(buf, sizeof(buf), &m->cpus), counter_source_name(m->counter.source),
+                 (double)m->counter.hz / 1e6, counter_hz_source_name(m->counter.hz_source),
+                 m->config.probe_priority ? "SCHED_FIFO" : "SCHED_OTHER",
+                 m->config.probe_threshold_ns);
+        return 0;
+}
+
+static void probes_stop(Manager *m)
+{
+        for (size_t i = 0; i < m->n_probes; i++) {
+                probe_free(m->probes[i].probe);
+                attrib_snapshot_free(m->probes[i].attrib_snap);
+        }
+        free(m->probes);
+        m->probes = NULL;
+        m->n_probes = 0;
+}
+
+/* Keeps the manager off the probed CPUs: it runs on the housekeeping CPUs only. */
+static void pin_manager(Manager *m)
+{
+        cpu_set_t allowed, house;
+
+        if (sched_getaffinity(0, sizeof(allowed), &allowed) < 0) {
+                return;
+        }
+        CPU_XOR(&house, &allowed, &m->cpus);
+        CPU_AND(&house, &house, &allowed);
+        if (CPU_COUNT(&house) == 0) {
+                log_warning("every allowed CPU is probed: the manager shares a CPU with a probe");
+                return;
+        }
+        if (sched_setaffinity(0, sizeof(house), &house) < 0) {
+                log_warning("cannot move the manager to the housekeeping CPUs: %s",
+                            strerror(errno));
+        }
+}
+
+/* --- the interval ------------------------------------------------------------------------- */
+
+static void drain_events(Manager *m, ProbeCtl *p)
+{
+        uint64_t start, dur;
+
+        while (ring_pop(probe_ring(p->probe), &p->reader, &start, &dur) == 1) {
+                HistoryEvent ev = { .cpu = p->cpu };
+
+                clock_pair_map(&m->clock_ref, &m->counter.conv, start, &ev.start_ns,
+                               &ev.start_real_ns);
+                ev.duration_ns = tickconv_to_ns(&m->counter.conv, dur);
+                (void)history_add_event(m->history, &ev);
+        }
+}
+
+static void harvest_probe(Manager *m, ProbeCtl *p)
+{
+        ProbeSlot *slot = &p->last;
+        bool got = false;
+
+        while (p->harvest_epoch < probe_acked_epoch(p->probe)) {
+                if (probe_harvest(p->probe, p->harvest_epoch, slot) == 0 && slot->gap.count > 0) {
+                        uint64_t start_ns;
+
+                        clock_pair_map(&m->clock_ref, &m->counter.conv, slot->start_ticks,
+                                       &start_ns, NULL);
+                        p->last_start_ns = start_ns;
+                        p->last_duration_ns =
+                                tickconv_to_ns(&m->counter.conv, slot->end_ticks - slot->start_ticks);
+                        attrib_sample(m->attrib, p->attrib_snap, m->config.audit_root, p->cpu,
+                                      getpid(), probe_tid(p->probe), &p->last_attrib);
+                        (void)history_add_interval(m->history, p->cpu, p->last_start_ns,
+                                                   p->last_duration_ns, slot, p->stall_pending,
+                                                   &p->last_attrib);
+                        p->stall_pending = false;
+                        p->samples_total += slot->gap.count;
+                        got = true;
+                }
+                p->harvest_epoch++;
+        }
+        p->have_last = got;
+        drain_events(m, p);
+}
+
+static void update_status(Manager *m)
+{
+        char line[1024];
+        size_t len = 0;
+
+        for (size_t i = 0; i < m->n_probes && len < sizeof(line) - 64; i++) {
+                ProbeCtl *p = &m->probes[i];
+                char w[32];
+
+                len += (size_t)snprintf(
+                        line + len, sizeof(line) - len, "%sCPU %d %s", i ? "; " : "", p->cpu,
+                        manager_probe_state(p));
+                if (p->have_last) {
+                        len += (size_t)snprintf(
+                                line + len, sizeof(line) - len, ", worst %s, %" PRIu64 " int",
+                                duration_format(w, sizeof(w),
+                                                tickconv_to_ns(&m->counter.conv, p->last.gap.max)),
+                                p->last.events);
+                }
+        }
+        sd_notifyf(0, "STATUS=%s", line);
+}
+
+static int on_harvest(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        Manager *m = userdata;
+
+        for (size_t i = 0; i < m->n_probes; i++) {
+                harvest_probe(m, &m->probes[i]);
+        }
+        m->generation++;
+        manager_notify_monitors(m);
+        update_status(m);
+        (void)manager_export_textfile(m);
+        return 0;
+}
+
+static int on_tick(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        Manager *m = userdata;
+        ClockPair now;
+
+        clock_pair_sample(m->counter.source, &now);
+        if (m->have_clock_ref) {
+                m->drift_ppm = clock_pair_drift_ppm(&m->clock_ref, &now, &m->counter.conv);
+        }
+        m->clock_ref = now;
+        m->have_clock_ref = true;
+
+        for (size_t i = 0; i < m->n_probes; i++) {
+                ProbeCtl *p = &m->probes[i];
+                ProbeState st = probe_state(p->probe);
+                int64_t e;
+
+                p->offline = !cpu_online(p->cpu);
+                if (st != PROBE_RUNNING && st != PROBE_PREHEATING) {
+                        p->missed = 0;
+                        p->stalled = false;
+                } else if (probe_acked_epoch(p->probe) < p->advanced_epoch) {
+                        p->missed++;
+                } else {
+                        p->missed = 0;
+                }
+                if (p->missed >= 2 && !p->stalled) {
+                        log_warning("the probe on CPU %d made no progress for %u intervals: "
+                                    "stalled (a higher-priority task or RT throttling?)",
+                                    p->cpu, p->missed);
+                }
+                p->stalled = p->missed >= 2;
+                if (p->stalled) {
+                        /* Marked on the interval the probe hands over when it comes back,
+                         * which covers the stall and holds its gap. */
+                        p->stall_pending = true;
+                        p->have_last = false;
+                }
+                e = probe_advance(p->probe);
+                if (e > 0) {
+                        p->advanced_epoch = (uint64_t)e;
+                }
+        }
+        sd_event_source_set_time(s, usec + m->config.history_interval_ns / 1000);
+        if (m->harvest_source) {
+                sd_event_source_set_time(m->harvest_source, usec + HARVEST_DELAY_USEC);
+                sd_event_source_set_enabled(m->harvest_source, SD_EVENT_ONESHOT);
+        }
+        return 0;
+}
+
+static int on_ready_poll(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        Manager *m = userdata;
+
+        for (size_t i = 0; i < m->n_probes; i++) {
+                ProbeState st = probe_state(m->probes[i].probe);
+
+                if (st == PROBE_FAILED || st == PROBE_STOPPED) {
+                        log_error("the probe on CPU %d stopped: %s", m->probes[i].cpu,
+                                  strerror(-probe_error(m->probes[i].probe)));
+                        return sd_event_exit(m->event, 1);
+                }
+                if (st == PROBE_PREHEATING || st == PROBE_STARTING) {
+                        sd_event_source_set_time(s, usec + 20000);
+                        return 0;
+                }
+        }
+        m->ready = true;
+        sd_event_source_set_enabled(s, SD_EVENT_OFF);
+        sd_notify(0, "READY=1\nSTATUS=probes preheated, measuring");
+        log_info("ready: %zu probe%s preheated, measuring; socket %s", m->n_probes,
+                 m->n_probes == 1 ? "" : "s", m->socket_path);
+        return 0;
+}
+
+/* --- reload and signals ------------------------------------------------------------------- */
+
+/* Applies the command-line overrides to @c. Returns 0, or -EINVAL after logging. */
+static int apply_overrides(Config *c, const Overrides *o)
+{
+        static const struct {
+                const char *section, *key;
+                size_t offset;
+        } map[] = {
+                { "probe", "cpus", offsetof(Overrides, cpus) },
+                { "server", "socket", offsetof(Overrides, socket) },
+                { "history", "state_dir", offsetof(Overrides, state_dir) },
+                { "history", "interval", offsetof(Overrides, interval) },
+                { "probe", "threshold", offsetof(Overrides, threshold) },
+                { "export", "prometheus_textfile", offsetof(Overrides, prometheus_textfile) },
+        };
+
+        for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+                const char *v = *(const char *const *)((const char *)o + map[i].offset);
+                char *err = NULL;
+
+                if (!v) {
+                        continue;
+                }
+                if (config_set(c, map[i].section, map[i].key, v, &err) < 0) {
+                        log_error("--%s: %s", map[i].key, err ? err : "invalid value");
+                        free(err);
+                        return -EINVAL;
+                }
+        }
+        return 0;
+}
+
+int manager_load_config(const char *path, const char *dropin, const Overrides *o, Config *ret);
+int manager_load_config(const char *path, const char *dropin, const Overrides *o, Config *ret)
+{
+        ConfigDiag diag = { 0 };
+        Config c;
+        int r;
+
+        config_init_defaults(&c);
+        r = config_load(&c, path, dropin, &diag);
+        for (size_t i = 0; i < diag.n_messages; i++) {
+                if (diag.messages[i].severity == CONFIG_SEVERITY_ERROR) {
+                        log_error("%s", diag.messages[i].text);
+                } else {
+                        log_warning("%s", diag.messages[i].text);
+                }
+        }
+        config_diag_clear(&diag);
+        if (r < 0) {
+                return r;
+        }
+        r = apply_overrides(&c, o);
+        if (r < 0) {
+                return r;
+        }
+        *ret = c;
+        return 0;
+}
+
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+        Manager *m = userdata;
+        Config c;
+        int r;
+
+        sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64 "\nSTATUS=reloading",
+                   manager_now_ns(CLOCK_MONOTONIC) / 1000);
+        log_info("reloading the configuration from %s", m->config_path);
+        r = manager_load_config(m->config_path, m->dropin_dir, &m->overrides, &c);
+        if (r < 0) {
+                log_error("the configuration has errors; keeping the running configuration");
+                sd_notify(0, "READY=1");
+                update_status(m);
+                return 0;
+        }
+        if (!config_equal(&c, &m->config, "history") || !config_equal(&c, &m->config, "server")) {
+                log_notice("changes to [history] and [server] take effect at the next start");
+        }
+        if (!config_equal(&c, &m->config, "probe")) {
+                Config old = m->config;
+
+                log_info("[probe] changed: restarting the probes");
+                m->config.probe_cpus = c.probe_cpus;
+                m->config.probe_priority = c.probe_priority;
+                m->config.probe_threshold_ns = c.probe_threshold_ns;
+                m->config.probe_preheat_ns = c.probe_preheat_ns;
+                m->config.probe_counter = c.probe_counter;
+                probes_stop(m);
+                r = resolve_cpus(m);
+                if (r < 0 || (r = probes_start(m)) < 0) {
+                        log_error("cannot start the probes with the new configuration; back to "
+                                  "the previous one");
+                        probes_stop(m);
+                        m->config = old;
+                        (void)resolve_cpus(m);
+                        if (probes_start(m) < 0) {
+                                return sd_event_exit(m->event, 1);
+                        }
+                }
+                m->ready = false;
+                sd_event_source_set_time(m->ready_source, manager_now_ns(CLOCK_MONOTONIC) / 1000);
+                sd_event_source_set_enabled(m->ready_source, SD_EVENT_ON);
+        }
+        memcpy(m->config.export_prometheus_textfile, c.export_prometheus_textfile,
+               sizeof(c.export_prometheus_textfile));
+        if (m->ready) {
+                sd_notify(0, "READY=1");
+        }
+        update_status(m);
+        return 0;
+}
+
+static int on_exit_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+        Manager *m = userdata;
+
+        log_info("received %s, stopping", strsignal((int)si->ssi_signo));
+        sd_notify(0, "STOPPING=1\nSTATUS=stopping");
+        return sd_event_exit(m->event, 0);
+}
+
+/* --- set-up ------------------------------------------------------------------------------- */
+
+static const char *default_socket(char *buf, size_t size)
+{
+        const char *rt = getenv("XDG_RUNTIME_DIR");
+
+        if (geteuid() == 0 || !rt || !*rt) {
+                snprintf(buf, size, "/run/jitterd/io.jitterd");
+        } else {
+                snprintf(buf, size, "%s/jitterd/io.jitterd", rt);
+        }
+        return buf;
+}
+
+static int setup_server(Manager *m)
+{
+        VarlinkServerLimits lim;
+        int n, r;
+
+        varlink_server_limits_default(&lim);
+        lim.max_message_bytes = m->config.server_max_message_bytes;
+        lim.max_connections = m->config.server_max_clients;
+        lim.idle_timeout_usec = m->config.server_idle_timeout_ns / 1000;
+        /* The largest reply (10 000 events, a full diff-of-diff histogram) fits well within
+         * this; a client that lets more pile up is not reading and is dropped. */
+        lim.max_output_bytes = 4 * 1024 * 1024;
+        r = varlink_server_new(m->event, &lim, &m->server);
+        if (r < 0) {
+                return r;
+        }
+        varlink_server_set_userdata(m->server, m);
+        r = varlink_server_set_info(m->server, "jitterd", "jitterd", JITTERD_VERSION,
+                                    "https://github.com/jitterd/jitterd");
+        if (r < 0) {
+                return r;
+        }
+        r = manager_add_api(m);
+        if (r < 0) {
+                log_error("cannot register the io.jitterd interface: %s", strerror(-r));
+                return r;
+        }
+        n = sd_listen_fds(1);
+        if (n > 1) {
+                log_error("expected one socket from systemd, got %d", n);
+                return -EINVAL;
+        }
+        if (n == 1) {
+                r = varlink_server_listen_fd(m->server, SD_LISTEN_FDS_START);
+                if (r < 0) {
+                        log_error("cannot serve the socket passed by systemd: %s", strerror(-r));
+                        return r;
+                }
+                snprintf(m->socket_path, sizeof(m->socket_path), "(socket-activated)");
+                return 0;
+        }
+        if (m->config.server_socket[0]) {
+                snprintf(m->socket_path, sizeof(m->socket_path), "%s", m->config.server_socket);
+        } else {
+                default_socket(m->socket_path, sizeof(m->socket_path));
+        }
+        r = varlink_server_listen_path(m->server, m->socket_path, 0660);
+        if (r < 0) {
+                log_error("cannot listen on %s: %s%s", m->socket_path, strerror(-r),
+                          r == -EADDRINUSE ? " (another jitterd is running there)" : "");
+                return r;
+        }
+        return 0;
+}
+
+int manager_new(const Config *config, const char *config_path, const char *dropin_dir,
+                const Overrides *overrides, Manager **ret)
+{
+        HistoryOptions ho;
+        Manager *m;
+        char *err = NULL;
+        sigset_t mask;
+        int r;
+
+        m = calloc(1, sizeof(*m));
+        if (!m) {
+                return -ENOMEM;
+        }
+        m->config = *config;
+        m->config_path = config_path;
+        m->dropin_dir = dropin_dir;
+        m->overrides = *overrides;
+        m->start_mono_ns = manager_now_ns(CLOCK_MONOTONIC);
+        m->start_real_ns = manager_now_ns(CLOCK_REALTIME);
+        *ret = m;
+
+        r = resolve_cpus(m);
+        if (r < 0) {
+                return r;
+        }
+        r = privileges_check(m->config.probe_priority, &err);
+        if (r < 0) {
+                log_error("%s", err ? err : "missing privileges");
+                free(err);
+                return r;
+        }
+        r = counter_info_init(m->config.probe_counter, 10.0, 2000, &m->counter);
+        if (r == -EOPNOTSUPP) {
+                log_error("this CPU has no invariant TSC (CPUID 0x80000007 EDX bit 8): its ticks "
+                          "are not time; set 'counter = clock' in [probe]");
+                return r;
+        } else if (r < 0) {
+                log_error("no usable hardware counter here: %s; set 'counter = clock' in [probe]",
+                          strerror(-r));
+                return r;
+        }
+        if (m->config.server_admin_group[0]) {
+                struct group *g = getgrnam(m->config.server_admin_group);
+
+                if (!g) {
+                        log_warning("admin_group '%s' does not exist; only root may reset",
+                                    m->config.server_admin_group);
+                } else {
+                        m->admin_gid = g->gr_gid;
+                        m->have_admin_gid = true;
+                }
+        }
+
+        /* Signals are handled by the event loop; block them before any thread exists so
+         * every thread inherits the mask. */
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        pthread_sigmask(SIG_BLOCK, &mask, NULL);
+        signal(SIGPIPE, SIG_IGN);
+
+        r = sd_event_default(&m->event);
+        if (r < 0) {
+                return r;
+        }
+        sd_event_add_signal(m->event, NULL, SIGTERM, on_exit_signal, m);
+        sd_event_add_signal(m->event, NULL, SIGINT, on_exit_signal, m);
+        sd_event_add_signal(m->event, NULL, SIGHUP, on_sighup, m);
+        /* WATCHDOG=1 from the loop itself when WatchdogSec= is set: a stuck loop is noticed. */
+        sd_event_set_watchdog(m->event, true);
+
+        r = attrib_table_new(&m->attrib);
+        if (r < 0) {
+                return r;
+        }
+        ho = (HistoryOptions){
+                .interval_ns = m->config.history_interval_ns,
+                .fine_retention_ns = m->config.history_fine_retention_ns,
+                .coarse_interval_ns = 60ULL * 1000000000ULL,
+                .coarse_retention_ns = m->config.history_coarse_retention_ns,
+                .events_per_cpu = m->config.history_events_per_cpu,
+        };
+        if (ho.coarse_interval_ns % ho.interval_ns != 0) {
+                ho.coarse_interval_ns = ho.interval_ns * 60;
+        }
+        r = history_new(&ho, &m->history);
+        if (r < 0) {
+                log_error("cannot set up the history: %s", strerror(-r));
+                return r;
+        }
+        checkpoint_load(m);
+        return setup_server(m);
+}
+
+int manager_run(Manager *m)
+{
+        uint64_t now = manager_now_ns(CLOCK_MONOTONIC) / 1000;
+        int r;
+
+        r = privileges_lock_memory();
+        if (r < 0) {
+                log_error("cannot lock memory (mlockall): %s; grant CAP_IPC_LOCK or "
+                          "LimitMEMLOCK=infinity",
+                          strerror(-r));
+                return 1;
+        }
+        r = probes_start(m);
+        if (r < 0) {
+                return 1;
+        }
+        pin_manager(m);
+        r = privileges_drop(m->config.probe_priority > 0);
+        if (r < 0) {
+                log_warning("cannot drop capabilities: %s", strerror(-r));
+        }
+        sd_notify(0, "STATUS=preheating the probes");
+        r = sd_event_add_time(m->event, &m->ready_source, CLOCK_MONOTONIC, now + 20000, 1000,
+                              on_ready_poll, m);
+        if (r >= 0) {
+                sd_event_source_set_enabled(m->ready_source, SD_EVENT_ON);
+                r = sd_event_add_time(m->event, &m->tick_source, CLOCK_MONOTONIC,
+                                      now + m->config.history_interval_ns / 1000, 1000, on_tick,
+                                      m);
+        }
+        if (r >= 0) {
+                sd_event_source_set_enabled(m->tick_source, SD_EVENT_ON);
+                r = sd_event_add_time(m->event, &m->harvest_source, CLOCK_MONOTONIC, UINT64_MAX,
+                                      100, on_harvest, m);
+        }
+        if (r >= 0 && m->config.history_checkpoint_ns > 0) {
+                r = sd_event_add_time(m->event, &m->checkpoint_source, CLOCK_MONOTONIC,
+                                      now + m->config.history_checkpoint_ns / 1000, 0,
+                                      on_checkpoint, m);
+                if (r >= 0) {
+                        sd_event_source_set_enabled(m->checkpoint_source, SD_EVENT_ON);
+                }
+        }
+        if (r < 0) {
+                log_error("cannot set up the timers: %s", strerror(-r));
+                return 1;
+        }
+        sd_event_source_set_enabled(m->tick_source, SD_EVENT_ON);
+        r = sd_event_loop(m->event);
+        sd_notify(0, "STOPPING=1");
+        return r < 0 ? 1 : r;
+}
+
+Manager *manager_free(Manager *m)
+{
+        if (!m) {
+                return NULL;
+        }
+        probes_stop(m);
+        if (m->history) {
+                checkpoint(m);
+        }
+        manager_free_monitors(m);
+        for (size_t i = 0; i < sizeof(m->analysis_cache) / sizeof(m->analysis_cache[0]); i++) {
+                json_decref(m->analysis_cache[i].causes);
+                json_decref(m->analysis_cache[i].periods);
+        }
+        varlink_server_free(m->server);
+        sd_event_source_unref(m->tick_source);
+        sd_event_source_unref(m->harvest_source);
+        sd_event_source_unref(m->ready_source);
+        sd_event_source_unref(m->checkpoint_source);
+        sd_event_unref(m->event);
+        history_free(m->history);
+        attrib_table_free(m->attrib);
+        free(m);
+        return NULL;
+}

@@ -1,0 +1,144 @@
+#pragma once
+
+/* The Manager owns the event loop, the probes, the history and the Varlink server: every
+ * interval it moves the probes to a new epoch, harvests the finished one into the history with
+ * its attribution counters and interruptions, tells systemd and the Monitor clients, and
+ * checkpoints the history now and then. It runs on housekeeping CPUs only. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <jansson.h>
+#include <systemd/sd-event.h>
+
+#include "attrib.h"
+#include "config.h"
+#include "counter.h"
+#include "history.h"
+#include "probe.h"
+#include "varlink-server.h"
+
+typedef struct Manager Manager;
+
+/* Per probed CPU. */
+typedef struct ProbeCtl {
+        Manager *manager;
+        int cpu;
+        Probe *probe;
+        uint64_t harvest_epoch;     /* next epoch to harvest */
+        uint64_t epoch_start_ns;    /* CLOCK_MONOTONIC when the current epoch began */
+        uint64_t advanced_epoch;    /* the epoch set at the last tick */
+        unsigned missed;            /* ticks in a row the probe did not acknowledge */
+        bool stalled;
+        bool stall_pending;         /* the next interval harvested ends a stall */
+        bool offline;
+        RingReader reader;
+        AttribSnapshot *attrib_snap;
+        uint64_t samples_total;     /* since start, for status */
+        /* The last harvested interval, for Monitor and the textfile. */
+        uint64_t last_start_ns;
+        uint64_t last_duration_ns;
+        ProbeSlot last;
+        AttribDelta last_attrib;
+        bool have_last;
+} ProbeCtl;
+
+/* Command-line values that override the config file, kept to re-apply on reload. */
+typedef struct Overrides {
+        const char *cpus;
+        const char *socket;
+        const char *state_dir;
+        const char *interval;
+        const char *threshold;
+        const char *prometheus_textfile;
+} Overrides;
+
+struct Manager {
+        Config config;
+        const char *config_path;
+        const char *dropin_dir;
+        Overrides overrides;
+
+        sd_event *event;
+        sd_event_source *tick_source;
+        sd_event_source *harvest_source;
+        sd_event_source *ready_source;
+        sd_event_source *checkpoint_source;
+        VarlinkServer *server;
+        char socket_path[108];
+
+        CounterInfo counter;
+        ClockPair clock_ref;
+        bool have_clock_ref;
+        double drift_ppm;
+
+        ProbeCtl *probes;
+        size_t n_probes;
+        cpu_set_t cpus;
+
+        History *history;
+        AttribTable *attrib;
+
+        uint64_t start_mono_ns;
+        uint64_t start_real_ns;
+        bool ready;
+        bool checkpoint_failing; /* an error was logged; log again only once it recovers */
+        bool export_failing;
+        gid_t admin_gid;
+        bool have_admin_gid;
+
+        /* Monitor calls waiting for the next interval. */
+        struct MonitorClient *monitors;
+
+        /* Bumped at every harvest: analyses of a window (fit, periods) computed for one
+         * generation are reused until the next, so repeated GetStats calls stay cheap. */
+        uint64_t generation;
+        struct AnalysisCache {
+                uint64_t generation;
+                int cpu;
+                char window[8];
+                json_t *causes;
+                json_t *periods;
+        } analysis_cache[16];
+        unsigned analysis_next;
+};
+
+/* Creates the manager for @config: checks privileges, resolves the CPUs, sets up the event
+ * loop, signals, the Varlink server (socket-activated or bound) and the history (restored from
+ * the state directory). Logs what fails. Returns 0 or a negative errno. */
+int manager_new(const Config *config, const char *config_path, const char *dropin_dir,
+                const Overrides *overrides, Manager **ret);
+
+/* Starts the probes and runs the event loop until SIGTERM/SIGINT. Returns the exit status. */
+int manager_run(Manager *m);
+
+/* Stops the probes, writes a last checkpoint and frees everything. Accepts NULL. */
+Manager *manager_free(Manager *m);
+
+/* Monotonic and realtime now, in ns. */
+uint64_t manager_now_ns(clockid_t clock);
+
+/* Registers the io.jitterd interface on @m's server (api.c). */
+int manager_add_api(Manager *m);
+
+/* The replies of GetStatus, of GetStats for @cpus over @window (the "cpus" array), and of
+ * GetHistogram (api.c), also used for the Prometheus textfile. NULL on OOM or a bad window. */
+json_t *api_status(Manager *m);
+json_t *api_stats(Manager *m, const cpu_set_t *cpus, const char *window);
+json_t *api_histogram(Manager *m, int cpu, const char *window, const char *kind);
+
+/* Sends the interval that was just harvested to Monitor clients (api.c). */
+void manager_notify_monitors(Manager *m);
+
+/* Frees the Monitor bookkeeping (api.c). */
+void manager_free_monitors(Manager *m);
+
+/* Parses a window name ("10s", "1m", "5m", "1h", "24h", "all") into a time range ending now.
+ * Returns 0 or -EINVAL. */
+int manager_window(const Manager *m, const char *window, uint64_t *ret_from_ns,
+                   uint64_t *ret_to_ns, bool *ret_all);
+
+/* The state of @p for humans and the API: "running", "stalled", "offline", ... */
+const char *manager_probe_state(const ProbeCtl *p);
+
+/* Writes the Prometheus textfile if configured (export.c). Returns 0 or a negative errno. */
+int manager_export_textfile(Manager *m);

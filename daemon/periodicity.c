@@ -1,0 +1,764 @@
+#include "periodicity.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Relative width of a histogram bin: a strictly periodic source fills one or two. */
+#define BIN_WIDTH 0.005
+/* A peak is the sum of 3 bins against the median of the bins around it (±BG_BINS). */
+#define PEAK_BINS 1
+#define BG_BINS 30
+#define BG_GAP 3
+/* How many standard deviations of the background a peak must stand above it. */
+#define PEAK_SIGMA 4.0
+#define CANDIDATES_MAX 32
+/* Longest run of missed events a chain bridges. */
+#define SKIP_MAX 8
+/* Chance of an unrelated event landing within the tolerance of the lattice, summed over the
+ * multiples tried: kept low so that noise does not form chains. */
+#define CHANCE_LINK_MAX 0.05
+/* A chain needs this many events before its events count as periodic. */
+#define CHAIN_MIN 3
+/* Tolerance bounds: at least TOL_MIN_NS (the jitter of a kernel timer and of our view of it),
+ * at most TOL_MAX_REL of the period or TOL_ABS_NS, whichever is larger. */
+#define TOL_MIN_NS 2000.0
+#define TOL_MAX_REL 0.01
+#define TOL_ABS_NS 10000.0
+/* Differences collected to refine one candidate. */
+#define DIFFS_MAX 65536
+/* Periods that mean nothing, to measure chance: not close to simple ratios of the candidate. */
+static const double null_ratios[] = { 0.9413, 0.9689, 1.0317, 1.0571 };
+/* Largest k for which P/k is tried as the fundamental of a candidate P. */
+#define FUNDAMENTAL_MAX 8
+
+void periodicity_options_init(PeriodicityOptions *opt)
+{
+        *opt = (PeriodicityOptions){
+                .min_share = 0.10,
+                .min_events = 5,
+                .max_events = 20000,
+                .min_period_ns = 100000,
+                .max_period_ns = UINT64_C(60000000000),
+                .online_cpus = 0,
+        };
+}
+
+typedef struct Known {
+        double period_ns;
+        const char *name;
+} Known;
+
+static const Known known_sources[] = {
+        { 1e6, "scheduler tick (CONFIG_HZ=1000)" },
+        { 1e7 / 3, "scheduler tick (CONFIG_HZ=300)" },
+        { 4e6, "scheduler tick (CONFIG_HZ=250)" },
+        { 1e7, "scheduler tick (CONFIG_HZ=100)" },
+        { 5e8, "clocksource watchdog (WATCHDOG_INTERVAL = HZ/2 = 0.5 s)" },
+        { 1e9, "1 Hz residual tick (nohz_full), vmstat_update (vm.stat_interval = 1 s) or "
+               "another 1 s timer" },
+        { 2e9, "a 2 s timer" },
+        { 4e9, "a 4 s timer" },
+        { 5e9, "writeback flusher (vm.dirty_writeback_centisecs = 500)" },
+};
+
+static bool within(double a, double b, double rel)
+{
+        return fabs(a - b) <= rel * b;
+}
+
+const char *periodicity_source_name(uint64_t period_ns, unsigned online_cpus)
+{
+        double p = (double)period_ns;
+
+        for (size_t i = 0; i < sizeof(known_sources) / sizeof(known_sources[0]); i++) {
+                if (within(p, known_sources[i].period_ns, 0.02)) {
+                        return known_sources[i].name;
+                }
+        }
+        /* The watchdog timer moves to the next online CPU each time it fires. */
+        if (online_cpus > 1 && within(p, 5e8 * online_cpus, 0.02)) {
+                return "clocksource watchdog (every 0.5 s, visiting each online CPU in turn)";
+        }
+        return NULL;
+}
+
+/* Scratch space of one analysis. */
+typedef struct Work {
+        const uint64_t *t; /* the events not yet explained by a kept period */
+        size_t n;
+        double rate_per_ns; /* of all events */
+        size_t neighbours;  /* the k next events compared */
+        double min_period;
+        double log_min;
+        size_t nbins;
+        uint32_t *hist;
+        double *diffs;
+        int32_t *succ;
+        uint8_t *mult;
+        uint32_t *dep;
+        uint32_t *len;
+        uint8_t *on;        /* of the candidate being evaluated */
+        uint8_t *on_cand;   /* a copy, while its fundamental is looked for */
+        uint64_t *rest;     /* storage behind t once events were taken out */
+} Work;
+
+typedef struct Eval {
+        size_t on;
+        size_t links;
+        size_t links_first; /* links to the very next period, no event missed */
+        double period;      /* refined: median link length per period */
+} Eval;
+
+static int cmp_double(const void *a, const void *b)
+{
+        double x = *(const double *)a, y = *(const double *)b;
+
+        return x < y ? -1 : x > y;
+}
+
+/* The median of @v (reordered), by quickselect: evaluating a candidate must stay linear. */
+static double median(double *v, size_t n)
+{
+        size_t lo = 0, hi = n - 1, k = n / 2;
+
+        assert(n > 0);
+        while (lo < hi) {
+                double pivot = v[lo + (hi - lo) / 2];
+                size_t i = lo, j = hi;
+
+                while (i <= j) {
+                        while (v[i] < pivot) {
+                                i++;
+                        }
+                        while (v[j] > pivot) {
+                                j--;
+                        }
+                        if (i <= j) {
+                                double x = v[i];
+
+                                v[i] = v[j];
+                                v[j] = x;
+                                i++;
+                                if (j == 0) {
+                                        break;
+                                }
+                                j--;
+                        }
+                }
+                if (k <= j) {
+                        hi = j;
+                } else if (k >= i) {
+                        lo = i;
+                } else {
+                        break;
+                }
+        }
+        return v[k];
+}
+
+static double bin_lower(const Work *w, size_t b)
+{
+        return w->min_period * exp((double)b * log1p(BIN_WIDTH));
+}
+
+static void build_histogram(Work *w, double max_period)
+{
+        double inv = 1 / log1p(BIN_WIDTH);
+
+        for (size_t i = 0; i < w->n; i++) {
+                for (size_t k = 1; k <= w->neighbours && i + k < w->n; k++) {
+                        double d = (double)(w->t[i + k] - w->t[i]);
+                        size_t b;
+
+                        if (d < w->min_period) {
+                                continue;
+                        }
+                        if (d >= max_period) {
+                                break;
+                        }
+                        b = (size_t)((log(d) - w->log_min) * inv);
+                        if (b < w->nbins) {
+                                w->hist[b]++;
+                        }
+                }
+        }
+}
+
+static double window_sum(const Work *w, size_t b)
+{
+        double s = 0;
+
+        for (size_t i = b >= PEAK_BINS ? b - PEAK_BINS : 0; i <= b + PEAK_BINS && i < w->nbins;
+             i++) {
+                s += w->hist[i];
+        }
+        return s;
+}
+
+/* Median of the windowed sums around @b, away from the peak itself. */
+static double background(const Work *w, size_t b)
+{
+        double v[2 * BG_BINS];
+        size_t k = 0;
+
+        for (size_t d = BG_GAP; d <= BG_BINS; d++) {
+                if (b >= d) {
+                        v[k++] = window_sum(w, b - d);
+                }
+                if (b + d < w->nbins) {
+                        v[k++] = window_sum(w, b + d);
+                }
+        }
+        if (k == 0) {
+                return 0;
+        }
+        qsort(v, k, sizeof(v[0]), cmp_double);
+        return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+}
+
+typedef struct Candidate {
+        double lo, hi; /* differences that make the peak */
+        double excess;
+} Candidate;
+
+static int cmp_candidate(const void *a, const void *b)
+{
+        const Candidate *x = a, *y = b;
+
+        return x->excess < y->excess ? 1 : x->excess > y->excess ? -1 : 0;
+}
+
+static size_t find_candidates(const Work *w, size_t min_events, Candidate *ret, size_t max)
+{
+        Candidate all[CANDIDATES_MAX * 4];
+        size_t n = 0;
+
+        for (size_t b = 0; b < w->nbins; b++) {
+                double s = window_sum(w, b), bg;
+                bool peak = s > 0;
+
+                for (size_t d = 1; d <= 2 && peak; d++) {
+                        /* a local maximum; on a plateau the first bin */
+                        if ((b >= d && window_sum(w, b - d) >= s) ||
+                            (b + d < w->nbins && window_sum(w, b + d) > s)) {
+                                peak = false;
+                        }
+                }
+                if (!peak) {
+                        continue;
+                }
+                bg = background(w, b);
+                if (s - bg < (double)min_events || s - bg < PEAK_SIGMA * sqrt(bg + 1)) {
+                        continue;
+                }
+                if (n == sizeof(all) / sizeof(all[0])) {
+                        /* replace the weakest */
+                        qsort(all, n, sizeof(all[0]), cmp_candidate);
+                        if (all[n - 1].excess >= s - bg) {
+                                continue;
+                        }
+                        n--;
+                }
+                all[n++] = (Candidate){
+                        .lo = bin_lower(w, b >= PEAK_BINS ? b - PEAK_BINS : 0),
+                        .hi = bin_lower(w, b + PEAK_BINS + 1),
+                        .excess = s - bg,
+                };
+        }
+        qsort(all, n, sizeof(all[0]), cmp_candidate);
+        if (n > max) {
+                n = max;
+        }
+        memcpy(ret, all, n * sizeof(*ret));
+        return n;
+}
+
+/* The differences within [lo, hi) of each event to its next events; at most DIFFS_MAX. */
+static size_t collect_diffs(const Work *w, double lo, double hi)
+{
+        size_t k = 0;
+
+        for (size_t i = 0; i < w->n && k < DIFFS_MAX; i++) {
+                size_t a = i + 1, b = i + w->neighbours + 1 < w->n ? i + w->neighbours + 1 : w->n;
+                double from = (double)w->t[i] + lo;
+
+                /* first of the next events at least lo after event i */
+                while (a < b) {
+                        size_t mid = a + (b - a) / 2;
+
+                        if ((double)w->t[mid] < from) {
+                                a = mid + 1;
+                        } else {
+                                b = mid;
+                        }
+                }
+                for (size_t j = a; j <= i + w->neighbours && j < w->n && k < DIFFS_MAX; j++) {
+                        double d = (double)(w->t[j] - w->t[i]);
+
+                        if (d >= hi) {
+                                break;
+                        }
+                        w->diffs[k++] = d;
+                }
+        }
+        return k;
+}
+
+static double tol_max(double period)
+{
+        double rel = TOL_MAX_REL * period;
+
+        return rel > TOL_ABS_NS ? rel : TOL_ABS_NS;
+}
+
+/* The period and tolerance a candidate's differences point to: the median of the differences
+ * around the peak, and twice the half-width in which they stand out most above the flat
+ * background (the outer half of the range tells how dense the background is). False when
+ * nothing stands out. */
+static bool refine(const Work *w, const Candidate *c, size_t min_events, double *ret_period,
+                   double *ret_tol)
+{
+        enum { MODE_BINS = 64, DEV_BINS = 200, ROUNDS = 3 };
+        double period, half = 0, tol, best_snr = 0, best_excess = 0;
+        size_t k;
+
+        /* Start from the densest part of the peak window, in finer bins: the median of the
+         * whole window is pulled towards its middle by the background. */
+        k = collect_diffs(w, c->lo, c->hi);
+        period = (c->lo + c->hi) / 2;
+        if (k > 0) {
+                uint32_t fine[MODE_BINS] = { 0 };
+                double width = (c->hi - c->lo) / MODE_BINS;
+                size_t best = 0, best_sum = 0;
+
+                for (size_t i = 0; i < k; i++) {
+                        size_t b = (size_t)((w->diffs[i] - c->lo) / width);
+
+                        fine[b < MODE_BINS ? b : MODE_BINS - 1]++;
+                }
+                for (size_t b = 1; b + 1 < MODE_BINS; b++) {
+                        size_t sum = fine[b - 1] + fine[b] + fine[b + 1];
+
+                        if (sum > best_sum) {
+                                best_sum = sum;
+                                best = b;
+                        }
+                }
+                period = c->lo + ((double)best + 0.5) * width;
+                k = collect_diffs(w, period - 1.5 * width, period + 1.5 * width);
+                if (k > 0) {
+                        period = median(w->diffs, k);
+                }
+        }
+
+        for (unsigned round = 0; round < ROUNDS; round++) {
+                uint32_t dev[DEV_BINS] = { 0 };
+                double tmax = tol_max(period), bin_ns = tmax / DEV_BINS, bg, cum = 0;
+                size_t outer = 0;
+
+                k = collect_diffs(w, period - tmax, period + tmax);
+                for (size_t i = 0; i < k; i++) {
+                        size_t b = (size_t)(fabs(w->diffs[i] - period) / bin_ns);
+
+                        dev[b < DEV_BINS ? b : DEV_BINS - 1]++;
+                }
+                for (size_t b = DEV_BINS / 2; b < DEV_BINS; b++) {
+                        outer += dev[b];
+                }
+                bg = (double)outer / (DEV_BINS - DEV_BINS / 2); /* per bin */
+                /* The half-width where the excess over the background stands out most: for a
+                 * precise timer a few us even when the background outnumbers it. */
+                best_snr = 0;
+                best_excess = 0;
+                half = tmax;
+                for (size_t b = 0; b < DEV_BINS / 2; b++) {
+                        double excess, snr;
+
+                        cum += dev[b];
+                        excess = cum - bg * (double)(b + 1);
+                        snr = excess / sqrt(bg * (double)(b + 1) + 1);
+                        if (snr > best_snr) {
+                                best_snr = snr;
+                                best_excess = excess;
+                                half = (double)(b + 1) * bin_ns;
+                        }
+                }
+                if (round + 1 == ROUNDS || best_snr < PEAK_SIGMA) {
+                        break;
+                }
+                /* Centre on what stands out: the median of the whole peak window is pulled
+                 * towards the window's middle by the background. */
+                k = collect_diffs(w, period - half, period + half);
+                if (k == 0) {
+                        break;
+                }
+                period = median(w->diffs, k);
+        }
+        tol = 2 * half;
+        if (tol < TOL_MIN_NS) {
+                tol = TOL_MIN_NS;
+        }
+        *ret_period = period;
+        *ret_tol = tol < tol_max(period) ? tol : tol_max(period);
+        /* Among the events left, do the differences cluster around the period at all? */
+        return best_excess >= (double)min_events && best_snr >= PEAK_SIGMA;
+}
+
+/* How far the link from event @i to its successor lies from the lattice. */
+static double link_error(const Work *w, size_t i, double period)
+{
+        return fabs((double)(w->t[w->succ[i]] - w->t[i]) - w->mult[i] * period);
+}
+
+/* Follows the lattice of @period: links every event to the event nearest to one of the next
+ * @skip multiples of @period after it (the first multiple that has one within the tolerance),
+ * and marks in w->on the events on chains of at least CHAIN_MIN events. */
+static Eval evaluate(Work *w, double period, double tol, unsigned skip)
+{
+        size_t ptr[SKIP_MAX + 1] = { 0 };
+        Eval e = { .period = period };
+        double *lengths = w->diffs;
+        size_t nl = 0;
+
+        for (size_t i = 0; i < w->n; i++) {
+                double ti = (double)w->t[i];
+
+                w->succ[i] = -1;
+                w->mult[i] = 0;
+                for (unsigned m = 1; m <= skip; m++) {
+                        double target = ti + m * period, tm = tol * (1 + (m - 1) / 4.0);
+                        size_t p = ptr[m] > i + 1 ? ptr[m] : i + 1, best = w->n;
+
+                        while (p < w->n && (double)w->t[p] < target - tm) {
+                                p++;
+                        }
+                        ptr[m] = p;
+                        for (; p < w->n && (double)w->t[p] <= target + tm; p++) {
+                                if (best == w->n || fabs((double)w->t[p] - target) <
+                                                            fabs((double)w->t[best] - target)) {
+                                        best = p;
+                                }
+                        }
+                        if (best < w->n) {
+                                w->succ[i] = (int32_t)best;
+                                w->mult[i] = (uint8_t)m;
+                                break;
+                        }
+                }
+        }
+        /* One event per lattice point: where several events link to the same one (a burst
+         * of events, or an event and its echo), only the link nearest to the lattice stays,
+         * so that a burst does not put all its events on a chance period. w->len holds the
+         * best predecessor + 1 meanwhile. */
+        for (size_t i = 0; i < w->n; i++) {
+                w->len[i] = 0;
+        }
+        for (size_t i = 0; i < w->n; i++) {
+                int32_t j = w->succ[i];
+                uint32_t k = w->len[j >= 0 ? j : 0];
+
+                if (j < 0) {
+                        continue;
+                }
+                if (k == 0 || link_error(w, k - 1, period) > link_error(w, i, period)) {
+                        w->len[j] = (uint32_t)i + 1;
+                }
+        }
+        for (size_t i = 0; i < w->n; i++) {
+                if (w->succ[i] >= 0 && w->len[w->succ[i]] != i + 1) {
+                        w->succ[i] = -1;
+                        w->mult[i] = 0;
+                }
+        }
+        for (size_t i = 0; i < w->n; i++) {
+                w->dep[i] = 1;
+        }
+        for (size_t i = 0; i < w->n; i++) {
+                if (w->succ[i] >= 0 && w->dep[w->succ[i]] < w->dep[i] + 1) {
+                        w->dep[w->succ[i]] = w->dep[i] + 1;
+                }
+        }
+        for (size_t i = w->n; i-- > 0;) {
+                w->len[i] = 1 + (w->succ[i] >= 0 ? w->len[w->succ[i]] : 0);
+        }
+        /* A chain that never links an event to the very next multiple is the lattice of a
+         * multiple of the period, m * period, not this one: a 10 ms theft bridges to itself
+         * every 20 ms, five periods of a 4 ms tick. Its events are left to that period. Bit 1
+         * of on[]: a link to the next multiple before the event, bit 2: one after it. */
+        for (size_t i = 0; i < w->n; i++) {
+                w->on[i] = 0;
+        }
+        for (size_t i = 0; i < w->n; i++) {
+                if (w->succ[i] >= 0 && (w->mult[i] == 1 || (w->on[i] & 1))) {
+                        w->on[w->succ[i]] |= 1;
+                }
+        }
+        for (size_t i = w->n; i-- > 0;) {
+                if (w->succ[i] >= 0 && (w->mult[i] == 1 || (w->on[w->succ[i]] & 2))) {
+                        w->on[i] |= 2;
+                }
+        }
+        for (size_t i = 0; i < w->n; i++) {
+                w->on[i] = w->on[i] != 0 && w->dep[i] + w->len[i] - 1 >= CHAIN_MIN;
+                if (!w->on[i]) {
+                        continue;
+                }
+                e.on++;
+                if (w->succ[i] >= 0) {
+                        e.links++;
+                        e.links_first += w->mult[i] == 1;
+                        if (nl < DIFFS_MAX) {
+                                lengths[nl++] =
+                                        (double)(w->t[w->succ[i]] - w->t[i]) / w->mult[i];
+                        }
+                }
+        }
+        if (nl > 0) {
+                e.period = median(lengths, nl);
+        }
+        return e;
+}
+
+/* How many multiples may be bridged before chance links become likely in this much noise. */
+static unsigned skip_for(const Work *w, double tol)
+{
+        double per_multiple = w->rate_per_ns * 2 * tol;
+        double s = per_multiple > 0 ? CHANCE_LINK_MAX / per_multiple : SKIP_MAX;
+
+        return s >= SKIP_MAX ? SKIP_MAX : s < 1 ? 1 : (unsigned)s;
+}
+
+static int cmp_period(const void *a, const void *b)
+{
+        const PeriodicityPeriod *x = a, *y = b;
+
+        if (x->events != y->events) {
+                return x->events < y->events ? 1 : -1;
+        }
+        return x->period_ns < y->period_ns ? -1 : x->period_ns > y->period_ns;
+}
+
+static int cmp_candidate_period(const void *a, const void *b)
+{
+        const Candidate *x = a, *y = b;
+
+        return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static void work_free(Work *w)
+{
+        free(w->hist);
+        free(w->diffs);
+        free(w->succ);
+        free(w->mult);
+        free(w->dep);
+        free(w->len);
+        free(w->on);
+        free(w->on_cand);
+        free(w->rest);
+}
+
+/* Judges one candidate among the events left in @w: true when it is a period to report,
+ * with its period, tolerance and events in @ret and its events marked in w->on. */
+static bool judge_candidate(Work *w, const Candidate *cand, const PeriodicityOptions *opt,
+                            const double *kept_period, size_t nkept, PeriodicityPeriod *ret)
+{
+        double period, tol;
+        unsigned skip;
+        bool same = false;
+        size_t null_on = 0;
+        Eval e;
+
+        if (!refine(w, cand, opt->min_events, &period, &tol)) {
+                return false;
+        }
+        skip = skip_for(w, tol);
+        e = evaluate(w, period, tol, skip);
+        if (e.period != period && fabs(e.period - period) < tol) {
+                period = e.period;
+                e = evaluate(w, period, tol, skip);
+        }
+        /* A fundamental has about the events of its multiples, minus chance ones. The share is
+         * judged among the events that no period kept so far explains: a 20 Hz theft is 4 % of
+         * the events next to a visible 250 Hz tick, and a third of what the tick leaves. */
+        if (e.on < opt->min_events || (double)e.on < opt->min_share * (double)w->n) {
+                return false;
+        }
+
+        /* Is this a multiple of a shorter period its events are on? A period too weak to be
+         * reported gains chance events on a multiple's wider tolerance and must not be reported
+         * as that multiple. Largest k first: the fundamental. */
+        memcpy(w->on_cand, w->on, w->n);
+        for (unsigned k = FUNDAMENTAL_MAX; k >= 2; k--) {
+                double sub = period / k, sub_tol = tol < tol_max(sub) ? tol : tol_max(sub);
+                size_t common = 0;
+                Eval f;
+
+                if (sub < w->min_period) {
+                        continue;
+                }
+                f = evaluate(w, sub, sub_tol, skip_for(w, sub_tol));
+                for (size_t i = 0; i < w->n; i++) {
+                        common += w->on[i] && w->on_cand[i];
+                }
+                if (f.links_first * 2 >= f.links && common * 5 >= e.on * 4) {
+                        period = f.period;
+                        tol = sub_tol;
+                        skip = skip_for(w, tol);
+                        e = evaluate(w, period, tol, skip);
+                        memcpy(w->on_cand, w->on, w->n);
+                        break;
+                }
+        }
+        memcpy(w->on, w->on_cand, w->n);
+
+        for (size_t k = 0; k < nkept && !same; k++) {
+                same = fabs(period - kept_period[k]) <= 0.01 * kept_period[k];
+        }
+        if (same || (double)e.on < opt->min_share * (double)w->n || e.on < opt->min_events) {
+                return false;
+        }
+        /* Mostly bridging missed events: the period is a fraction of the real one. */
+        if (e.links_first * 4 < e.links) {
+                return false;
+        }
+        /* Clearly more than chance: at least twice as many events as on any of the periods
+         * nearby that mean nothing. */
+        for (size_t k = 0; k < sizeof(null_ratios) / sizeof(null_ratios[0]); k++) {
+                Eval z = evaluate(w, period * null_ratios[k], tol, skip);
+
+                if (z.on > null_on) {
+                        null_on = z.on;
+                }
+        }
+        memcpy(w->on, w->on_cand, w->n);
+        if (e.on < 2 * null_on || e.on - null_on < opt->min_events) {
+                return false;
+        }
+        *ret = (PeriodicityPeriod){
+                .period_ns = (uint64_t)llround(period),
+                .tolerance_ns = (uint64_t)llround(tol),
+                .events = e.on,
+        };
+        return true;
+}
+
+int periodicity_find(const uint64_t *start_ns, size_t n, const PeriodicityOptions *opt,
+                     PeriodicityResult *ret)
+{
+        PeriodicityOptions defaults;
+        Candidate cand[CANDIDATES_MAX];
+        double kept_period[PERIODICITY_MAX_PERIODS], max_period;
+        size_t ncand, nkept = 0;
+        bool kept = true;
+        Work w = { 0 };
+        int r = 0;
+
+        if (!opt) {
+                periodicity_options_init(&defaults);
+                opt = &defaults;
+        }
+        if (!ret || (n > 0 && !start_ns) || !(opt->min_share >= 0 && opt->min_share <= 1) ||
+            opt->max_events < 3 || opt->max_events > PERIODICITY_EVENTS_LIMIT ||
+            opt->min_period_ns == 0 ||
+            opt->max_period_ns <= opt->min_period_ns) {
+                return -EINVAL;
+        }
+        for (size_t i = 1; i < n; i++) {
+                if (start_ns[i] < start_ns[i - 1]) {
+                        return -EINVAL;
+                }
+        }
+        memset(ret, 0, sizeof(*ret));
+        if (n > opt->max_events) {
+                start_ns += n - opt->max_events;
+                n = opt->max_events;
+        }
+        ret->analysed = n;
+        ret->span_ns = n > 0 ? start_ns[n - 1] - start_ns[0] : 0;
+        if (n < CHAIN_MIN || ret->span_ns == 0) {
+                return 0;
+        }
+
+        w.t = start_ns;
+        w.n = n;
+        w.rate_per_ns = (double)(n - 1) / (double)ret->span_ns;
+        /* A period with share s has about 1/s - 1 other events between two of its own; look
+         * far enough to step over them. */
+        w.neighbours = opt->min_share > 0 ? (size_t)ceil(4 / opt->min_share) + 8 : 64;
+        if (w.neighbours > 64) {
+                w.neighbours = 64;
+        }
+        w.min_period = (double)opt->min_period_ns;
+        w.log_min = log(w.min_period);
+        /* A period must repeat at least CHAIN_MIN - 1 times within the window. */
+        max_period = (double)opt->max_period_ns;
+        if (max_period > (double)ret->span_ns / (CHAIN_MIN - 1)) {
+                max_period = (double)ret->span_ns / (CHAIN_MIN - 1);
+        }
+        if (max_period <= w.min_period) {
+                return 0;
+        }
+        w.nbins = (size_t)ceil(log(max_period / w.min_period) / log1p(BIN_WIDTH)) + 1;
+        w.hist = calloc(w.nbins, sizeof(*w.hist));
+        w.diffs = calloc(DIFFS_MAX, sizeof(*w.diffs));
+        w.succ = calloc(n, sizeof(*w.succ));
+        w.mult = calloc(n, sizeof(*w.mult));
+        w.dep = calloc(n, sizeof(*w.dep));
+        w.len = calloc(n, sizeof(*w.len));
+        w.on = calloc(n, sizeof(*w.on));
+        w.on_cand = calloc(n, sizeof(*w.on_cand));
+        w.rest = calloc(n, sizeof(*w.rest));
+        if (!w.hist || !w.diffs || !w.succ || !w.mult || !w.dep || !w.len || !w.on ||
+            !w.on_cand || !w.rest) {
+                r = -ENOMEM;
+                goto out;
+        }
+
+        /* Each time a period is kept and its events taken out, the differences are counted
+         * again among the events left: they are fewer, so that their next few events reach
+         * further (a 137 ms theft next to a visible 250 Hz tick), and peaks that the kept
+         * period's events buried stand out. */
+        while (kept && nkept < PERIODICITY_MAX_PERIODS && w.n >= CHAIN_MIN) {
+                kept = false;
+                memset(w.hist, 0, w.nbins * sizeof(*w.hist));
+                build_histogram(&w, max_period);
+                ncand = find_candidates(&w, opt->min_events, cand, CANDIDATES_MAX);
+                /* Shortest first, so that a fundamental is kept (and its events taken out)
+                 * before its multiples are looked at. */
+                qsort(cand, ncand, sizeof(cand[0]), cmp_candidate_period);
+
+                for (size_t c = 0; c < ncand && !kept && w.n >= CHAIN_MIN; c++) {
+                        PeriodicityPeriod *p = &ret->periods[nkept];
+                        size_t m = 0;
+
+                        if (!judge_candidate(&w, &cand[c], opt, kept_period, nkept, p)) {
+                                continue;
+                        }
+                        p->share = (double)p->events / (double)n;
+                        p->source = periodicity_source_name(p->period_ns, opt->online_cpus);
+                        kept_period[nkept++] = (double)p->period_ns;
+
+                        /* Its events are explained: later candidates (its multiples, or periods
+                         * whose lattice would bridge over its events) see only the others. */
+                        for (size_t i = 0; i < w.n; i++) {
+                                if (!w.on[i]) {
+                                        w.rest[m++] = w.t[i];
+                                }
+                        }
+                        w.t = w.rest;
+                        w.n = m;
+                        w.rate_per_ns = m > 1 ? (double)(m - 1) / (double)ret->span_ns : 0;
+                        kept = true;
+                }
+        }
+        ret->n = nkept;
+        qsort(ret->periods, nkept, sizeof(ret->periods[0]), cmp_period);
+out:
+        work_free(&w);
+        return r;
+}

@@ -1,0 +1,117 @@
+#include "privileges.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+
+bool privileges_have(int cap)
+{
+        cap_t caps = cap_get_proc();
+        cap_flag_value_t v = CAP_CLEAR;
+
+        if (!caps) {
+                return false;
+        }
+        cap_get_flag(caps, (cap_value_t)cap, CAP_EFFECTIVE, &v);
+        cap_free(caps);
+        return v == CAP_SET;
+}
+
+int privileges_check(unsigned priority, char **ret_error)
+{
+        struct rlimit rl;
+
+        if (priority > 0 && !privileges_have(CAP_SYS_NICE)) {
+                if (getrlimit(RLIMIT_RTPRIO, &rl) < 0 || rl.rlim_cur < priority) {
+                        if (asprintf(ret_error,
+                                     "SCHED_FIFO priority %u for the probes needs CAP_SYS_NICE or "
+                                     "RLIMIT_RTPRIO >= %u (now %llu): run as root, add "
+                                     "AmbientCapabilities=CAP_SYS_NICE or LimitRTPRIO=%u to the "
+                                     "unit, or set priority = 0 in [probe]",
+                                     priority, priority, (unsigned long long)rl.rlim_cur,
+                                     priority) < 0) {
+                                *ret_error = NULL;
+                        }
+                        return -EPERM;
+                }
+        }
+        if (!privileges_have(CAP_IPC_LOCK)) {
+                if (getrlimit(RLIMIT_MEMLOCK, &rl) < 0 || rl.rlim_cur != RLIM_INFINITY) {
+                        if (asprintf(ret_error,
+                                     "locking memory (mlockall) needs CAP_IPC_LOCK or an unlimited "
+                                     "RLIMIT_MEMLOCK (now %llu bytes): run as root, add "
+                                     "AmbientCapabilities=CAP_IPC_LOCK or LimitMEMLOCK=infinity to "
+                                     "the unit, or 'ulimit -l unlimited'",
+                                     (unsigned long long)rl.rlim_cur) < 0) {
+                                *ret_error = NULL;
+                        }
+                        return -EPERM;
+                }
+        }
+        return 0;
+}
+
+int privileges_lock_memory(void)
+{
+        struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
+
+        /* Best effort: with the limit lifted, memory allocated after the capability is gone is
+         * still locked instead of failing. */
+        if (privileges_have(CAP_IPC_LOCK)) {
+                (void)setrlimit(RLIMIT_MEMLOCK, &rl);
+        }
+        if (mlockall(MCL_CURRENT | MCL_FUTURE) < 0) {
+                return -errno;
+        }
+        return 0;
+}
+
+int privileges_drop(bool keep_nice)
+{
+        cap_t caps = cap_init();
+        cap_value_t nice = CAP_SYS_NICE;
+        struct rlimit rl;
+        int r = 0;
+
+        if (!caps) {
+                return -ENOMEM;
+        }
+        /* Keep CAP_IPC_LOCK only if the memory lock limit could not be lifted, since future
+         * allocations would then fail without it. */
+        if (keep_nice) {
+                cap_set_flag(caps, CAP_PERMITTED, 1, &nice, CAP_SET);
+                cap_set_flag(caps, CAP_EFFECTIVE, 1, &nice, CAP_SET);
+        }
+        if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+            privileges_have(CAP_IPC_LOCK)) {
+                cap_value_t lock = CAP_IPC_LOCK;
+
+                cap_set_flag(caps, CAP_PERMITTED, 1, &lock, CAP_SET);
+                cap_set_flag(caps, CAP_EFFECTIVE, 1, &lock, CAP_SET);
+        }
+        if (cap_set_proc(caps) < 0) {
+                r = -errno;
+        }
+        cap_free(caps);
+        return r;
+}
+
+void privileges_probe_thread_init(void *userdata)
+{
+        sigset_t all;
+        cap_t none = cap_init();
+
+        (void)userdata;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, NULL);
+        if (none) {
+                /* Pinning and the scheduling policy are set; nothing more is needed. */
+                (void)cap_set_proc(none);
+                cap_free(none);
+        }
+}

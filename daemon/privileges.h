@@ -1,0 +1,27 @@
+#pragma once
+
+/* What jitterd needs from the kernel, checked before anything starts, and given up as soon
+ * as it is no longer needed: SCHED_FIFO for the probes (CAP_SYS_NICE or RLIMIT_RTPRIO) and
+ * mlockall (CAP_IPC_LOCK or an unlimited RLIMIT_MEMLOCK). */
+
+#include <stdbool.h>
+
+/* Checks that SCHED_FIFO at @priority (0: not wanted) and mlockall are allowed. On failure
+ * returns -EPERM and sets @ret_error (free() it) to a message naming the capability or rlimit
+ * and how to grant it. */
+int privileges_check(unsigned priority, char **ret_error);
+
+/* Locks all current and future memory. With CAP_IPC_LOCK it first lifts RLIMIT_MEMLOCK, so the
+ * capability can be dropped afterwards without later allocations failing. Returns 0 or a
+ * negative errno. */
+int privileges_lock_memory(void);
+
+/* Reduces the calling thread's capabilities to CAP_SYS_NICE when @keep_nice (to start SCHED_FIFO
+ * probes again on reload) and to nothing otherwise. Returns 0 or a negative errno. */
+int privileges_drop(bool keep_nice);
+
+/* For probe threads: drops every capability and blocks every signal in the calling thread. */
+void privileges_probe_thread_init(void *userdata);
+
+/* True if @cap is in the calling thread's effective set. */
+bool privileges_have(int cap);

@@ -1,0 +1,93 @@
+# jitterd probe states and privileges: stalled under a SCHED_FIFO hog, offline while its CPU is
+# unplugged and running again after, WATCHDOG=1 from the event loop, Monitor streaming,
+# Reset refused to a non-admin peer, and clear errors for missing privileges.
+source "$(dirname "$0")/lib.sh"
+need_cpu1
+printf '[probe]\npreheat = 200ms\n' > "$T/jitterd.conf"
+
+# Missing privileges: as an unprivileged user, each missing one is named with its remedy.
+if command -v setpriv >/dev/null && id nobody >/dev/null 2>&1; then
+    chmod 755 "$T"
+    out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all \
+          "$JITTERD" --config "$T/jitterd.conf" --cpus 1 --socket "$T/nobody.sock" \
+          --state-dir "$T/nobody-state" 2>&1 || true)
+    grep -q 'CAP_IPC_LOCK' <<<"$out" && grep -q 'LimitMEMLOCK=infinity' <<<"$out" \
+        || fail "mlock refusal does not name CAP_IPC_LOCK and the fix: $out"
+    printf '[probe]\npriority = 10\n' > "$T/fifo.conf"
+    out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all \
+          "$JITTERD" --config "$T/fifo.conf" --cpus 1 --socket "$T/nobody.sock" \
+          --state-dir "$T/nobody-state" 2>&1 || true)
+    grep -q 'CAP_SYS_NICE' <<<"$out" && grep -q 'RLIMIT_RTPRIO' <<<"$out" \
+        || fail "SCHED_FIFO refusal does not name CAP_SYS_NICE/RLIMIT_RTPRIO: $out"
+    pass "missing privileges are named with how to grant them"
+fi
+
+# Impossible CPU lists are refused with a reason.
+out=$("$JITTERD" --config "$T/jitterd.conf" --cpus 4000 --socket "$T/x.sock" 2>&1 || true)
+grep -q '"4000".*above' <<<"$out" || fail "no reason given for CPU 4000: $out"
+out=$("$JITTERD" --config "$T/jitterd.conf" --cpus 7 --socket "$T/x.sock" 2>&1 || true)
+grep -q 'CPU 7: it is offline or does not exist' <<<"$out" || fail "no clear error for CPU 7: $out"
+out=$("$JITTERD" --config "$T/jitterd.conf" --cpus 1-0 --socket "$T/x.sock" 2>&1 || true)
+grep -q 'cpus' <<<"$out" || fail "no clear error for a malformed CPU list: $out"
+pass "impossible CPU lists are refused"
+
+WATCHDOG_USEC=400000 start_daemon
+wait_notify WATCHDOG=1 5 || fail "no WATCHDOG=1 with WATCHDOG_USEC set"
+pass "WATCHDOG=1 from the event loop"
+
+# Monitor: one reply per interval (non-TTY watch prints one line each).
+timeout 1.5 "$JITTERCTL" --socket "$SOCK" --json watch --cpu 1 > "$T/monitor" || true
+n=$(grep -c '"cpu"' "$T/monitor" || true)
+(( n >= 4 )) || fail "Monitor gave $n replies in 1.5 s at 200 ms intervals"
+pass "Monitor streams one reply per interval ($n in 1.5 s)"
+
+# A SCHED_FIFO hog on CPU 1 for 1.2 s: the probe makes no progress and is reported stalled.
+"$THIEF" --cpu 1 --priority 60 --delay 100ms --durations 1200ms > /dev/null &
+hog=$!
+stalled=0
+for _ in $(seq 20); do
+    jctl --json status | jq -e '.probes[0].state == "stalled"' >/dev/null && { stalled=1; break; }
+    sleep 0.1
+done
+wait $hog
+(( stalled )) || fail "the probe was not reported stalled under a 1.2 s SCHED_FIFO hog"
+sleep 0.6
+jctl --json status | jq -e '.probes[0].state == "running"' >/dev/null \
+    || fail "the probe did not come back to running after the hog"
+jctl --json stats --cpu 1 --window 10s > "$T/st.json"
+jq -e ".cpus[0].stalls >= 1 and .cpus[0].gap.max_ns >= 100000000" "$T/st.json" \
+    >/dev/null || fail "the stall is not in the stats: $(cat $T/st.json | jq -c ".cpus[0] | {stalls, max: .gap.max_ns, samples}")"
+pass "stalled under a SCHED_FIFO hog, counted, and running again after"
+
+# CPU hotplug: offline makes the probe offline, online makes it run again.
+online=/sys/devices/system/cpu/cpu1/online
+if [[ -w $online ]] && echo 0 > "$online" 2>/dev/null; then
+    trap 'echo 1 > '"$online"' 2>/dev/null; cleanup' EXIT
+    sleep 0.8
+    state=$(jctl --json status | jq -r '.probes[0].state')
+    echo 1 > "$online"
+    [[ $state == offline ]] || fail "probe state '$state' while CPU 1 was offline"
+    ok=0
+    for _ in $(seq 40); do
+        jctl --json status | jq -e '.probes[0].state == "running"' >/dev/null && { ok=1; break; }
+        sleep 0.1
+    done
+    (( ok )) || fail "the probe did not resume after CPU 1 came back"
+    pass "offline while CPU 1 is unplugged, running again after"
+else
+    echo "note: $online is not writable here; hotplug not exercised"
+fi
+
+# Reset needs root or the admin group.
+chmod 666 "$SOCK"; chmod 755 "$T"
+if command -v setpriv >/dev/null; then
+    out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups \
+          "$JITTERCTL" --socket "$SOCK" call io.jitterd.Reset 2>&1 || true)
+    grep -q PermissionDenied <<<"$out" || fail "Reset from nobody was not refused: $out"
+fi
+jctl call io.jitterd.Reset > /dev/null || fail "Reset as root failed"
+s=$(jctl --json call io.jitterd.GetStats '{"window":"all"}' | jq '.cpus[0].samples')
+(( s < 50000000 )) || fail "Reset did not clear the totals ($s samples)"
+pass "Reset refused to nobody, done for root"
+
+stop_daemon || fail "exit status not 0"

@@ -1,0 +1,70 @@
+# jitterd end to end: readiness, ground-truth thefts in the events, stats, restart keeps the
+# history, SIGHUP with a broken config keeps the old one, junk clients leave it answering.
+source "$(dirname "$0")/lib.sh"
+need_cpu1
+
+cat > "$T/jitterd.conf" <<CONF
+[probe]
+threshold = 10us
+preheat = 300ms
+[history]
+checkpoint = 1s
+CONF
+
+start_daemon
+pass "READY=1 after preheat"
+wait_notify 'STATUS=CPU 1 running' 5 || fail "no per-interval STATUS= line"
+pass "STATUS= line per interval"
+
+# Ground truth: a SCHED_FIFO thief on CPU 1 takes 300 and 700 us, 8 times.
+"$THIEF" --cpu 1 --delay 300ms --period 150ms --durations 300us,700us --count 8 > "$T/thefts"
+sleep 0.6
+jctl --json events --cpu 1 > "$T/events.json"
+while read -r start end; do
+    len=$((end - start))
+    jq -e --argjson s "$start" --argjson e "$end" --argjson len "$len" \
+        'any(.[]; .start_ns <= $s + 2000 and .start_ns + .duration_ns + 2000 >= $e
+                  and .duration_ns >= $len)' "$T/events.json" >/dev/null \
+        || fail "theft at $start ($len ns) not among the events"
+done < "$T/thefts"
+pass "all $(wc -l < "$T/thefts") thefts found as events that cover them"
+
+jctl --json stats --cpu 1 --window 10s > "$T/stats.json"
+jq -e '.cpus[0].cpu == 1 and .cpus[0].interruptions.count >= 8
+       and .cpus[0].gap.max_ns >= 700000 and .cpus[0].samples > 1000000' "$T/stats.json" >/dev/null \
+    || fail "stats do not show the thefts: $(cat "$T/stats.json")"
+jq -e '.cpus[0].interrupts | length > 0' "$T/stats.json" >/dev/null \
+    || fail "no interrupt counts in GetStats"
+pass "GetStats shows the thefts, samples and interrupt counts"
+
+# Restart keeps the history (checkpoint at stop, restore at start).
+before=$(jctl --json call io.jitterd.GetStats '{"window": "all"}' | jq '.cpus[0].samples')
+stop_daemon || fail "SIGTERM did not exit 0"
+grep -q STOPPING=1 "$T/notify.log" || fail "no STOPPING=1"
+[[ -s $STATE/history.state ]] || fail "no checkpoint written at stop"
+start_daemon
+after=$(jctl --json call io.jitterd.GetStats '{"window": "all"}' | jq '.cpus[0].samples')
+(( after >= before )) || fail "history lost across restart: $before samples before, $after after"
+jctl --json events --cpu 1 | jq -e 'length >= 8' >/dev/null || fail "events lost across restart"
+pass "restart keeps history ($before samples before, $after after) and events"
+
+# SIGHUP with a broken config: FILE:LINE error, old config kept, still answering.
+threshold=$(jctl --json status | jq '.config.threshold_ns')
+printf '[probe]\nthreshold = 10xs\n' > "$T/jitterd.conf"
+: > "$T/notify.log"
+kill -HUP "$DAEMON_PID"
+wait_notify RELOADING=1 5 || fail "no RELOADING=1"
+wait_notify READY=1 5 || fail "no READY=1 after reload"
+grep -q "$T/jitterd.conf:2:" "$T/daemon.log" || fail "reload error without FILE:LINE"
+[[ $(jctl --json status | jq '.config.threshold_ns') == "$threshold" ]] \
+    || fail "the broken config was applied"
+pass "SIGHUP with a broken config logs FILE:LINE and keeps the running config"
+
+# Junk and hostile clients.
+"$HOSTILE" "$SOCK" 10 || fail "the daemon stopped answering properly under junk"
+kill -0 "$DAEMON_PID" || fail "the daemon died"
+jctl status > /dev/null || fail "status fails after junk"
+pass "junk and hostile clients leave it answering"
+
+stop_daemon || fail "exit status not 0"
+pass "clean stop"

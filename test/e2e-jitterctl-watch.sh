@@ -1,0 +1,146 @@
+# jitterctl on a terminal (tmux): watch draws in place on the alternate screen, refreshes every
+# interval, stays within the window when it is resized, and q, Ctrl-C or the daemon going away
+# leave it with the terminal restored (main screen, cursor, canonical mode and echo). Colour only
+# on a terminal, never through a pipe, with NO_COLOR set or with --no-color.
+source "$(dirname "$0")/lib.sh"
+need_cpu1
+command -v tmux > /dev/null || fail "needs tmux (tools/deps test)"
+
+cat > "$T/jitterd.conf" <<CONF
+[probe]
+threshold = 10us
+preheat = 300ms
+CONF
+
+# A private tmux server, killed with the test.
+TMUX_SOCK=$T/tmux.sock
+tm() { tmux -S "$TMUX_SOCK" -f /dev/null "$@"; }
+trap 'rc=$?; tmux -S "$TMUX_SOCK" kill-server 2> /dev/null; (exit $rc); cleanup' EXIT
+unset TMUX
+
+J="$JITTERCTL --socket $SOCK"
+# pane NAME COMMAND: runs COMMAND (sh) in a new 120x30 terminal; the terminal stays open after.
+pane() { tm new-session -d -s "$1" -x 120 -y 30 "$2; exec sleep 600"; }
+screen() { tm capture-pane -p -t "$1" "${@:2}"; }
+# wait_screen NAME ERE SECONDS: until the screen shows a line matching ERE.
+wait_screen() {
+    local i
+    for ((i = 0; i < $3 * 10; i++)); do
+        screen "$1" | grep -Eq -- "$2" && return 0
+        sleep 0.1
+    done
+    return 1
+}
+flag() { tm display-message -p -t "$1" "#{$2}"; }
+intervals() { screen "$1" | sed -nE 's/^([0-9]+) intervals$/\1/p'; }
+
+# check_frame NAME: the frame is in place: the header on the top row, once, the column heads on
+# the third and CPU 1 on the fourth.
+check_frame() {
+    local s
+    s=$(screen "$1")
+    [[ $(sed -n 1p <<< "$s") == "jitterctl watch  $SOCK  "* ]] \
+        && [[ $(sed -n 3p <<< "$s") == " CPU  STATE"* ]] \
+        && [[ $(sed -n 4p <<< "$s") =~ ^\ +1\ \ [a-z]+\  ]] \
+        && (( $(grep -c 'jitterctl watch' <<< "$s") == 1 )) \
+        || { echo "$s" >&2; fail "$2: the frame is not in place"; }
+}
+
+# check_restored NAME STATUS: jitterctl exited with STATUS and left the terminal as it was.
+check_restored() {
+    wait_screen "$1" '^exit=[0-9]+$' 5 || { screen "$1" >&2; fail "$1: jitterctl did not exit"; }
+    local s
+    s=$(screen "$1")
+    grep -qx "exit=$2" <<< "$s" || { echo "$s" >&2; fail "$1: exit status is not $2"; }
+    [[ $(flag "$1" alternate_on) == 0 ]] || fail "$1: still on the alternate screen"
+    [[ $(flag "$1" cursor_flag) == 1 ]] || fail "$1: the cursor is still hidden"
+    grep -Eq '(^| )icanon( |$)' <<< "$s" && grep -Eq '(^| )echo( |$)' <<< "$s" \
+        || { echo "$s" >&2; fail "$1: canonical mode or echo not restored"; }
+}
+
+start_daemon
+# A theft, so that the worst gap seen is at least 2 ms.
+"$THIEF" --cpu 1 --delay 100ms --durations 2ms > /dev/null || fail "jitter-thief failed"
+
+# ---- watch, then q.
+pane w "env -u NO_COLOR $J watch --cpu 1; echo exit=\$?; stty -a"
+wait_screen w '^[0-9]+ intervals$' 10 || { screen w >&2; fail "no frame within 10 s"; }
+[[ $(flag w alternate_on) == 1 ]] || fail "watch is not on the alternate screen"
+check_frame w "first frame"
+n1=$(intervals w)
+for _ in $(seq 50); do
+    sleep 0.1
+    n2=$(intervals w)
+    (( ${n2:-0} > n1 )) && break
+done
+(( ${n2:-0} > n1 )) || fail "the view did not change in 5 s ($n1 intervals, then ${n2:-none})"
+check_frame w "a later frame"
+screen w -e | grep -q $'\033\\[1mjitterctl watch' || fail "watch: no bold header on a terminal"
+worst=$(screen w | awk '$1 == "1" { print $(NF - 1), $NF; exit }')
+pass "watch: in place on the alternate screen, $n1 then $n2 intervals, worst seen $worst"
+
+# Resized small: every row is cut to the width and the frame to the height, nothing wraps or
+# scrolls.
+tm resize-window -t w -x 50 -y 5
+sleep 0.5
+s=$(screen w)
+[[ $(sed -n 1p <<< "$s") == "jitterctl watch  "* && -z $(sed -n 2p <<< "$s") ]] \
+    && [[ $(sed -n 3p <<< "$s") == " CPU  STATE"* && $(sed -n 4p <<< "$s") =~ ^\ +1\  ]] \
+    || { echo "$s" >&2; fail "watch at 50x5: the frame wraps or scrolls"; }
+tm resize-window -t w -x 120 -y 30
+sleep 0.5
+check_frame w "after growing back"
+pass "watch: resized to 50x5 and back, still in place"
+
+tm send-keys -t w q
+check_restored w 0
+pass "watch: q quits at once and restores the terminal"
+
+# ---- Ctrl-C (the shell keeps running: it has a handler, which jitterctl does not inherit).
+pane c "trap true INT; $J watch --cpu 1; echo exit=\$?; stty -a"
+wait_screen c '^[0-9]+ intervals$' 10 || { screen c >&2; fail "no frame within 10 s"; }
+tm send-keys -t c C-c
+check_restored c 0
+pass "watch: Ctrl-C quits and restores the terminal"
+
+# ---- Colour: on a terminal only, and never with NO_COLOR (non-empty) or --no-color.
+colour_cmds="status; stats --cpu 1; hist 1; check --max 1ns"
+run_all() {
+    local prefix=$1 suffix=$2 out="" cmd
+    IFS=';' read -ra list <<< "$colour_cmds"
+    for cmd in "${list[@]}"; do
+        out+="echo '== $cmd'; $prefix $J $cmd $suffix; "
+    done
+    echo "${out}echo '== end'"
+}
+pane colour "$(run_all "env -u NO_COLOR" "")"
+pane empty "$(run_all "env NO_COLOR=" "")"
+pane nocolor "$(run_all "env NO_COLOR=1" "")"
+pane option "$(run_all "env -u NO_COLOR" "--no-color")"
+pane pipe "$(run_all "env -u NO_COLOR" "| cat")"
+for p in colour empty nocolor option pipe; do
+    wait_screen $p '^== end$' 10 || { screen $p >&2; fail "$p: the commands did not finish"; }
+    tm capture-pane -p -e -S - -t $p > "$T/$p.txt"
+done
+for p in colour empty; do
+    # Every command's output holds an escape.
+    missing=$(awk '/^== / { if (name != "" && !esc) print name; name = $0; esc = 0; next }
+                   /\033\[/ { esc = 1 }' "$T/$p.txt")
+    [[ -z $missing ]] || { cat -v "$T/$p.txt" >&2; fail "$p: no colour on a terminal in: $missing"; }
+done
+for p in nocolor option pipe; do
+    if grep -q $'\033' "$T/$p.txt"; then
+        cat -v "$T/$p.txt" >&2
+        fail "$p: escape codes where there must be no colour"
+    fi
+done
+pass "colour on a terminal (also with NO_COLOR empty); none with NO_COLOR=1, --no-color, a pipe"
+
+# ---- The daemon goes away under watch: a message, exit 1, the terminal restored.
+pane gone "$J watch --cpu 1 2> $T/gone.err; echo exit=\$?; stty -a"
+wait_screen gone '^[0-9]+ intervals$' 10 || { screen gone >&2; fail "no frame within 10 s"; }
+stop_daemon || fail "the daemon did not exit 0"
+check_restored gone 1
+grep -Eq '^jitterctl: (jitterd ended the stream|the stream from jitterd ended)' "$T/gone.err" \
+    || fail "no message when the daemon went away: $(cat "$T/gone.err")"
+pass "watch: the daemon going away ends it with \"$(cat "$T/gone.err")\", terminal restored"

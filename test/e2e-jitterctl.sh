@@ -1,0 +1,148 @@
+# jitterctl end to end against the real daemon: every command as a case of command line,
+# expected exit status and a pattern its output (stdout and stderr) must match.
+source "$(dirname "$0")/lib.sh"
+need_cpu1
+
+cat > "$T/jitterd.conf" <<CONF
+[probe]
+threshold = 10us
+preheat = 300ms
+CONF
+
+failures=0
+
+# case RCS PATTERN ARGS...: runs jitterctl on the private socket; RCS is a regular expression
+# for the exit status ("0", "0|1"), PATTERN an extended regular expression for the output.
+case_() {
+    local want=$1 pattern=$2 out rc=0
+    shift 2
+    out=$("$JITTERCTL" --socket "$SOCK" "$@" 2>&1) || rc=$?
+    if [[ ! $rc =~ ^($want)$ ]] || ! grep -Eq -- "$pattern" <<< "$out"; then
+        echo "FAIL: jitterctl $* exited $rc (want $want), output /$pattern/:" >&2
+        head -30 <<< "$out" >&2
+        failures=$((failures + 1))
+    else
+        echo "ok: jitterctl $*"
+    fi
+}
+
+start_daemon
+# A few intervals, so that windows, timelines and Monitor have something to say.
+sleep 2
+
+# Dispatch, usage and help.
+case_ 2 'Usage: jitterctl .*COMMAND'
+case_ 2 'unknown command "frobnicate"' frobnicate
+case_ 0 'Commands:' --help
+case_ 0 'Usage: jitterctl stats .*--diffdiff' help stats
+case_ 0 '--window W' stats --help
+case_ 2 "unrecognized option '--bogus'" stats --bogus
+case_ 2 'unexpected argument' status extra
+case_ 1 "cannot connect to $T/nowhere: No such file or directory — is jitterd running\\?" \
+    --socket "$T/nowhere" status
+
+# status
+case_ 0 '^jitterd [0-9.]+, up ' status
+case_ 0 'counter: +(tsc|cntvct|clock) at' status
+case_ 0 '^ +1  (running|preheating) ' status
+case_ 0 '"uptime_ns"' --json status
+case_ 0 '"probes"' status --json
+
+# stats
+case_ 0 'CPU +Avg +Min +Max +Samples +p99 +p99\.99 +Int/s +Lost %' stats
+case_ 0 '^ +1 +[0-9.]+ [nµu]?s ' stats --cpu 1 --window all
+case_ 0 'difference of consecutive gaps' stats --diffdiff -w all
+case_ 0 '"cpu_available_pct"' --json stats
+case_ 1 'invalid window "2x"' stats --window 2x
+case_ 1 'no probe on CPU 7' stats --cpu 7
+case_ 2 'invalid CPU list' stats --cpu x
+
+# hist
+case_ 0 'p50' hist 1
+case_ 0 'CPU 1, window all, difference of consecutive gaps' hist 1 --diffdiff --window all
+case_ 0 '"buckets"' --json hist 1
+case_ 2 'expected one CPU number' hist
+case_ 1 'no probe on CPU 7' hist 7
+
+# events
+case_ 0 'TIME +CPU +DURATION|no interruptions' events --limit 5
+case_ 0 '^\[' --json events --cpu 1 --since 1m
+case_ 0 'no interruptions recorded that match|TIME' events --min 10s
+case_ 2 'invalid duration "1x"' events --min 1x
+case_ 2 'invalid limit' events --limit 0
+
+# watch: one line per interval when not on a terminal; JSON lines with --json.
+case_ 0 '^[0-9:]+ cpu1 [a-z]+ max .* p99 .* int [0-9]+ lost ' watch --count 2
+case_ 0 '^\{"start_ns":' --json watch -n 1
+case_ 1 'no probe on CPU 7' watch --cpu 7 --count 1
+
+# report
+case_ 0 'DIFF SAMPLE COUNT: [0-9]+' report
+case_ 0 'DIFFDIFF STDDEV \(usec\)' report --cpu 1
+case_ 0 'COUNTER ROLLOVER SANITY CHECK' report
+case_ 0 'GOOD CONFIDENCE' report --window all
+
+# check
+case_ 0 '^OK: max gap within 10\.0 s on every CPU' check --max 10s
+case_ 1 '^FAIL: CPU 1: max gap .* > 1 ns' check --max 1ns
+case_ 0 '^OK: p99\.99 gap within' check --max 10s --percentile 99.99
+case_ 1 '^FAIL: CPU 1: p50 gap' check --max 1ns -p p50
+case_ 1 '"ok": false' --json check --max 1ns
+case_ 2 '--max is required' check
+case_ 2 'invalid percentile "101"' check --max 1s -p 101
+
+# snapshot and compare (compare needs no daemon: it runs on files)
+case_ 0 '^$|.' snapshot --output "$T/a.json"
+jq -e '.format == "jitterd-snapshot" and .version == 1 and (.cpus | length) == 1
+       and (.cpus[0].timeline.points | length) > 0 and (.cpus[0].histogram.buckets | length) > 0
+       and .cpus[0].diffdiff_histogram.kind == "diffdiff"' "$T/a.json" > /dev/null \
+    || { echo "FAIL: snapshot lacks its parts" >&2; failures=$((failures + 1)); }
+sleep 1
+"$JITTERCTL" --socket "$SOCK" snapshot > "$T/b.json" \
+    || { echo "FAIL: snapshot to stdout" >&2; failures=$((failures + 1)); }
+case_ 0 'not significant' compare "$T/a.json" "$T/a.json"
+case_ 0 'Mann-Whitney U = [0-9.]+, z = -?[0-9.]+, p = ' compare "$T/a.json" "$T/b.json"
+case_ 0 'n +[0-9]+ +[0-9]+' compare "$T/a.json" "$T/b.json"
+case_ 0 '"significant": (true|false)' --json compare "$T/a.json" "$T/b.json"
+case_ 1 'cannot read' compare "$T/a.json" "$T/missing.json"
+echo '{"cpus": []}' > "$T/other.json"
+case_ 1 'not a jitterctl snapshot' compare "$T/a.json" "$T/other.json"
+case_ 2 'expected two snapshot files' compare "$T/a.json"
+
+# plot
+case_ 0 '^$' plot --svg "$T/p.svg"
+case_ 0 '^$' plot --svg "$T/q.svg" --snapshot "$T/a.json" --cpu 1
+case_ 2 '--svg FILE is required' plot
+for f in "$T/p.svg" "$T/q.svg"; do
+    grep -q '</svg>' "$f" || { echo "FAIL: $f is not a whole SVG" >&2; failures=$((failures + 1)); }
+    if grep -Eq '<script|href' "$f"; then
+        echo "FAIL: $f is not self-contained" >&2
+        failures=$((failures + 1))
+    fi
+    if command -v xmllint > /dev/null; then
+        xmllint --noout "$f" || { echo "FAIL: $f is not well-formed" >&2; failures=$((failures + 1)); }
+    fi
+done
+
+# audit: from the daemon (this machine is not tuned: warnings are expected but not certain),
+# and locally on the tuned fixture tree.
+case_ '0|1' 'isolcpus +1 ' audit
+case_ 0 'ok +isolcpus +2 ' audit --root "$SOURCE_DIR/test/audit/base" --cpus 2-3
+case_ 0 '"findings"' --json audit --root "$SOURCE_DIR/test/audit/base" --cpus 2
+case_ 2 'invalid CPU list' audit --cpus x
+
+# call
+case_ 0 '"version"' call GetStatus
+case_ 0 '"interfaces"' call org.varlink.service.GetInfo
+case_ 0 '"window": "10s"' call GetStats '{"window": "10s"}'
+case_ 1 'InvalidParameter' call GetStats '{"bogus": 1}'
+case_ 2 'must be a JSON object' call GetStats '[1]'
+
+# No colour when the output is not a terminal.
+if "$JITTERCTL" --socket "$SOCK" stats | grep -q $'\033'; then
+    echo "FAIL: colour escapes in piped output" >&2
+    failures=$((failures + 1))
+fi
+
+(( failures == 0 )) || fail "$failures jitterctl cases failed"
+pass "all jitterctl cases"

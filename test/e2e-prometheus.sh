@@ -1,0 +1,200 @@
+# Fleet monitoring end to end: the daemon's node_exporter textfile and `jitterctl export` pass
+# `promtool check metrics`, a real node_exporter serves the textfile without a scrape error,
+# the shipped alert rules pass `promtool check rules` and fire on the input they are meant for,
+# the dashboard's queries parse, and every metric the rules and the dashboard use is exported.
+source "$(dirname "$0")/lib.sh"
+need_cpu1
+
+NODE_EXPORTER=$(command -v prometheus-node-exporter || command -v node_exporter || true)
+for tool in promtool curl jq; do
+    command -v "$tool" >/dev/null || skip "needs $tool (tools/deps test installs it)"
+done
+[[ -n $NODE_EXPORTER ]] || skip "needs prometheus-node-exporter (tools/deps test installs it)"
+
+RULES=$SOURCE_DIR/config/jitterd.rules.yml
+DASHBOARD=$SOURCE_DIR/config/grafana-dashboard.json
+TF=$T/textfile
+PROM=$TF/jitterd.prom
+mkdir -p "$TF"
+
+printf '[probe]\npreheat = 300ms\n' > "$T/jitterd.conf"
+start_daemon --prometheus-textfile "$PROM"
+
+# The names the rules and the dashboard use (histogram series by their _bucket name).
+metric_names() {
+    { cat "$RULES"; jq -r '.panels[].targets[].expr, .templating.list[].definition // empty' \
+        "$DASHBOARD"; } | grep -v '^ *#' | grep -oE "\b$1[a-z0-9_]*" | sort -u
+}
+mapfile -t wanted < <(metric_names jitter_)
+(( ${#wanted[@]} >= 8 )) || fail "only ${#wanted[@]} jitter_ metrics found in the rules and dashboard"
+
+# has_series FILE NAME: FILE has a sample of NAME.
+has_series() { grep -qE "^$2(\{| )" "$1"; }
+
+# The file appears after the first interval; interrupt counts need a few intervals to move.
+for _ in $(seq 100); do
+    missing=()
+    if [[ -f $PROM ]]; then
+        for name in "${wanted[@]}"; do has_series "$PROM" "$name" || missing+=("$name"); done
+        (( ${#missing[@]} == 0 )) && break
+    fi
+    sleep 0.2
+done
+[[ -f $PROM ]] || fail "no textfile $PROM after 20 s"
+(( ${#missing[@]} == 0 )) || fail "metrics used by the rules or dashboard not exported: ${missing[*]}"
+pass "the textfile has every metric the rules and the dashboard use (${#wanted[@]})"
+
+cp "$PROM" "$T/daemon.prom"
+out=$(promtool check metrics < "$T/daemon.prom" 2>&1) || fail "promtool check metrics: $out"
+[[ -z $out ]] || fail "promtool check metrics on the textfile: $out"
+pass "promtool check metrics: the textfile is clean"
+
+[[ $(stat -c %a "$PROM") == 644 ]] || fail "textfile mode $(stat -c %a "$PROM"), not 644"
+extra=$(find "$TF" -name '*.prom' ! -path "$PROM")
+[[ -z $extra ]] || fail "other .prom files beside the textfile: $extra"
+grep -qE '^jitter_probe_up\{cpu="1"\} 1$' "$T/daemon.prom" || fail "probe of CPU 1 not up"
+grep -qE '^jitter_gap_seconds_bucket\{cpu="1",le="\+Inf"\} [1-9]' "$T/daemon.prom" \
+    || fail "empty gap histogram"
+pass "textfile mode 644, no stray .prom file, probe up, histogram filled"
+
+# The file is replaced every interval: its mtime moves.
+m1=$(stat -c %Y.%y "$PROM")
+sleep 1.2
+[[ $(stat -c %Y.%y "$PROM") != "$m1" ]] || fail "textfile not rewritten within 1.2 s"
+pass "textfile rewritten every interval"
+
+# jitterctl export prints the same exposition: clean, and the same families.
+jctl export --format prometheus > "$T/ctl.prom" || fail "jitterctl export failed"
+out=$(promtool check metrics < "$T/ctl.prom" 2>&1) || fail "promtool check metrics: $out"
+[[ -z $out ]] || fail "promtool check metrics on jitterctl export: $out"
+diff <(grep '^# TYPE' "$T/daemon.prom") <(grep '^# TYPE' "$T/ctl.prom") > "$T/types.diff" \
+    || fail "jitterctl export and the textfile have different families: $(cat "$T/types.diff")"
+# The same series, apart from sources that first moved in between.
+diff <(grep -v '^#' "$T/daemon.prom" | sed 's/ [^ ]*$//' | grep -vE '^jitter_(interrupts|softirqs|context_switches)_total') \
+     <(grep -v '^#' "$T/ctl.prom" | sed 's/ [^ ]*$//' | grep -vE '^jitter_(interrupts|softirqs|context_switches)_total') \
+     > "$T/series.diff" || fail "jitterctl export and the textfile have different series: $(cat "$T/series.diff")"
+pass "jitterctl export: clean, same families and series as the textfile"
+
+rc=0
+jctl export --format json > /dev/null 2>&1 || rc=$?
+(( rc == 2 )) || fail "jitterctl export --format json exited $rc, not 2"
+pass "jitterctl export refuses an unknown format"
+
+# A real node_exporter serves the textfile. Its port is free when it stays up.
+port=
+for _ in 1 2 3 4 5; do
+    try=$((20000 + RANDOM % 40000))
+    "$NODE_EXPORTER" --web.listen-address="127.0.0.1:$try" --collector.disable-defaults \
+        --collector.textfile --collector.textfile.directory="$TF" > "$T/node.log" 2>&1 &
+    CLEANUP_PIDS+=($!)
+    for _ in $(seq 50); do
+        curl -sf "http://127.0.0.1:$try/metrics" > "$T/node.txt" 2>/dev/null && port=$try && break
+        kill -0 "${CLEANUP_PIDS[-1]}" 2>/dev/null || break
+        sleep 0.1
+    done
+    [[ -n $port ]] && break
+done
+[[ -n $port ]] || fail "node_exporter did not serve metrics: $(tail -5 "$T/node.log")"
+grep -qx 'node_textfile_scrape_error 0' "$T/node.txt" \
+    || fail "node_exporter: $(grep -E 'scrape_error|level=error' "$T/node.txt" "$T/node.log")"
+for name in "${wanted[@]}"; do
+    has_series "$T/node.txt" "$name" || fail "node_exporter does not serve $name"
+done
+mapfile -t node_wanted < <(metric_names node_)
+for name in "${node_wanted[@]}"; do
+    has_series "$T/node.txt" "$name" || fail "node_exporter has no $name, which the rules use"
+done
+grep -qE '^node_textfile_mtime_seconds\{file="([^"]*/)?jitterd\.prom"\}' "$T/node.txt" \
+    || fail "no node_textfile_mtime_seconds for jitterd.prom"
+pass "node_exporter serves the textfile: no scrape error, every metric the rules use"
+
+out=$(promtool check rules "$RULES" 2>&1) || fail "promtool check rules: $out"
+pass "promtool check rules: $(grep -o '[0-9]* rules found' <<< "$out")"
+
+# The alerts fire on what they are meant for, and not on a healthy host. promtool compares
+# annotations too, so the test runs on a copy of the rules without them.
+awk '/^        annotations:/ { skip = 1; next } skip && !/^          / { skip = 0 } !skip' "$RULES" \
+    > "$T/rules-bare.yml"
+cat > "$T/rules-test.yml" <<EOF
+rule_files: [$T/rules-bare.yml]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      # CPU 2 is clean: 600000 gaps a minute, all under 20 us. CPU 3 has 1 in 1000 at 200 us.
+      - series: 'jitter_gap_seconds_bucket{instance="h",cpu="2",le="2e-05"}'
+        values: '0+600000x40'
+      - series: 'jitter_gap_seconds_bucket{instance="h",cpu="2",le="5e-05"}'
+        values: '0+600000x40'
+      - series: 'jitter_gap_seconds_bucket{instance="h",cpu="2",le="0.0002"}'
+        values: '0+600000x40'
+      - series: 'jitter_gap_seconds_bucket{instance="h",cpu="2",le="+Inf"}'
+        values: '0+600000x40'
+      - series: 'jitter_gap_seconds_bucket{instance="h",cpu="3",le="2e-05"}'
+        values: '0+599400x40'
+      - series: 'jitter_gap_seconds_bucket{instance="h",cpu="3",le="5e-05"}'
+        values: '0+599400x40'
+      - series: 'jitter_gap_seconds_bucket{instance="h",cpu="3",le="0.0002"}'
+        values: '0+600000x40'
+      - series: 'jitter_gap_seconds_bucket{instance="h",cpu="3",le="+Inf"}'
+        values: '0+600000x40'
+      - series: 'jitter_probe_up{instance="h",cpu="2"}'
+        values: '1x40'
+      - series: 'jitter_probe_up{instance="h",cpu="3"}'
+        values: '1x10 0x30'
+      - series: 'node_textfile_mtime_seconds{instance="h",file="/var/lib/node_exporter/jitterd.prom"}'
+        values: '0+60x5 300x35'
+    alert_rule_test:
+      - eval_time: 30m
+        alertname: JitterGapAboveSLA
+        exp_alerts:
+          - exp_labels: {severity: warning, instance: h, cpu: "3"}
+      - eval_time: 30m
+        alertname: JitterProbeDown
+        exp_alerts:
+          - exp_labels: {severity: critical, instance: h, cpu: "3"}
+      - eval_time: 3m
+        alertname: JitterdTextfileStale
+        exp_alerts: []
+      - eval_time: 30m
+        alertname: JitterdTextfileStale
+        exp_alerts:
+          - exp_labels: {severity: critical, instance: h, file: /var/lib/node_exporter/jitterd.prom}
+EOF
+out=$(promtool test rules "$T/rules-test.yml" 2>&1) || fail "promtool test rules: $out"
+pass "the alert rules fire on a gap SLA breach, a probe down and a stale textfile only"
+
+# The dashboard: valid JSON whose queries are valid PromQL (checked as recording rules, with
+# Grafana's variables replaced by what they expand to).
+jq -e '.panels | length > 0' "$DASHBOARD" > /dev/null || fail "the dashboard is not valid JSON"
+{
+    echo "groups:"
+    echo "  - name: dashboard"
+    echo "    rules:"
+    jq -r '.panels[].targets[].expr' "$DASHBOARD" \
+        | sed -e 's/\$__rate_interval/5m/g' -e 's/\$instance/.*/g' -e 's/\$cpu/.*/g' \
+        | jq -R . | nl -ba -w1 -s' ' | while read -r n expr; do
+            echo "      - record: dashboard:query_$n"
+            echo "        expr: $expr"
+        done
+} > "$T/dashboard-rules.yml"
+out=$(promtool check rules "$T/dashboard-rules.yml" 2>&1) \
+    || fail "dashboard queries do not parse: $out"
+pass "the dashboard's $(grep -c record: "$T/dashboard-rules.yml") queries parse"
+
+# A textfile that cannot be written: one error for the whole episode, measuring goes on, and a
+# notice once it can be written again.
+rm -rf "$TF"
+sleep 1.5
+kill -0 "$DAEMON_PID" || fail "jitterd died when its textfile could not be written"
+mkdir "$TF"
+for _ in $(seq 50); do [[ -f $PROM ]] && break; sleep 0.1; done
+[[ -f $PROM ]] || fail "textfile not written again once its directory is back"
+errors=$(grep -c 'cannot write the Prometheus textfile' "$T/daemon.log" || true)
+(( errors == 1 )) || fail "$errors errors logged for one episode of failed writes, not 1"
+grep -q 'writing the Prometheus textfile .* again' "$T/daemon.log" || fail "no notice on recovery"
+jctl export > /dev/null || fail "jitterd stopped answering after failed writes"
+pass "a textfile that cannot be written: one error, measuring goes on, notice on recovery"
+
+stop_daemon || fail "jitterd did not exit cleanly"
+pass "jitterd stopped"

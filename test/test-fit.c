@@ -1,0 +1,496 @@
+/* Unit tests of the cost fit: synthetic intervals with known costs per source, collinear and
+ * empty columns, and the refusals. */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fit.h"
+
+/* Deterministic: xorshift64*. */
+static uint64_t rng_state;
+
+static void rng_seed(uint64_t seed)
+{
+        rng_state = seed ? seed : 1;
+}
+
+static uint64_t rng_next(void)
+{
+        rng_state ^= rng_state >> 12;
+        rng_state ^= rng_state << 25;
+        rng_state ^= rng_state >> 27;
+        return rng_state * UINT64_C(2685821657736338717);
+}
+
+/* Uniform in [0, 1). */
+static double rng_uniform(void)
+{
+        return (double)(rng_next() >> 11) / 9007199254740992.0;
+}
+
+static uint64_t rng_range(uint64_t lo, uint64_t hi)
+{
+        return lo + rng_next() % (hi - lo + 1);
+}
+
+static double rng_gauss(double sigma)
+{
+        double u = rng_uniform(), v = rng_uniform();
+
+        return sigma * sqrt(-2 * log(u > 0 ? u : 1e-300)) * cos(2 * M_PI * v);
+}
+
+static const FitSource *source_of(const FitResult *r, uint16_t id)
+{
+        for (size_t i = 0; i < r->n; i++) {
+                if (r->sources[i].id == id) {
+                        return &r->sources[i];
+                }
+        }
+        fail_msg("source %u not in the fit", id);
+        return NULL;
+}
+
+static void assert_within(double got, double want, double rel)
+{
+        if (fabs(got - want) > rel * fabs(want)) {
+                fail_msg("%g is not within %g %% of %g", got, rel * 100, want);
+        }
+}
+
+static void assert_result_sane(const FitResult *r)
+{
+        double sum = 0;
+
+        assert_true(r->r2 >= 0 && r->r2 <= 1);
+        assert_true(r->explained >= 0 && r->explained <= 1);
+        assert_true(isfinite(r->lost_ns));
+        for (size_t i = 0; i < r->n; i++) {
+                assert_true(isfinite(r->sources[i].cost_ns));
+                assert_true(r->sources[i].cost_ns >= 0);
+                assert_true(r->sources[i].share >= 0 && r->sources[i].share <= 1);
+                if (i > 0) {
+                        assert_true(r->sources[i].share <= r->sources[i - 1].share);
+                }
+                sum += r->sources[i].share;
+        }
+        assert_true(fabs(r->explained - (sum > 1 ? 1 : sum)) < 1e-9);
+}
+
+enum { LOC = 0, RES = 7, CAL = 12, SMI = 40 };
+
+/* LOC ~1000/s at 2100 ns each, RES random at 5000 ns, CAL random and free, an SMI now and then
+ * at 100 us, plus noise: every cost recovered within a few per cent. */
+static void test_known_costs(void **state)
+{
+        Fit *f;
+        FitResult r;
+        double lost_total = 0, loc_total = 0, res_total = 0;
+
+        (void)state;
+        rng_seed(42);
+        assert_int_equal(fit_new(1000, &f), 0);
+        for (int i = 0; i < 600; i++) {
+                AttribCount items[4];
+                size_t n = 0;
+                uint64_t loc = rng_range(990, 1010), res = rng_range(0, 60), cal = rng_range(0, 30);
+                uint64_t smi = rng_uniform() < 0.05 ? 1 : 0;
+                double lost;
+
+                lost = 2100.0 * (double)loc + 5000.0 * (double)res + 100000.0 * (double)smi +
+                       rng_gauss(3000);
+                if (lost < 0) {
+                        lost = 0;
+                }
+                items[n++] = (AttribCount){ .id = RES, .count = res };
+                items[n++] = (AttribCount){ .id = LOC, .count = loc };
+                items[n++] = (AttribCount){ .id = CAL, .count = cal };
+                if (smi) {
+                        items[n++] = (AttribCount){ .id = SMI, .count = smi };
+                }
+                assert_int_equal(fit_add(f, lost, items, n), 0);
+                lost_total += lost;
+                loc_total += 2100.0 * (double)loc;
+                res_total += 5000.0 * (double)res;
+        }
+        assert_int_equal(fit_intervals(f), 600);
+        assert_int_equal(fit_solve(f, &r), 0);
+        assert_result_sane(&r);
+        assert_int_equal(r.intervals, 600);
+        assert_int_equal(r.n, 4);
+        assert_within(r.lost_ns, lost_total, 1e-9);
+        assert_within(source_of(&r, LOC)->cost_ns, 2100, 0.02);
+        assert_within(source_of(&r, RES)->cost_ns, 5000, 0.03);
+        assert_within(source_of(&r, SMI)->cost_ns, 100000, 0.05);
+        assert_true(source_of(&r, CAL)->cost_ns < 50);
+        assert_within(source_of(&r, LOC)->share, loc_total / lost_total, 0.03);
+        assert_within(source_of(&r, RES)->share, res_total / lost_total, 0.03);
+        /* LOC explains the most, CAL nothing to speak of */
+        assert_int_equal(r.sources[0].id, LOC);
+        assert_true(source_of(&r, CAL)->share < 0.01);
+        assert_true(r.r2 > 0.95);
+        assert_true(r.explained > 0.98);
+        fit_free(f);
+}
+
+/* A source whose least-squares cost would be negative gets 0, and the others absorb it. */
+static void test_non_negative(void **state)
+{
+        Fit *f;
+        FitResult r;
+        double ay = 0, aa = 0;
+
+        (void)state;
+        rng_seed(7);
+        assert_int_equal(fit_new(200, &f), 0);
+        for (int i = 0; i < 200; i++) {
+                uint64_t a = rng_range(10, 100), b = rng_range(0, 50);
+                AttribCount items[] = { { .id = 1, .count = a }, { .id = 2, .count = b } };
+                /* every B makes less time lost: ordinary least squares says about -400 ns */
+                double lost = 3000.0 * (double)a - 400.0 * (double)b + 20000;
+
+                assert_int_equal(fit_add(f, lost, items, 2), 0);
+                ay += (double)a * lost;
+                aa += (double)a * (double)a;
+        }
+        assert_int_equal(fit_solve(f, &r), 0);
+        assert_result_sane(&r);
+        assert_int_equal(r.n, 2);
+        assert_true(source_of(&r, 2)->cost_ns == 0);
+        assert_true(source_of(&r, 2)->share == 0);
+        /* with B out, A's cost is the least-squares fit of A alone (not the OLS value that had
+         * B's negative part beside it) */
+        assert_within(source_of(&r, 1)->cost_ns, ay / aa, 1e-9);
+        assert_int_equal(r.sources[1].id, 2); /* cost 0 last */
+        fit_free(f);
+}
+
+/* Least squares on the columns in @mask by Gaussian elimination with partial pivoting on the
+ * normal equations; false when singular. */
+static bool ls_subset(const double *x, const double *y, size_t n, size_t m, unsigned mask,
+                      double *ret)
+{
+        double a[4][5] = { { 0 } };
+        size_t idx[4], k = 0;
+
+        for (size_t j = 0; j < m; j++) {
+                ret[j] = 0;
+                if (mask & (1u << j)) {
+                        idx[k++] = j;
+                }
+        }
+        for (size_t i = 0; i < n; i++) {
+                for (size_t p = 0; p < k; p++) {
+                        for (size_t q = 0; q < k; q++) {
+                                a[p][q] += x[i * m + idx[p]] * x[i * m + idx[q]];
+                        }
+                        a[p][k] += x[i * m + idx[p]] * y[i];
+                }
+        }
+        for (size_t c = 0; c < k; c++) {
+                size_t piv = c;
+
+                for (size_t r = c + 1; r < k; r++) {
+                        if (fabs(a[r][c]) > fabs(a[piv][c])) {
+                                piv = r;
+                        }
+                }
+                if (fabs(a[piv][c]) < 1e-9) {
+                        return false;
+                }
+                for (size_t q = 0; q <= k; q++) {
+                        double t = a[c][q];
+
+                        a[c][q] = a[piv][q];
+                        a[piv][q] = t;
+                }
+                for (size_t r = 0; r < k; r++) {
+                        double factor = a[r][c] / a[c][c];
+
+                        if (r == c) {
+                                continue;
+                        }
+                        for (size_t q = c; q <= k; q++) {
+                                a[r][q] -= factor * a[c][q];
+                        }
+                }
+        }
+        for (size_t p = 0; p < k; p++) {
+                ret[idx[p]] = a[p][k] / a[p][p];
+        }
+        return true;
+}
+
+static double residual(const double *x, const double *y, size_t n, size_t m, const double *c)
+{
+        double ss = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                double d = y[i];
+
+                for (size_t j = 0; j < m; j++) {
+                        d -= c[j] * x[i * m + j];
+                }
+                ss += d * d;
+        }
+        return ss;
+}
+
+/* Random problems with correlated sources and some negative true effects: the fit reaches the
+ * non-negative least-squares optimum, found here by trying every subset of sources. */
+static void test_against_brute_force(void **state)
+{
+        enum { N = 120, M = 4 };
+        static double x[N * M], y[N];
+
+        (void)state;
+        rng_seed(2024);
+        for (int trial = 0; trial < 200; trial++) {
+                double truth[M], best[M], c[M], best_ss = INFINITY, got[M] = { 0 }, got_ss;
+                Fit *f;
+                FitResult r;
+
+                double mix[M][3];
+
+                /* Each source counts a random mix of three underlying event streams, so that
+                 * sources overlap the way LOC, softirq:TIMER and RCU do. */
+                for (size_t j = 0; j < M; j++) {
+                        truth[j] = rng_uniform() * 6000 - 3000;
+                        for (size_t k = 0; k < 3; k++) {
+                                mix[j][k] = rng_uniform() < 0.5 ? 0 : rng_uniform() * 3;
+                        }
+                        mix[j][j % 3] += 0.2;
+                }
+                for (size_t i = 0; i < N; i++) {
+                        double latent[3];
+
+                        for (size_t k = 0; k < 3; k++) {
+                                latent[k] = (double)rng_range(0, 40);
+                        }
+                        y[i] = 0;
+                        for (size_t j = 0; j < M; j++) {
+                                double cnt = rng_range(0, 5);
+
+                                for (size_t k = 0; k < 3; k++) {
+                                        cnt += mix[j][k] * latent[k];
+                                }
+                                x[i * M + j] = floor(cnt);
+                                y[i] += truth[j] * x[i * M + j];
+                        }
+                        y[i] += 20000 + rng_gauss(2000);
+                        if (y[i] < 0) {
+                                y[i] = 0;
+                        }
+                }
+                assert_int_equal(fit_new(N, &f), 0);
+                for (size_t i = 0; i < N; i++) {
+                        AttribCount items[M];
+
+                        for (size_t j = 0; j < M; j++) {
+                                items[j] = (AttribCount){ .id = (uint16_t)(10 + j),
+                                                          .count = (uint64_t)x[i * M + j] };
+                        }
+                        assert_int_equal(fit_add(f, y[i], items, M), 0);
+                }
+                for (unsigned mask = 0; mask < (1u << M); mask++) {
+                        bool feasible = true;
+                        double ss;
+
+                        if (!ls_subset(x, y, N, M, mask, c)) {
+                                continue;
+                        }
+                        for (size_t j = 0; j < M; j++) {
+                                feasible = feasible && c[j] >= 0;
+                        }
+                        ss = residual(x, y, N, M, c);
+                        if (feasible && ss < best_ss) {
+                                best_ss = ss;
+                                memcpy(best, c, sizeof(best));
+                        }
+                }
+                assert_int_equal(fit_solve(f, &r), 0);
+                assert_result_sane(&r);
+                for (size_t i = 0; i < r.n; i++) {
+                        got[r.sources[i].id - 10] = r.sources[i].cost_ns;
+                }
+                got_ss = residual(x, y, N, M, got);
+                if (got_ss > best_ss * (1 + 1e-9) + 1e-6) {
+                        fail_msg("trial %d: residual %g, optimum %g (costs %g %g %g %g, want %g %g "
+                                 "%g %g)",
+                                 trial, got_ss, best_ss, got[0], got[1], got[2], got[3], best[0],
+                                 best[1], best[2], best[3]);
+                }
+                for (size_t j = 0; j < M; j++) {
+                        assert_true(fabs(got[j] - best[j]) <= 1e-6 * (fabs(best[j]) + 1));
+                }
+                fit_free(f);
+        }
+}
+
+/* softirq:TIMER moves exactly with LOC: one of them gets the cost, nothing is NaN, and the fit
+ * is still exact. A source that never moved does not enter. */
+static void test_collinear(void **state)
+{
+        Fit *f;
+        FitResult r;
+        double combined;
+
+        (void)state;
+        rng_seed(3);
+        assert_int_equal(fit_new(100, &f), 0);
+        for (int i = 0; i < 100; i++) {
+                uint64_t loc = rng_range(900, 1100);
+                AttribCount items[] = {
+                        { .id = 1, .count = loc },
+                        { .id = 2, .count = 2 * loc },
+                        { .id = 3, .count = 0 },
+                        { .id = 4, .count = loc },
+                };
+
+                assert_int_equal(fit_add(f, 3000.0 * (double)loc, items, 4), 0);
+        }
+        assert_int_equal(fit_solve(f, &r), 0);
+        assert_result_sane(&r);
+        assert_int_equal(r.n, 3);
+        for (size_t i = 0; i < r.n; i++) {
+                assert_int_not_equal(r.sources[i].id, 3);
+        }
+        combined = source_of(&r, 1)->cost_ns + 2 * source_of(&r, 2)->cost_ns +
+                   source_of(&r, 4)->cost_ns;
+        assert_within(combined, 3000, 1e-6);
+        assert_true(r.r2 > 0.999);
+        assert_within(r.explained, 1, 1e-6);
+        fit_free(f);
+}
+
+/* Nothing lost, or nothing moved: all costs 0, no NaN. */
+static void test_degenerate(void **state)
+{
+        Fit *f;
+        FitResult r;
+
+        (void)state;
+        assert_int_equal(fit_new(100, &f), 0);
+        for (int i = 0; i < 60; i++) {
+                AttribCount items[] = { { .id = 5, .count = (uint64_t)i % 7 + 1 } };
+
+                assert_int_equal(fit_add(f, 0, items, 1), 0);
+        }
+        assert_int_equal(fit_solve(f, &r), 0);
+        assert_result_sane(&r);
+        assert_int_equal(r.n, 1);
+        assert_true(r.sources[0].cost_ns == 0);
+        assert_true(r.lost_ns == 0);
+        assert_true(r.r2 == 1);
+
+        fit_clear(f);
+        assert_int_equal(fit_intervals(f), 0);
+        for (int i = 0; i < 60; i++) {
+                assert_int_equal(fit_add(f, 1000 + i, NULL, 0), 0);
+        }
+        assert_int_equal(fit_solve(f, &r), 0);
+        assert_result_sane(&r);
+        assert_int_equal(r.n, 0);
+        assert_true(r.r2 == 0);
+        assert_true(r.explained == 0);
+        fit_free(f);
+}
+
+/* More than FIT_MAX_SOURCES moved: those that moved in the most intervals enter. */
+static void test_source_limit(void **state)
+{
+        Fit *f;
+        FitResult r;
+        bool in[20] = { false };
+
+        (void)state;
+        rng_seed(11);
+        assert_int_equal(fit_new(300, &f), 0);
+        for (int i = 0; i < 300; i++) {
+                AttribCount items[20];
+                size_t n = 0;
+                double lost = 0;
+
+                for (uint16_t id = 0; id < 20; id++) {
+                        /* source k moves in about (k + 1) / 21 of the intervals */
+                        if (rng_uniform() < (id + 1) / 21.0) {
+                                uint64_t c = rng_range(1, 20);
+
+                                items[n++] = (AttribCount){ .id = id, .count = c };
+                                lost += 1000.0 * (id + 1) * (double)c;
+                        }
+                }
+                assert_int_equal(fit_add(f, lost, items, n), 0);
+        }
+        assert_int_equal(fit_solve(f, &r), 0);
+        assert_result_sane(&r);
+        assert_int_equal(r.n, FIT_MAX_SOURCES);
+        for (size_t i = 0; i < r.n; i++) {
+                in[r.sources[i].id] = true;
+        }
+        for (int id = 0; id < 4; id++) {
+                assert_false(in[id]);
+        }
+        for (int id = 4; id < 20; id++) {
+                assert_true(in[id]);
+        }
+        /* the highest-cost source is in and its cost close, despite the missing ones */
+        assert_within(source_of(&r, 19)->cost_ns, 20000, 0.1);
+        fit_free(f);
+}
+
+static void test_refusals(void **state)
+{
+        Fit *f;
+        FitResult r;
+        AttribCount dup[] = { { .id = 1, .count = 1 }, { .id = 1, .count = 2 } };
+        AttribCount big[] = { { .id = ATTRIB_MAX_SOURCES, .count = 1 } };
+        AttribCount one[] = { { .id = 1, .count = 1 } };
+
+        (void)state;
+        assert_int_equal(fit_new(FIT_MIN_INTERVALS - 1, &f), -EINVAL);
+        assert_int_equal(fit_new(FIT_MIN_INTERVALS, NULL), -EINVAL);
+        assert_int_equal(fit_new(FIT_MIN_INTERVALS, &f), 0);
+        assert_int_equal(fit_add(f, -1, one, 1), -EINVAL);
+        assert_int_equal(fit_add(f, NAN, one, 1), -EINVAL);
+        assert_int_equal(fit_add(f, INFINITY, one, 1), -EINVAL);
+        assert_int_equal(fit_add(f, 1, dup, 2), -EINVAL);
+        assert_int_equal(fit_add(f, 1, big, 1), -EINVAL);
+        assert_int_equal(fit_add(f, 1, NULL, 1), -EINVAL);
+        assert_int_equal(fit_intervals(f), 0);
+        for (int i = 0; i < FIT_MIN_INTERVALS - 1; i++) {
+                assert_int_equal(fit_add(f, 100, one, 1), 0);
+        }
+        assert_int_equal(fit_solve(f, &r), -EAGAIN);
+        assert_int_equal(fit_add(f, 100, one, 1), 0);
+        assert_int_equal(fit_add(f, 100, one, 1), -ENOSPC);
+        assert_int_equal(fit_solve(f, &r), 0);
+        assert_within(r.sources[0].cost_ns, 100, 1e-9);
+        assert_int_equal(fit_solve(f, NULL), -EINVAL);
+        assert_int_equal(fit_solve(NULL, &r), -EINVAL);
+        assert_null(fit_free(f));
+        assert_null(fit_free(NULL));
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_known_costs),  cmocka_unit_test(test_non_negative),
+                cmocka_unit_test(test_against_brute_force),
+                cmocka_unit_test(test_collinear),    cmocka_unit_test(test_degenerate),
+                cmocka_unit_test(test_source_limit), cmocka_unit_test(test_refusals),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,461 @@
+/* Unit tests of period detection: periodic series with jitter mixed with Poisson noise, two
+ * periods at once, pure noise, missed events, the kernel sources named, and the bounds. */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "periodicity.h"
+
+#define MS 1000000.0
+#define S 1000000000.0
+
+static uint64_t rng_state;
+
+static void rng_seed(uint64_t seed)
+{
+        rng_state = seed ? seed : 1;
+}
+
+static uint64_t rng_next(void)
+{
+        rng_state ^= rng_state >> 12;
+        rng_state ^= rng_state << 25;
+        rng_state ^= rng_state >> 27;
+        return rng_state * UINT64_C(2685821657736338717);
+}
+
+static double rng_uniform(void)
+{
+        return (double)(rng_next() >> 11) / 9007199254740992.0;
+}
+
+/* A growing, later sorted, list of event times. */
+typedef struct Events {
+        uint64_t *t;
+        size_t n;
+        size_t cap;
+} Events;
+
+static void add(Events *e, double t_ns)
+{
+        if (e->n == e->cap) {
+                e->cap = e->cap ? 2 * e->cap : 1024;
+                e->t = realloc(e->t, e->cap * sizeof(*e->t));
+                assert_non_null(e->t);
+        }
+        e->t[e->n++] = (uint64_t)llround(t_ns);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+        return x < y ? -1 : x > y;
+}
+
+static void finish(Events *e)
+{
+        qsort(e->t, e->n, sizeof(*e->t), cmp_u64);
+}
+
+/* Every @period_ns from @start_ns to @end_ns, each moved by up to ±@jitter_ns, kept with
+ * probability @keep. Returns how many were added. */
+static size_t add_periodic(Events *e, double start_ns, double end_ns, double period_ns,
+                           double jitter_ns, double keep)
+{
+        size_t k = 0;
+
+        for (double t = start_ns; t < end_ns; t += period_ns) {
+                if (rng_uniform() < keep) {
+                        add(e, t + (rng_uniform() * 2 - 1) * jitter_ns);
+                        k++;
+                }
+        }
+        return k;
+}
+
+/* Poisson events at @rate_hz. */
+static size_t add_poisson(Events *e, double start_ns, double end_ns, double rate_hz)
+{
+        size_t k = 0;
+
+        for (double t = start_ns - log(1 - rng_uniform()) * S / rate_hz; t < end_ns;
+             t -= log(1 - rng_uniform()) * S / rate_hz) {
+                add(e, t);
+                k++;
+        }
+        return k;
+}
+
+static const PeriodicityPeriod *find_period(const PeriodicityResult *r, double period_ns,
+                                            double rel)
+{
+        for (size_t i = 0; i < r->n; i++) {
+                if (fabs((double)r->periods[i].period_ns - period_ns) <= rel * period_ns) {
+                        return &r->periods[i];
+                }
+        }
+        return NULL;
+}
+
+static void print_result(const PeriodicityResult *r)
+{
+        print_message("%zu events over %.3f s, %zu period(s)\n", r->analysed,
+                      (double)r->span_ns / S, r->n);
+        for (size_t i = 0; i < r->n; i++) {
+                const PeriodicityPeriod *p = &r->periods[i];
+
+                print_message("  %.6f ms ±%.1f us: %zu events (%.1f %%) %s\n",
+                              (double)p->period_ns / MS, (double)p->tolerance_ns / 1000,
+                              p->events, p->share * 100, p->source ? p->source : "");
+        }
+}
+
+static void assert_sane(const PeriodicityResult *r)
+{
+        assert_true(r->n <= PERIODICITY_MAX_PERIODS);
+        for (size_t i = 0; i < r->n; i++) {
+                assert_true(r->periods[i].share > 0 && r->periods[i].share <= 1);
+                assert_true(r->periods[i].events <= r->analysed);
+                if (i > 0) {
+                        assert_true(r->periods[i].events <= r->periods[i - 1].events);
+                }
+        }
+}
+
+/* 50 ms with ±50 us jitter among Poisson noise at 100/s: found within 1 %, with about its
+ * events. */
+static void test_periodic_in_noise(void **state)
+{
+        Events e = { 0 };
+        PeriodicityResult r;
+        const PeriodicityPeriod *p;
+        size_t periodic;
+
+        (void)state;
+        for (uint64_t seed = 1; seed <= 5; seed++) {
+                rng_seed(seed);
+                e.n = 0;
+                periodic = add_periodic(&e, 1 * S, 21 * S, 50 * MS, 50000, 1);
+                add_poisson(&e, 1 * S, 21 * S, 100);
+                finish(&e);
+                assert_int_equal(periodicity_find(e.t, e.n, NULL, &r), 0);
+                assert_sane(&r);
+                if (seed == 1) {
+                        print_result(&r);
+                }
+                assert_int_equal(r.analysed, e.n);
+                assert_int_equal(r.n, 1);
+                p = find_period(&r, 50 * MS, 0.01);
+                assert_non_null(p);
+                assert_true(fabs((double)p->period_ns - 50 * MS) < 0.001 * 50 * MS);
+                assert_true(p->events >= periodic * 95 / 100);
+                assert_true(p->events <= periodic * 110 / 100);
+                assert_null(p->source);
+        }
+        free(e.t);
+}
+
+/* Hundreds of noise events per second: the period is a few per cent of the events; found when
+ * asked for periods with that share. */
+static void test_heavy_noise(void **state)
+{
+        Events e = { 0 };
+        PeriodicityOptions opt;
+        PeriodicityResult r;
+        const PeriodicityPeriod *p;
+        size_t periodic;
+
+        (void)state;
+        periodicity_options_init(&opt);
+        opt.min_share = 0.03;
+        for (uint64_t seed = 10; seed < 13; seed++) {
+                rng_seed(seed);
+                e.n = 0;
+                periodic = add_periodic(&e, 1 * S, 31 * S, 50 * MS, 20000, 1);
+                add_poisson(&e, 1 * S, 31 * S, 400);
+                finish(&e);
+                assert_int_equal(periodicity_find(e.t, e.n, &opt, &r), 0);
+                assert_sane(&r);
+                if (seed == 10) {
+                        print_result(&r);
+                }
+                p = find_period(&r, 50 * MS, 0.01);
+                assert_non_null(p);
+                assert_true(p->events >= periodic * 9 / 10);
+                assert_true(p->share < 0.1);
+                /* the default asks for 10 %: not reported */
+                assert_int_equal(periodicity_find(e.t, e.n, NULL, &r), 0);
+                assert_null(find_period(&r, 50 * MS, 0.01));
+        }
+        free(e.t);
+}
+
+/* 50 ms and 70 ms at once, plus noise: both, and not their multiples. */
+static void test_two_periods(void **state)
+{
+        Events e = { 0 };
+        PeriodicityResult r;
+        const PeriodicityPeriod *a, *b;
+        size_t na, nb;
+
+        (void)state;
+        rng_seed(99);
+        na = add_periodic(&e, 1 * S, 21 * S, 50 * MS, 30000, 1);
+        nb = add_periodic(&e, 1 * S + 3 * MS, 21 * S, 70 * MS, 30000, 1);
+        add_poisson(&e, 1 * S, 21 * S, 50);
+        finish(&e);
+        assert_int_equal(periodicity_find(e.t, e.n, NULL, &r), 0);
+        assert_sane(&r);
+        print_result(&r);
+        assert_int_equal(r.n, 2);
+        a = find_period(&r, 50 * MS, 0.01);
+        b = find_period(&r, 70 * MS, 0.01);
+        assert_non_null(a);
+        assert_non_null(b);
+        assert_true(a->events >= na * 95 / 100 && a->events <= na * 110 / 100);
+        assert_true(b->events >= nb * 95 / 100 && b->events <= nb * 110 / 100);
+        assert_ptr_equal(&r.periods[0], a); /* more events first */
+        free(e.t);
+}
+
+/* Poisson events alone: nothing periodic, not even when asked for small shares. */
+static void test_pure_noise(void **state)
+{
+        Events e = { 0 };
+        PeriodicityOptions opt;
+        PeriodicityResult r;
+
+        (void)state;
+        periodicity_options_init(&opt);
+        opt.min_share = 0.02;
+        for (uint64_t seed = 100; seed < 110; seed++) {
+                rng_seed(seed);
+                e.n = 0;
+                add_poisson(&e, 1 * S, 61 * S, seed % 2 ? 300 : 30);
+                finish(&e);
+                assert_int_equal(periodicity_find(e.t, e.n, NULL, &r), 0);
+                if (r.n > 0) {
+                        print_result(&r);
+                }
+                assert_int_equal(r.n, 0);
+                assert_int_equal(periodicity_find(e.t, e.n, &opt, &r), 0);
+                if (r.n > 0) {
+                        print_result(&r);
+                }
+                assert_int_equal(r.n, 0);
+        }
+        free(e.t);
+}
+
+/* A 250 Hz tick with a few us of jitter among noise is named for CONFIG_HZ=250; only the
+ * fundamental is reported although 8 ms, 12 ms... are in the data too. */
+static void test_tick_named(void **state)
+{
+        Events e = { 0 };
+        PeriodicityResult r;
+        const PeriodicityPeriod *p;
+
+        (void)state;
+        rng_seed(250);
+        add_periodic(&e, 1 * S, 11 * S, 4 * MS, 3000, 1);
+        add_poisson(&e, 1 * S, 11 * S, 300);
+        finish(&e);
+        assert_int_equal(periodicity_find(e.t, e.n, NULL, &r), 0);
+        assert_sane(&r);
+        print_result(&r);
+        assert_int_equal(r.n, 1);
+        p = &r.periods[0];
+        assert_true(fabs((double)p->period_ns - 4 * MS) < 0.001 * 4 * MS);
+        assert_non_null(p->source);
+        assert_string_equal(p->source, "scheduler tick (CONFIG_HZ=250)");
+        /* a precise source gets a tight tolerance, well below 1 % of the period */
+        assert_true(p->tolerance_ns < 20000);
+        free(e.t);
+}
+
+/* A 1 Hz source of which a third of the events fell below the threshold: the chain steps over
+ * the missing ones, and 1 s is reported, not 2 s or 3 s. */
+static void test_missed_events(void **state)
+{
+        Events e = { 0 };
+        PeriodicityResult r;
+        const PeriodicityPeriod *p;
+        size_t kept;
+
+        (void)state;
+        rng_seed(5);
+        kept = add_periodic(&e, 0.3 * S, 120.3 * S, 1 * S, 5000, 0.66);
+        add_poisson(&e, 0.1 * S, 121 * S, 2);
+        finish(&e);
+        assert_int_equal(periodicity_find(e.t, e.n, NULL, &r), 0);
+        assert_sane(&r);
+        print_result(&r);
+        assert_int_equal(r.n, 1);
+        p = &r.periods[0];
+        assert_true(fabs((double)p->period_ns - S) < 0.001 * S);
+        assert_true(p->events >= kept * 9 / 10);
+        assert_non_null(p->source);
+        assert_non_null(strstr(p->source, "1 Hz"));
+        free(e.t);
+}
+
+/* A 10 ms series that is 8 % of the events is below the default 10 %: neither it nor one of
+ * its multiples (which gather chance events on a wider tolerance) is reported. */
+static void test_weak_not_multiple(void **state)
+{
+        Events e = { 0 };
+        PeriodicityOptions opt;
+        PeriodicityResult r;
+
+        (void)state;
+        for (uint64_t seed = 30; seed < 34; seed++) {
+                rng_seed(seed);
+                e.n = 0;
+                add_periodic(&e, 1 * S, 31 * S, 10 * MS, 2000, 1);
+                add_poisson(&e, 1 * S, 31 * S, 1150);
+                finish(&e);
+                assert_int_equal(periodicity_find(e.t, e.n, NULL, &r), 0);
+                if (r.n > 0) {
+                        print_result(&r);
+                }
+                assert_int_equal(r.n, 0);
+                /* asked for 5 %, the 10 ms itself */
+                periodicity_options_init(&opt);
+                opt.min_share = 0.05;
+                assert_int_equal(periodicity_find(e.t, e.n, &opt, &r), 0);
+                if (seed == 30) {
+                        print_result(&r);
+                }
+                assert_int_equal(r.n, 1);
+                assert_non_null(find_period(&r, 10 * MS, 0.001));
+        }
+        free(e.t);
+}
+
+/* A strictly periodic series alone: one period, every event on it. */
+static void test_pure_periodic(void **state)
+{
+        Events e = { 0 };
+        PeriodicityResult r;
+
+        (void)state;
+        rng_seed(1);
+        add_periodic(&e, 0, 5 * S, 10 * MS, 0, 1);
+        finish(&e);
+        assert_int_equal(periodicity_find(e.t, e.n, NULL, &r), 0);
+        assert_sane(&r);
+        assert_int_equal(r.n, 1);
+        assert_int_equal(r.periods[0].period_ns, 10000000);
+        assert_int_equal(r.periods[0].events, e.n);
+        assert_true(r.periods[0].share == 1);
+        assert_string_equal(r.periods[0].source, "scheduler tick (CONFIG_HZ=100)");
+        free(e.t);
+}
+
+/* Only the newest max_events are analysed, and that stays fast. */
+static void test_bounded(void **state)
+{
+        Events e = { 0 };
+        PeriodicityResult r;
+        struct timespec a, b;
+        double ms;
+
+        (void)state;
+        rng_seed(77);
+        add_periodic(&e, 1 * S, 60 * S, 10 * MS, 2000, 1);
+        add_poisson(&e, 1 * S, 60 * S, 300);
+        add_periodic(&e, 60 * S, 110 * S, 7 * MS, 2000, 1);
+        add_poisson(&e, 60 * S, 110 * S, 300);
+        finish(&e);
+        assert_true(e.n > 40000);
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        assert_int_equal(periodicity_find(e.t, e.n, NULL, &r), 0);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
+        print_result(&r);
+        print_message("analysed in %.1f ms\n", ms);
+        assert_int_equal(r.analysed, 20000);
+        assert_true(r.span_ns < 50 * S);
+        assert_non_null(find_period(&r, 7 * MS, 0.01));
+        assert_null(find_period(&r, 10 * MS, 0.01));
+        assert_true(ms < 2000);
+        free(e.t);
+}
+
+static void test_refusals(void **state)
+{
+        uint64_t unsorted[] = { 5, 3, 9 };
+        uint64_t few[] = { 1000, 2000 };
+        PeriodicityOptions opt;
+        PeriodicityResult r;
+
+        (void)state;
+        assert_int_equal(periodicity_find(unsorted, 3, NULL, &r), -EINVAL);
+        assert_int_equal(periodicity_find(few, 2, NULL, NULL), -EINVAL);
+        assert_int_equal(periodicity_find(NULL, 2, NULL, &r), -EINVAL);
+        assert_int_equal(periodicity_find(NULL, 0, NULL, &r), 0);
+        assert_int_equal(r.n, 0);
+        assert_int_equal(periodicity_find(few, 2, NULL, &r), 0);
+        assert_int_equal(r.n, 0);
+        assert_int_equal(r.analysed, 2);
+        periodicity_options_init(&opt);
+        opt.min_share = 1.5;
+        assert_int_equal(periodicity_find(few, 2, &opt, &r), -EINVAL);
+        periodicity_options_init(&opt);
+        opt.max_period_ns = opt.min_period_ns;
+        assert_int_equal(periodicity_find(few, 2, &opt, &r), -EINVAL);
+        periodicity_options_init(&opt);
+        opt.max_events = PERIODICITY_EVENTS_LIMIT + 1;
+        assert_int_equal(periodicity_find(few, 2, &opt, &r), -EINVAL);
+}
+
+static void test_source_names(void **state)
+{
+        (void)state;
+        assert_string_equal(periodicity_source_name(1000000, 0),
+                            "scheduler tick (CONFIG_HZ=1000)");
+        assert_string_equal(periodicity_source_name(1010000, 0),
+                            "scheduler tick (CONFIG_HZ=1000)");
+        assert_string_equal(periodicity_source_name(3333333, 0), "scheduler tick (CONFIG_HZ=300)");
+        assert_string_equal(periodicity_source_name(3950000, 0), "scheduler tick (CONFIG_HZ=250)");
+        assert_string_equal(periodicity_source_name(10000000, 0),
+                            "scheduler tick (CONFIG_HZ=100)");
+        assert_non_null(strstr(periodicity_source_name(500000000, 0), "clocksource watchdog"));
+        assert_non_null(strstr(periodicity_source_name(1000000000, 2), "1 Hz residual tick"));
+        assert_non_null(strstr(periodicity_source_name(1000000000, 0), "vmstat"));
+        assert_string_equal(periodicity_source_name(2000000000, 0), "a 2 s timer");
+        assert_string_equal(periodicity_source_name(4000000000, 0), "a 4 s timer");
+        assert_non_null(strstr(periodicity_source_name(5000000000, 0), "writeback"));
+        /* the watchdog seen from one of 3 CPUs */
+        assert_non_null(strstr(periodicity_source_name(1500000000, 3), "clocksource watchdog"));
+        assert_null(periodicity_source_name(1500000000, 0));
+        assert_null(periodicity_source_name(50000000, 0));
+        assert_null(periodicity_source_name(1050000, 0)); /* 5 % off */
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_periodic_in_noise), cmocka_unit_test(test_heavy_noise),
+                cmocka_unit_test(test_two_periods),       cmocka_unit_test(test_pure_noise),
+                cmocka_unit_test(test_tick_named),        cmocka_unit_test(test_missed_events),
+                cmocka_unit_test(test_weak_not_multiple), cmocka_unit_test(test_pure_periodic),
+                cmocka_unit_test(test_bounded),
+                cmocka_unit_test(test_refusals),          cmocka_unit_test(test_source_names),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

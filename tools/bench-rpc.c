@@ -1,0 +1,69 @@
+/* jitter-bench-rpc: round-trip latency of GetStats over one connection, as tools/bench
+ * reports it. Prints "CALLS P50_US P99_US MAX_US".
+ *   jitter-bench-rpc SOCKET CALLS [WINDOW] */
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "varlink-client.h"
+
+static uint64_t now_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+        return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+        VarlinkClient *c;
+        json_t *params;
+        uint64_t *lat;
+        long n;
+        int r;
+
+        if (argc < 3 || (n = atol(argv[2])) <= 0) {
+                fprintf(stderr, "usage: jitter-bench-rpc SOCKET CALLS [WINDOW]\n");
+                return 2;
+        }
+        r = varlink_client_connect(argv[1], &c);
+        if (r < 0) {
+                fprintf(stderr, "jitter-bench-rpc: cannot connect to %s: %s\n", argv[1],
+                        strerror(-r));
+                return 1;
+        }
+        params = json_pack("{ss}", "window", argc > 3 ? argv[3] : "1m");
+        lat = calloc((size_t)n, sizeof(*lat));
+        for (long i = 0; i < n; i++) {
+                json_t *reply = NULL;
+                char *err = NULL;
+                uint64_t t0 = now_ns();
+
+                r = varlink_client_call(c, "io.jitterd.GetStats", params, &reply, &err);
+                lat[i] = now_ns() - t0;
+                if (r < 0 || err) {
+                        fprintf(stderr, "jitter-bench-rpc: call %ld failed: %s\n", i,
+                                err ? err : strerror(-r));
+                        return 1;
+                }
+                json_decref(reply);
+        }
+        qsort(lat, (size_t)n, sizeof(*lat), cmp_u64);
+        printf("%ld %.1f %.1f %.1f\n", n, (double)lat[n / 2] / 1e3,
+               (double)lat[(size_t)((double)n * 0.99)] / 1e3, (double)lat[n - 1] / 1e3);
+        json_decref(params);
+        free(lat);
+        varlink_client_free(c);
+        return 0;
+}

@@ -1,0 +1,214 @@
+/* jitterctl export: the daemon's measurements in the Prometheus text format, the same
+ * exposition the daemon writes to its node_exporter textfile (daemon/export.h renders both). */
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export.h"
+#include "jitterctl.h"
+#include "varlink-client.h"
+
+static void export_usage(FILE *f)
+{
+        fputs("Usage: jitterctl export [--format prometheus]\n"
+              "Print the measurements as the Prometheus text exposition, the same metrics the\n"
+              "daemon writes to its node_exporter textfile.\n\n"
+              "  -f, --format F     output format: prometheus (the default and only one)\n"
+              "  -h, --help         show this help\n",
+              f);
+}
+
+/* Calls io.jitterd.@method with @params (stolen). Returns 0 and the reply in @ret, or prints
+ * why not and returns a negative errno. */
+static int export_call(VarlinkClient *c, const char *method, json_t *params, json_t **ret)
+{
+        char full[64], *error = NULL;
+        json_t *reply = NULL;
+        int r;
+
+        snprintf(full, sizeof(full), "io.jitterd.%s", method);
+        r = varlink_client_call(c, full, params, &reply, &error);
+        json_decref(params);
+        if (r < 0) {
+                fprintf(stderr, "jitterctl export: %s failed: %s\n", full, strerror(-r));
+                return r;
+        }
+        if (error) {
+                char *text = json_is_object(reply) && json_object_size(reply) > 0
+                                     ? json_dumps(reply, JSON_COMPACT)
+                                     : NULL;
+
+                fprintf(stderr, "jitterctl export: %s: %s%s%s\n", full, error, text ? " " : "",
+                        text ? text : "");
+                free(text);
+                free(error);
+                json_decref(reply);
+                return -EREMOTEIO;
+        }
+        *ret = reply;
+        return 0;
+}
+
+/* The "cpus" array of GetStats over @window, as a new reference. */
+static int export_stats(VarlinkClient *c, const char *window, json_t **ret)
+{
+        json_t *reply, *cpus;
+        int r = export_call(c, "GetStats", json_pack("{ss}", "window", window), &reply);
+
+        if (r < 0) {
+                return r;
+        }
+        cpus = json_object_get(reply, "cpus");
+        *ret = json_incref(cpus);
+        json_decref(reply);
+        return cpus ? 0 : -EBADMSG;
+}
+
+/* For each probed CPU its GetHistogram reply (window "all", kind "gap"), and the newest point
+ * of its timeline over @window with "cpu" added, as the daemon's textfile has them. */
+static int export_per_cpu(VarlinkClient *c, json_t *probes, const char *window, json_t *histograms,
+                          json_t *intervals)
+{
+        json_t *p;
+        size_t i;
+
+        json_array_foreach(probes, i, p)
+        {
+                json_t *cpu = json_object_get(p, "cpu"), *hist, *timeline, *points, *last;
+                int r;
+
+                if (!json_is_integer(cpu)) {
+                        return -EBADMSG;
+                }
+                r = export_call(c, "GetHistogram",
+                                json_pack("{sO ss ss}", "cpu", cpu, "window", "all", "kind", "gap"),
+                                &hist);
+                if (r < 0) {
+                        return r;
+                }
+                if (json_array_append_new(histograms, hist) < 0) {
+                        return -ENOMEM;
+                }
+                r = export_call(c, "GetTimeline",
+                                json_pack("{sO ss}", "cpu", cpu, "window", window), &timeline);
+                if (r < 0) {
+                        return r;
+                }
+                points = json_object_get(timeline, "points");
+                last = json_is_array(points) && json_array_size(points) > 0
+                               ? json_array_get(points, json_array_size(points) - 1)
+                               : NULL;
+                if (json_is_object(last)) {
+                        last = json_deep_copy(last);
+                        if (!last || json_object_set(last, "cpu", cpu) < 0 ||
+                            json_array_append_new(intervals, last) < 0) {
+                                json_decref(timeline);
+                                return -ENOMEM;
+                        }
+                }
+                json_decref(timeline);
+        }
+        return 0;
+}
+
+/* Runs "jitterctl export [--format prometheus]" over @c, a client connected to the daemon
+ * (NULL is refused after the options are read, so --help works without a daemon). @argv[0] is
+ * the command's name. Prints the exposition to stdout. Returns the exit status: CTL_EXIT_OK,
+ * CTL_EXIT_FAILURE when the daemon cannot be asked or its replies are malformed, CTL_EXIT_USAGE. */
+int jitterctl_export(VarlinkClient *c, int argc, char **argv)
+{
+        static const struct option options[] = {
+                {"format", required_argument, NULL, 'f'},
+                {"help", no_argument, NULL, 'h'},
+                {},
+        };
+        json_t *status = NULL, *stats_all = NULL, *stats_1m = NULL;
+        json_t *histograms = json_array(), *intervals = json_array();
+        json_int_t interval_ns;
+        int opt, r, ret = CTL_EXIT_FAILURE;
+
+        optind = 0;
+        while ((opt = getopt_long(argc, argv, "+f:h", options, NULL)) >= 0) {
+                switch (opt) {
+                case 'f':
+                        if (strcmp(optarg, "prometheus") != 0) {
+                                fprintf(stderr,
+                                        "jitterctl export: unknown format \"%s\" (the format "
+                                        "is prometheus)\n",
+                                        optarg);
+                                ret = CTL_EXIT_USAGE;
+                                goto out;
+                        }
+                        break;
+                case 'h':
+                        export_usage(stdout);
+                        ret = CTL_EXIT_OK;
+                        goto out;
+                default:
+                        export_usage(stderr);
+                        ret = CTL_EXIT_USAGE;
+                        goto out;
+                }
+        }
+        if (optind < argc) {
+                fprintf(stderr, "jitterctl export: unexpected argument \"%s\"\n", argv[optind]);
+                export_usage(stderr);
+                ret = CTL_EXIT_USAGE;
+                goto out;
+        }
+        if (!c) {
+                fputs("jitterctl export: not connected to jitterd\n", stderr);
+                goto out;
+        }
+        if (!histograms || !intervals) {
+                fputs("jitterctl export: out of memory\n", stderr);
+                goto out;
+        }
+
+        r = export_call(c, "GetStatus", NULL, &status);
+        if (r < 0) {
+                goto out;
+        }
+        interval_ns = json_integer_value(
+                json_object_get(json_object_get(status, "config"), "interval_ns"));
+        r = export_stats(c, "all", &stats_all);
+        if (r >= 0) {
+                r = export_stats(c, "1m", &stats_1m);
+        }
+        if (r >= 0) {
+                r = export_per_cpu(
+                        c, json_object_get(status, "probes"),
+                        prometheus_interval_window(interval_ns > 0 ? (uint64_t)interval_ns : 0),
+                        histograms, intervals);
+        }
+        if (r == -EBADMSG || r == -ENOMEM) {
+                fprintf(stderr, "jitterctl export: %s\n",
+                        r == -ENOMEM ? "out of memory" : "unexpected reply from jitterd");
+        }
+        if (r < 0) {
+                goto out;
+        }
+        r = prometheus_render(stdout, status, stats_all, stats_1m, intervals, histograms);
+        if (r == 0 && fflush(stdout) != 0) {
+                r = -errno;
+        }
+        if (r < 0) {
+                fprintf(stderr, "jitterctl export: %s%s\n",
+                        r == -EBADMSG ? "unexpected reply from jitterd (a member is missing or "
+                                        "malformed, or the CPUs changed between the calls)"
+                                      : "cannot write to standard output: ",
+                        r == -EBADMSG ? "" : strerror(-r));
+                goto out;
+        }
+        ret = CTL_EXIT_OK;
+out:
+        json_decref(status);
+        json_decref(stats_all);
+        json_decref(stats_1m);
+        json_decref(histograms);
+        json_decref(intervals);
+        return ret;
+}

@@ -1,0 +1,315 @@
+/* jitterctl hist and report: histograms as bar charts, and the classic text report. */
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jitterctl-buckets.h"
+#include "jitterctl-format.h"
+#include "jitterctl-summary.h"
+#include "jitterctl.h"
+#include "report.h"
+
+#define BAR_WIDTH 40
+
+/* The percentiles "hist" marks beside the rows they fall in. */
+static const struct {
+        double q;
+        const char *name;
+} markers[] = {
+        {0.5, "p50"},
+        {0.99, "p99"},
+        {0.9999, "p99.99"},
+};
+
+#define N_MARKERS (sizeof(markers) / sizeof(markers[0]))
+
+/* {"cpu": N, "window": W?, "kind": K} */
+static json_t *histogram_params(unsigned long long cpu, const char *window, const char *kind)
+{
+        json_t *p = json_pack("{s:I, s:s}", "cpu", (json_int_t)cpu, "kind", kind);
+
+        if (p && window) {
+                json_object_set_new(p, "window", json_string(window));
+        }
+        return p;
+}
+
+static void print_rows(const Ctl *ctl, const ReportBucket *b, size_t n)
+{
+        long marker_row[N_MARKERS];
+        uint64_t max = 0;
+
+        for (size_t k = 0; k < N_MARKERS; k++) {
+                marker_row[k] = buckets_quantile_index(b, n, markers[k].q);
+        }
+        for (size_t i = 0; i < n; i++) {
+                max = b[i].count > max ? b[i].count : max;
+        }
+        for (size_t i = 0; i < n; i++) {
+                char lo[FORMAT_MAX], hi[FORMAT_MAX];
+                int len = (int)lround(log10((double)b[i].count + 1) / log10((double)max + 1) *
+                                      BAR_WIDTH);
+                bool first = true;
+
+                format_ns(lo, sizeof(lo), (double)b[i].lower_ns);
+                format_ns(hi, sizeof(hi), (double)b[i].upper_ns);
+                fput_padded(stdout, lo, 11);
+                /* A bucket narrower than a nanosecond has one value in ns. */
+                printf(b[i].lower_ns == b[i].upper_ns ? "    " : " .. ");
+                fput_padded(stdout, b[i].lower_ns == b[i].upper_ns ? "" : hi, -10);
+                printf(" %12llu %s", (unsigned long long)b[i].count, ctl_color(ctl, CTL_CYAN));
+                for (int j = 0; j < (len < 1 ? 1 : len); j++) {
+                        fputc('#', stdout);
+                }
+                printf("%s", ctl_color(ctl, CTL_RESET));
+                for (size_t k = 0; k < N_MARKERS; k++) {
+                        if (marker_row[k] != (long)i) {
+                                continue;
+                        }
+                        printf("%s%*s%s%s", first ? "" : ",", first ? BAR_WIDTH + 1 - len : 0, "",
+                               ctl_color(ctl, CTL_YELLOW), markers[k].name);
+                        printf("%s", ctl_color(ctl, CTL_RESET));
+                        first = false;
+                }
+                fputc('\n', stdout);
+        }
+}
+
+int cmd_hist(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
+{
+        static const struct option options[] = {
+                {"window", required_argument, NULL, 'w'},
+                {"diffdiff", no_argument, NULL, 'd'},
+                CTL_COMMON_OPTIONS,
+                {},
+        };
+        const char *window = NULL, *kind = "gap";
+        unsigned long long cpu;
+        json_t *reply = NULL;
+        ReportBucket *b = NULL;
+        char min[FORMAT_MAX], max[FORMAT_MAX];
+        uint64_t total = 0;
+        double v;
+        int c, r, n;
+
+        while ((c = getopt_long(argc, argv, "w:dh", options, NULL)) >= 0) {
+                switch (c) {
+                case 'w':
+                        window = optarg;
+                        break;
+                case 'd':
+                        kind = "diffdiff";
+                        break;
+                default:
+                        r = ctl_parse_common(ctl, cmd, c);
+                        if (r != CTL_CONTINUE) {
+                                return r;
+                        }
+                }
+        }
+        if (argc - optind != 1) {
+                return ctl_usage_error(cmd, "expected one CPU number");
+        }
+        if (ctl_parse_uint(argv[optind], INT32_MAX, &cpu) < 0) {
+                return ctl_usage_error(cmd, "invalid CPU \"%s\"", argv[optind]);
+        }
+        if (ctl_call(ctl, "GetHistogram", histogram_params(cpu, window, kind), &reply) < 0) {
+                return CTL_EXIT_FAILURE;
+        }
+        if (ctl->json) {
+                r = ctl_print_json(reply);
+                json_decref(reply);
+                return r;
+        }
+        n = buckets_from_json(json_object_get(reply, "buckets"), &b);
+        if (n < 0) {
+                json_decref(reply);
+                return ctl_fail("malformed histogram from jitterd: %s", strerror(-n));
+        }
+        n = (int)buckets_join(b, (size_t)n);
+        json_get_u64(reply, "total", &total);
+        format_ns(min, sizeof(min), json_get_double(reply, "min_ns", &v) ? v : NAN);
+        format_ns(max, sizeof(max), json_get_double(reply, "max_ns", &v) ? v : NAN);
+        printf("CPU %llu, window %s, %s: %llu samples, min %s, max %s\n", cpu,
+               json_get_string(reply, "window", window ? window : "1m"),
+               strcmp(kind, "gap") == 0 ? "gaps" : "difference of consecutive gaps",
+               (unsigned long long)total, min, max);
+        if (n == 0) {
+                printf("  (no samples)\n");
+        } else {
+                print_rows(ctl, b, (size_t)n);
+        }
+        free(b);
+        json_decref(reply);
+        return CTL_EXIT_OK;
+}
+
+/* ---- report ---- */
+
+/* The classic "rollover sanity check": the time the window covers by CLOCK_MONOTONIC against
+ * the same time by the counter (the sum of every gap the probe measured). A counter whose
+ * frequency is wrong, or which is not converted right across wraps and interval boundaries,
+ * shows as a difference far above the counter's stated precision. */
+static void report_counter_check(const SlotSummary *s, json_t *counter, uint64_t intervals)
+{
+        double clock_ns = (double)s->duration_ns;
+        double counter_ns = s->gap.mean_ns * (double)s->gap.count;
+        double diff = counter_ns - clock_ns, ppm = clock_ns > 0 ? diff / clock_ns * 1e6 : 0;
+        double drift = NAN, precision = 0;
+        /* CLOCK_MONOTONIC is slewed by NTP by up to 500 ppm, the counter is not: a difference
+         * within twice that is the clock's doing; a wrong counter frequency or a lost wrap is
+         * far larger. */
+        double tolerance_ppm = 1000;
+
+        json_get_double(counter, "drift_ppm", &drift);
+        json_get_double(counter, "precision_ppm", &precision);
+        if (precision > 0) {
+                tolerance_ppm += precision;
+        }
+        printf("COUNTER ROLLOVER SANITY CHECK\n-----------------------------\n");
+        printf("  CLOCK_MONOTONIC ELAPSED TIME (usec): %.3f\n", clock_ns / 1e3);
+        printf("     COUNTER ELAPSED TIME (usec):      %.3f\n", counter_ns / 1e3);
+        printf("      DIFF OF ELAPSED TIMES (usec):    %.3f (%+.3f ppm)\n", diff / 1e3, ppm);
+        printf("  COUNTER DRIFT, LAST INTERVAL (ppm):  %+.3f (%s, %s)\n", drift,
+               json_get_string(counter, "source", "?"), json_get_string(counter, "hz_source", "?"));
+        if (s->gap.count == 0 || clock_ns <= 0) {
+                printf("[NO SAMPLES: NOTHING TO CHECK]\n");
+        } else if (fabs(ppm) <= tolerance_ppm) {
+                printf("[DIFF OF %.3f usec WITHIN %.0f ppm OVER %llu INTERVALS, SO GOOD CONFIDENCE "
+                       "THE COUNTER IS CONVERTED PROPERLY]\n",
+                       diff / 1e3, tolerance_ppm, (unsigned long long)intervals);
+        } else {
+                printf("[DIFF OF %.3f usec EXCEEDS %.0f ppm: THE COUNTER FREQUENCY OR ITS "
+                       "CONVERSION IS SUSPECT]\n",
+                       diff / 1e3, tolerance_ppm);
+        }
+}
+
+static int report_cpu(Ctl *ctl, json_t *stats, json_t *status, const char *window)
+{
+        json_t *config = json_object_get(status, "config");
+        json_t *hist = NULL;
+        ReportBucket *b = NULL;
+        SlotSummary s;
+        char duration[FORMAT_MAX];
+        uint64_t cpu = 0, threshold_ns = 0, interval_ns = 0, intervals = 0;
+        int n;
+
+        json_get_u64(stats, "cpu", &cpu);
+        if (slot_summary_from_json(stats, &s) < 0) {
+                return ctl_fail("malformed statistics for CPU %llu from jitterd",
+                                (unsigned long long)cpu);
+        }
+        json_get_u64(config, "threshold_ns", &threshold_ns);
+        json_get_u64(config, "interval_ns", &interval_ns);
+        if (interval_ns > 0) {
+                intervals = (s.duration_ns + interval_ns / 2) / interval_ns;
+        }
+        printf("%sCPU %llu, window %s (%s)%s\n\n", ctl_color(ctl, CTL_BOLD),
+               (unsigned long long)cpu, json_get_string(stats, "window", window),
+               format_uptime(duration, sizeof(duration), s.duration_ns), ctl_color(ctl, CTL_RESET));
+        report_statistics(stdout, &s, threshold_ns);
+
+        if (ctl_call(ctl, "GetHistogram", histogram_params(cpu, window, "gap"), &hist) < 0) {
+                return CTL_EXIT_FAILURE;
+        }
+        n = buckets_from_json(json_object_get(hist, "buckets"), &b);
+        json_decref(hist);
+        if (n < 0) {
+                return ctl_fail("malformed histogram from jitterd: %s", strerror(-n));
+        }
+        n = (int)buckets_join(b, (size_t)n);
+        printf("\nHISTOGRAM (gap)\n---------------\n");
+        if (n > 0) {
+                report_bars(stdout, b, (size_t)n, ctl->color);
+        } else {
+                printf("  (no samples)\n");
+        }
+        free(b);
+        fputc('\n', stdout);
+        report_counter_check(&s, json_object_get(status, "counter"), intervals);
+        return CTL_EXIT_OK;
+}
+
+int cmd_report(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
+{
+        static const struct option options[] = {
+                {"window", required_argument, NULL, 'w'},
+                {"cpu", required_argument, NULL, 'c'},
+                CTL_COMMON_OPTIONS,
+                {},
+        };
+        const char *window = "all";
+        json_t *cpus = NULL, *status = NULL, *reply = NULL, *params, *list, *s;
+        size_t i;
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "w:c:h", options, NULL)) >= 0) {
+                switch (c) {
+                case 'w':
+                        window = optarg;
+                        break;
+                case 'c':
+                        if (ctl_parse_cpus(cmd, optarg, &cpus) < 0) {
+                                return CTL_EXIT_USAGE;
+                        }
+                        break;
+                default:
+                        r = ctl_parse_common(ctl, cmd, c);
+                        if (r != CTL_CONTINUE) {
+                                json_decref(cpus);
+                                return r;
+                        }
+                }
+        }
+        if (optind < argc) {
+                json_decref(cpus);
+                return ctl_usage_error(cmd, "unexpected argument \"%s\"", argv[optind]);
+        }
+        params = json_pack("{s:s}", "window", window);
+        if (params && cpus) {
+                json_object_set_new(params, "cpus", cpus);
+        } else {
+                json_decref(cpus);
+        }
+        if (ctl_call(ctl, "GetStatus", NULL, &status) < 0) {
+                json_decref(params);
+                return CTL_EXIT_FAILURE;
+        }
+        if (ctl_call(ctl, "GetStats", params, &reply) < 0) {
+                json_decref(status);
+                return CTL_EXIT_FAILURE;
+        }
+        if (ctl->json) {
+                json_t *out = json_pack("{s:O, s:O}", "status", status, "stats", reply);
+
+                r = out ? ctl_print_json(out) : ctl_fail("out of memory");
+                json_decref(out);
+                json_decref(status);
+                json_decref(reply);
+                return r;
+        }
+        printf("jitterd %s report, counter %s\n\n", json_get_string(status, "version", "?"),
+               json_get_string(json_object_get(status, "counter"), "source", "?"));
+        r = CTL_EXIT_OK;
+        list = json_object_get(reply, "cpus");
+        json_array_foreach(list, i, s)
+        {
+                if (i > 0) {
+                        printf("\n\n");
+                }
+                r = report_cpu(ctl, s, status, window);
+                if (r != CTL_EXIT_OK) {
+                        break;
+                }
+        }
+        if (json_array_size(list) == 0) {
+                printf("(no probes)\n");
+        }
+        json_decref(status);
+        json_decref(reply);
+        return r;
+}

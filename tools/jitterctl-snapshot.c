@@ -1,0 +1,492 @@
+/* jitterctl snapshot and compare: everything the daemon knows, saved as one JSON document, and
+ * two such documents (before and after a tuning change) compared, with a test of whether the
+ * per-interval worst gaps really differ. compare works without a daemon. */
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "jitterctl-format.h"
+#include "jitterctl-significance.h"
+#include "jitterctl-summary.h"
+#include "jitterctl.h"
+
+#define SNAPSHOT_FORMAT "jitterd-snapshot"
+#define SNAPSHOT_VERSION 1
+
+static json_t *now_iso8601(void)
+{
+        struct timespec ts;
+        struct tm tm;
+        char buf[64];
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        gmtime_r(&ts.tv_sec, &tm);
+        strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+        snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), ".%09ldZ", ts.tv_nsec);
+        return json_string(buf);
+}
+
+/* GetTimeline for the longest window the daemon has: "all", or "24h" where "all" is not
+ * offered for timelines. */
+static int get_timeline(Ctl *ctl, json_int_t cpu, json_t **ret)
+{
+        json_t *error_params = NULL;
+        char *error = NULL;
+        char msg[256];
+        int r;
+
+        r = ctl_call_full(ctl, "GetTimeline", json_pack("{s:I, s:s}", "cpu", cpu, "window", "all"),
+                          ret, &error, &error_params, true);
+        if (r == -EREMOTEIO && strcmp(error, "io.jitterd.InvalidWindow") == 0) {
+                r = ctl_call(ctl, "GetTimeline",
+                             json_pack("{s:I, s:s}", "cpu", cpu, "window", "24h"), ret);
+        } else if (r == -EREMOTEIO) {
+                fprintf(stderr, "jitterctl: %s\n",
+                        format_error(msg, sizeof(msg), error, error_params));
+        }
+        free(error);
+        json_decref(error_params);
+        return r;
+}
+
+static int snapshot_build(Ctl *ctl, json_t **ret)
+{
+        json_t *doc, *status = NULL, *stats = NULL, *cpus, *s;
+        size_t i;
+
+        if (ctl_call(ctl, "GetStatus", NULL, &status) < 0) {
+                return -EIO;
+        }
+        if (ctl_call(ctl, "GetStats", json_pack("{s:s}", "window", "all"), &stats) < 0) {
+                json_decref(status);
+                return -EIO;
+        }
+        doc = json_pack("{s:s, s:i, s:o, s:s, s:O, s:[]}", "format", SNAPSHOT_FORMAT, "version",
+                        SNAPSHOT_VERSION, "created", now_iso8601(), "socket", ctl->socket_path,
+                        "status", status, "cpus");
+        json_decref(status);
+        if (!doc) {
+                json_decref(stats);
+                return -ENOMEM;
+        }
+        cpus = json_object_get(doc, "cpus");
+        json_array_foreach(json_object_get(stats, "cpus"), i, s)
+        {
+                json_t *gap = NULL, *dd = NULL, *timeline = NULL, *entry;
+                json_int_t cpu;
+
+                if (!json_is_integer(json_object_get(s, "cpu"))) {
+                        continue;
+                }
+                cpu = json_integer_value(json_object_get(s, "cpu"));
+                if (ctl_call(ctl, "GetHistogram",
+                             json_pack("{s:I, s:s, s:s}", "cpu", cpu, "window", "all", "kind",
+                                       "gap"),
+                             &gap) < 0 ||
+                    ctl_call(ctl, "GetHistogram",
+                             json_pack("{s:I, s:s, s:s}", "cpu", cpu, "window", "all", "kind",
+                                       "diffdiff"),
+                             &dd) < 0 ||
+                    get_timeline(ctl, cpu, &timeline) < 0) {
+                        json_decref(gap);
+                        json_decref(dd);
+                        json_decref(stats);
+                        json_decref(doc);
+                        return -EIO;
+                }
+                entry = json_pack("{s:I, s:O, s:o, s:o, s:o}", "cpu", cpu, "stats", s, "histogram",
+                                  gap, "diffdiff_histogram", dd, "timeline", timeline);
+                if (!entry || json_array_append_new(cpus, entry) < 0) {
+                        json_decref(stats);
+                        json_decref(doc);
+                        return -ENOMEM;
+                }
+        }
+        json_decref(stats);
+        *ret = doc;
+        return 0;
+}
+
+int cmd_snapshot(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
+{
+        static const struct option options[] = {
+                {"output", required_argument, NULL, 'o'},
+                CTL_COMMON_OPTIONS,
+                {},
+        };
+        const char *output = NULL;
+        json_t *doc = NULL;
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "o:h", options, NULL)) >= 0) {
+                if (c == 'o') {
+                        output = optarg;
+                        continue;
+                }
+                r = ctl_parse_common(ctl, cmd, c);
+                if (r != CTL_CONTINUE) {
+                        return r;
+                }
+        }
+        if (optind < argc) {
+                return ctl_usage_error(cmd, "unexpected argument \"%s\"", argv[optind]);
+        }
+        r = snapshot_build(ctl, &doc);
+        if (r == -ENOMEM) {
+                return ctl_fail("out of memory");
+        }
+        if (r < 0) {
+                return CTL_EXIT_FAILURE;
+        }
+        if (output && strcmp(output, "-") != 0) {
+                r = json_dump_file(doc, output, JSON_INDENT(1));
+                json_decref(doc);
+                if (r < 0) {
+                        return ctl_fail("cannot write %s: %s", output, strerror(errno));
+                }
+                return CTL_EXIT_OK;
+        }
+        r = ctl_print_json(doc);
+        json_decref(doc);
+        return r;
+}
+
+/* ---- compare ---- */
+
+static json_t *snapshot_load(const char *path)
+{
+        json_error_t e;
+        json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &e);
+        json_int_t version;
+
+        if (!doc) {
+                if (e.line > 0) {
+                        ctl_fail("cannot read %s: %s (line %d)", path, e.text, e.line);
+                } else {
+                        ctl_fail("cannot read %s: %s", path, e.text);
+                }
+                return NULL;
+        }
+        if (!json_is_object(doc) ||
+            strcmp(json_get_string(doc, "format", ""), SNAPSHOT_FORMAT) != 0 ||
+            !json_is_array(json_object_get(doc, "cpus"))) {
+                ctl_fail("%s is not a jitterctl snapshot", path);
+                json_decref(doc);
+                return NULL;
+        }
+        version = json_integer_value(json_object_get(doc, "version"));
+        if (version < 1 || version > SNAPSHOT_VERSION) {
+                ctl_fail("%s is a snapshot of format version %lld; this jitterctl reads up to %d",
+                         path, (long long)version, SNAPSHOT_VERSION);
+                json_decref(doc);
+                return NULL;
+        }
+        return doc;
+}
+
+static json_t *snapshot_cpu(json_t *doc, json_int_t cpu)
+{
+        json_t *e;
+        size_t i;
+
+        json_array_foreach(json_object_get(doc, "cpus"), i, e)
+        {
+                json_t *c = json_object_get(e, "cpu");
+
+                if (json_is_integer(c) && json_integer_value(c) == cpu) {
+                        return e;
+                }
+        }
+        return NULL;
+}
+
+/* The rows of the comparison: where each value is in a CpuStats. */
+static const struct {
+        const char *label;
+        const char *json_name;
+        const char *group; /* "gap", or NULL for the CpuStats itself */
+        const char *key;
+        bool is_time;
+} rows[] = {
+        {"avg", "avg_ns", "gap", "mean_ns", true},
+        {"p99", "p99_ns", "gap", "p99", true},
+        {"p99.99", "p99.99_ns", "gap", "p99.99", true},
+        {"max", "max_ns", "gap", "max_ns", true},
+        {"interruptions/s", "interruptions_per_s", "interruptions", "per_second", false},
+};
+
+#define N_ROWS (sizeof(rows) / sizeof(rows[0]))
+
+static double row_value(json_t *stats, size_t row)
+{
+        json_t *group = json_object_get(stats, rows[row].group);
+        double v;
+
+        if (strcmp(rows[row].group, "gap") == 0 && rows[row].key[0] == 'p') {
+                return values_percentile(group, rows[row].key, &v) ? v : NAN;
+        }
+        return json_get_double(group, rows[row].key, &v) ? v : NAN;
+}
+
+static void row_text(char *buf, size_t size, size_t row, double v)
+{
+        if (rows[row].is_time) {
+                format_ns(buf, size, v);
+        } else {
+                format_rate(buf, size, v);
+        }
+}
+
+static json_t *summary_json(const SampleSummary *s)
+{
+        return json_pack("{s:I, s:f, s:f, s:f, s:f}", "n", (json_int_t)s->n, "min_ns", s->min,
+                         "max_ns", s->max, "mean_ns", s->mean, "stddev_ns", s->stddev);
+}
+
+static void print_summary_row(const char *label, double a, double b, bool time)
+{
+        char ta[FORMAT_MAX], tb[FORMAT_MAX];
+
+        if (time) {
+                format_ns(ta, sizeof(ta), a);
+                format_ns(tb, sizeof(tb), b);
+        } else {
+                snprintf(ta, sizeof(ta), "%.0f", a);
+                snprintf(tb, sizeof(tb), "%.0f", b);
+        }
+        printf("    %-16s", label);
+        fput_padded(stdout, ta, 12);
+        fput_padded(stdout, tb, 12);
+        fputc('\n', stdout);
+}
+
+/* Compares one CPU; adds its JSON to @out (when not NULL) or prints it. Returns 0 or -ENOMEM. */
+static int compare_cpu(const Ctl *ctl, json_int_t cpu, json_t *before, json_t *after, json_t *out)
+{
+        json_t *sb = json_object_get(before, "stats"), *sa = json_object_get(after, "stats");
+        json_t *entry = NULL, *jb = NULL, *ja = NULL, *jc = NULL;
+        double *xb = NULL, *xa = NULL;
+        uint64_t ib = 0, ia = 0;
+        int nb, na, r = 0;
+        SampleSummary sum_b, sum_a;
+        MannWhitney mw;
+        bool have_test = false;
+
+        if (out) {
+                entry = json_pack("{s:I, s:{}, s:{}, s:{}}", "cpu", cpu, "before", "after",
+                                  "change_pct");
+                if (!entry || json_array_append_new(out, entry) < 0) {
+                        return -ENOMEM;
+                }
+                jb = json_object_get(entry, "before");
+                ja = json_object_get(entry, "after");
+                jc = json_object_get(entry, "change_pct");
+        } else {
+                char head[32];
+
+                snprintf(head, sizeof(head), "CPU %lld", (long long)cpu);
+                printf("%s%-20s", ctl_color(ctl, CTL_BOLD), head);
+                fput_padded(stdout, "before", 12);
+                fput_padded(stdout, "after", 12);
+                fput_padded(stdout, "change", 9);
+                printf("%s\n", ctl_color(ctl, CTL_RESET));
+        }
+        for (size_t row = 0; row < N_ROWS; row++) {
+                double b = row_value(sb, row), a = row_value(sa, row);
+                double change = b != 0 ? (b - a) / b * 100 : NAN;
+
+                if (out) {
+                        json_object_set_new(jb, rows[row].json_name,
+                                            isnan(b) ? json_null() : json_real(b));
+                        json_object_set_new(ja, rows[row].json_name,
+                                            isnan(a) ? json_null() : json_real(a));
+                        json_object_set_new(jc, rows[row].json_name,
+                                            isfinite(change) ? json_real(change) : json_null());
+                } else {
+                        char tb[FORMAT_MAX], ta[FORMAT_MAX], tc[FORMAT_MAX];
+
+                        row_text(tb, sizeof(tb), row, b);
+                        row_text(ta, sizeof(ta), row, a);
+                        if (isfinite(change)) {
+                                snprintf(tc, sizeof(tc), "%+.1f %%", change);
+                        } else {
+                                snprintf(tc, sizeof(tc), "-");
+                        }
+                        printf("  %-18s", rows[row].label);
+                        fput_padded(stdout, tb, 12);
+                        fput_padded(stdout, ta, 12);
+                        fput_padded(stdout, tc, 9);
+                        fputc('\n', stdout);
+                }
+        }
+
+        nb = timeline_worst_gaps(json_object_get(json_object_get(before, "timeline"), "points"),
+                                 &xb, &ib);
+        na = timeline_worst_gaps(json_object_get(json_object_get(after, "timeline"), "points"), &xa,
+                                 &ia);
+        if (nb == -ENOMEM || na == -ENOMEM) {
+                r = -ENOMEM;
+                goto out;
+        }
+        sample_summarize(xb, nb > 0 ? (size_t)nb : 0, &sum_b);
+        sample_summarize(xa, na > 0 ? (size_t)na : 0, &sum_a);
+        if (nb > 0 && na > 0) {
+                r = mann_whitney(xb, (size_t)nb, xa, (size_t)na, &mw);
+                if (r == -ENOMEM) {
+                        goto out;
+                }
+                have_test = r == 0;
+                r = 0;
+        }
+        if (out) {
+                json_t *samples =
+                        json_pack("{s:I, s:I, s:o, s:o}", "before_interval_ns", (json_int_t)ib,
+                                  "after_interval_ns", (json_int_t)ia, "before",
+                                  summary_json(&sum_b), "after", summary_json(&sum_a));
+
+                json_object_set_new(entry, "interval_worst_gaps", samples);
+                if (have_test) {
+                        json_object_set_new(entry, "mann_whitney",
+                                            json_pack("{s:f, s:f, s:f, s:f, s:f, s:b}", "u", mw.u,
+                                                      "u_before", mw.u_a, "z", mw.z, "p", mw.p,
+                                                      "alpha", MANN_WHITNEY_ALPHA, "significant",
+                                                      mw.p < MANN_WHITNEY_ALPHA));
+                } else {
+                        json_object_set_new(entry, "mann_whitney", json_null());
+                }
+                goto out;
+        }
+
+        {
+                char len_b[FORMAT_MAX], len_a[FORMAT_MAX];
+
+                format_ns(len_b, sizeof(len_b), (double)ib);
+                format_ns(len_a, sizeof(len_a), (double)ia);
+                bool same = (ib > ia ? ib - ia : ia - ib) * 10 <= (ib < ia ? ib : ia);
+
+                printf("  worst gap per interval (%s intervals%s%s%s):\n", len_b,
+                       same ? "" : " before, ", same ? "" : len_a, same ? "" : " after");
+        }
+        print_summary_row("n", (double)sum_b.n, (double)sum_a.n, false);
+        print_summary_row("min", sum_b.n ? sum_b.min : NAN, sum_a.n ? sum_a.min : NAN, true);
+        print_summary_row("max", sum_b.n ? sum_b.max : NAN, sum_a.n ? sum_a.max : NAN, true);
+        print_summary_row("mean", sum_b.n ? sum_b.mean : NAN, sum_a.n ? sum_a.mean : NAN, true);
+        print_summary_row("std. dev.", sum_b.n > 1 ? sum_b.stddev : NAN,
+                          sum_a.n > 1 ? sum_a.stddev : NAN, true);
+        if (ib > 0 && ia > 0 && (ib > ia ? ib - ia : ia - ib) * 10 > (ib < ia ? ib : ia)) {
+                printf("  %swarning%s: the intervals differ in length, so their worst gaps are "
+                       "not the same quantity\n",
+                       ctl_color(ctl, CTL_YELLOW), ctl_color(ctl, CTL_RESET));
+        }
+        if (have_test) {
+                bool significant = mw.p < MANN_WHITNEY_ALPHA;
+                const char *color = !significant ? "" : mw.z > 0 ? CTL_GREEN : CTL_RED;
+
+                printf("  Mann-Whitney U = %.1f, z = %.3f, p = %.3g: %s%s%s (p %s %.2g)%s\n", mw.u,
+                       mw.z, mw.p, ctl_color(ctl, color),
+                       significant ? "significant" : "not significant", ctl_color(ctl, CTL_RESET),
+                       significant ? "<" : ">=", MANN_WHITNEY_ALPHA,
+                       !significant ? ""
+                       : mw.z > 0   ? ", after is lower"
+                                    : ", after is higher");
+        } else {
+                printf("  Mann-Whitney U: not enough intervals with samples to test\n");
+        }
+out:
+        free(xb);
+        free(xa);
+        return r;
+}
+
+int cmd_compare(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
+{
+        static const struct option options[] = {
+                CTL_COMMON_OPTIONS,
+                {},
+        };
+        json_t *before = NULL, *after = NULL, *out = NULL, *e;
+        unsigned compared = 0;
+        size_t i;
+        int c, r = CTL_EXIT_OK;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                r = ctl_parse_common(ctl, cmd, c);
+                if (r != CTL_CONTINUE) {
+                        return r;
+                }
+        }
+        if (argc - optind != 2) {
+                return ctl_usage_error(cmd, "expected two snapshot files");
+        }
+        before = snapshot_load(argv[optind]);
+        after = before ? snapshot_load(argv[optind + 1]) : NULL;
+        if (!before || !after) {
+                json_decref(before);
+                return CTL_EXIT_FAILURE;
+        }
+        if (ctl->json) {
+                out = json_array();
+                if (!out) {
+                        r = ctl_fail("out of memory");
+                        goto out;
+                }
+        } else {
+                printf("before: %s (%s)\nafter:  %s (%s)\n"
+                       "change = (before - after) / before: positive is better\n",
+                       argv[optind], json_get_string(before, "created", "?"), argv[optind + 1],
+                       json_get_string(after, "created", "?"));
+        }
+        json_array_foreach(json_object_get(before, "cpus"), i, e)
+        {
+                json_t *c_after;
+                json_int_t cpu;
+
+                if (!json_is_integer(json_object_get(e, "cpu"))) {
+                        continue;
+                }
+                cpu = json_integer_value(json_object_get(e, "cpu"));
+                c_after = snapshot_cpu(after, cpu);
+                if (!c_after) {
+                        if (!out) {
+                                printf("\nCPU %lld: only in %s\n", (long long)cpu, argv[optind]);
+                        }
+                        continue;
+                }
+                if (!out) {
+                        fputc('\n', stdout);
+                }
+                if (compare_cpu(ctl, cpu, e, c_after, out) < 0) {
+                        r = ctl_fail("out of memory");
+                        goto out;
+                }
+                compared++;
+        }
+        json_array_foreach(json_object_get(after, "cpus"), i, e)
+        {
+                json_t *cpu = json_object_get(e, "cpu");
+
+                if (!out && json_is_integer(cpu) &&
+                    !snapshot_cpu(before, json_integer_value(cpu))) {
+                        printf("\nCPU %lld: only in %s\n", (long long)json_integer_value(cpu),
+                               argv[optind + 1]);
+                }
+        }
+        if (out) {
+                json_t *doc = json_pack("{s:O}", "cpus", out);
+
+                r = doc ? ctl_print_json(doc) : ctl_fail("out of memory");
+                json_decref(doc);
+        }
+        if (r == CTL_EXIT_OK && compared == 0) {
+                r = ctl_fail("the snapshots have no CPU in common");
+        }
+out:
+        json_decref(out);
+        json_decref(before);
+        json_decref(after);
+        return r;
+}

@@ -1,0 +1,650 @@
+/* jitterctl status, stats, events and check: the commands that print what one call says. */
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "duration.h"
+#include "jitterctl-format.h"
+#include "jitterctl-summary.h"
+#include "jitterctl.h"
+
+/* How many causes "stats" lists per CPU. */
+#define STATS_CAUSES_MAX 5
+
+/* ---- status ---- */
+
+static const char *state_color(const Ctl *ctl, const char *state)
+{
+        if (strcmp(state, "running") == 0) {
+                return ctl_color(ctl, CTL_GREEN);
+        }
+        if (strcmp(state, "starting") == 0 || strcmp(state, "preheating") == 0 ||
+            strcmp(state, "stopped") == 0) {
+                return ctl_color(ctl, CTL_YELLOW);
+        }
+        return ctl_color(ctl, CTL_RED);
+}
+
+static void print_counter(json_t *counter)
+{
+        double precision = 0, drift = NAN;
+        uint64_t hz = 0;
+
+        json_get_u64(counter, "hz", &hz);
+        json_get_double(counter, "precision_ppm", &precision);
+        json_get_double(counter, "drift_ppm", &drift);
+        printf("counter:  %s at ", json_get_string(counter, "source", "?"));
+        if (hz >= 1000000000ULL) {
+                printf("%.6f GHz", (double)hz / 1e9);
+        } else {
+                printf("%.6f MHz", (double)hz / 1e6);
+        }
+        printf(" (%s), precision %.3g ppm, drift %+.3f ppm\n",
+               json_get_string(counter, "hz_source", "?"), precision, drift);
+}
+
+static void print_config(json_t *config, uint64_t history_bytes)
+{
+        char interval[FORMAT_MAX], threshold[FORMAT_MAX];
+        uint64_t v;
+
+        if (!json_is_object(config)) {
+                return;
+        }
+        format_ns(interval, sizeof(interval),
+                  json_get_u64(config, "interval_ns", &v) ? (double)v : NAN);
+        format_ns(threshold, sizeof(threshold),
+                  json_get_u64(config, "threshold_ns", &v) ? (double)v : NAN);
+        printf("config:   CPUs %s, interval %s, threshold %s, history %.1f KiB\n",
+               json_get_string(config, "cpus", "?"), interval, threshold,
+               (double)history_bytes / 1024);
+}
+
+int cmd_status(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
+{
+        static const struct option options[] = {
+                CTL_COMMON_OPTIONS,
+                {},
+        };
+        json_t *reply = NULL, *probes, *probe;
+        char uptime[FORMAT_MAX], since[FORMAT_MAX];
+        uint64_t uptime_ns = 0, history_bytes = 0;
+        struct timespec start;
+        size_t i;
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                r = ctl_parse_common(ctl, cmd, c);
+                if (r != CTL_CONTINUE) {
+                        return r;
+                }
+        }
+        if (optind < argc) {
+                return ctl_usage_error(cmd, "unexpected argument \"%s\"", argv[optind]);
+        }
+        if (ctl_call(ctl, "GetStatus", NULL, &reply) < 0) {
+                return CTL_EXIT_FAILURE;
+        }
+        if (ctl->json) {
+                r = ctl_print_json(reply);
+                json_decref(reply);
+                return r;
+        }
+
+        json_get_u64(reply, "uptime_ns", &uptime_ns);
+        json_get_u64(reply, "history_bytes", &history_bytes);
+        if (iso8601_parse(json_get_string(reply, "start_realtime", NULL), &start) == 0) {
+                format_local_time(since, sizeof(since), &start, true);
+                /* Whole seconds are enough for a start time. */
+                since[strcspn(since, ".")] = '\0';
+        } else {
+                snprintf(since, sizeof(since), "?");
+        }
+        printf("%sjitterd %s%s, up %s (since %s)\n", ctl_color(ctl, CTL_BOLD),
+               json_get_string(reply, "version", "?"), ctl_color(ctl, CTL_RESET),
+               format_uptime(uptime, sizeof(uptime), uptime_ns), since);
+        print_counter(json_object_get(reply, "counter"));
+        print_config(json_object_get(reply, "config"), history_bytes);
+
+        probes = json_object_get(reply, "probes");
+        printf("\n%s CPU  %-10s  %-13s", ctl_color(ctl, CTL_BOLD), "STATE", "POLICY");
+        fput_padded(stdout, "SAMPLES", 9);
+        fput_padded(stdout, "FLOOR", 10);
+        fput_padded(stdout, "WORST 1m", 10);
+        printf("%s\n", ctl_color(ctl, CTL_RESET));
+        json_array_foreach(probes, i, probe)
+        {
+                const char *state = json_get_string(probe, "state", "?");
+                const char *reason = json_get_string(probe, "reason", NULL);
+                char policy[48], samples[FORMAT_MAX], floor_ns[FORMAT_MAX], worst[FORMAT_MAX];
+                uint64_t cpu = 0, prio = 0, n = 0, v;
+                json_t *migrated = json_object_get(probe, "migrated_to");
+
+                json_get_u64(probe, "cpu", &cpu);
+                json_get_u64(probe, "priority", &prio);
+                json_get_u64(probe, "samples", &n);
+                if (strcmp(json_get_string(probe, "policy", ""), "SCHED_FIFO") == 0) {
+                        snprintf(policy, sizeof(policy), "SCHED_FIFO %llu",
+                                 (unsigned long long)prio);
+                } else {
+                        snprintf(policy, sizeof(policy), "%s",
+                                 json_get_string(probe, "policy", "?"));
+                }
+                format_count(samples, sizeof(samples), n);
+                format_ns(floor_ns, sizeof(floor_ns),
+                          json_get_u64(probe, "floor_ns", &v) ? (double)v : NAN);
+                format_ns(worst, sizeof(worst),
+                          json_get_u64(probe, "worst_gap_1m_ns", &v) ? (double)v : NAN);
+                printf("%4llu  %s%-10s%s  %-13s", (unsigned long long)cpu, state_color(ctl, state),
+                       state, ctl_color(ctl, CTL_RESET), policy);
+                fput_padded(stdout, samples, 9);
+                fput_padded(stdout, floor_ns, 10);
+                fput_padded(stdout, worst, 10);
+                if (json_is_integer(migrated)) {
+                        printf("  (on CPU %lld)", (long long)json_integer_value(migrated));
+                }
+                fputc('\n', stdout);
+                if (reason) {
+                        printf("      %s\n", reason);
+                }
+        }
+        if (json_array_size(probes) == 0) {
+                printf("  (no probes)\n");
+        }
+        json_decref(reply);
+        return CTL_EXIT_OK;
+}
+
+/* ---- stats ---- */
+
+/* {"window": W?, "cpus": [...]?}; steals @cpus. */
+static json_t *window_params(const char *window, json_t *cpus)
+{
+        json_t *p = json_object();
+
+        if (!p) {
+                json_decref(cpus);
+                return NULL;
+        }
+        if (window) {
+                json_object_set_new(p, "window", json_string(window));
+        }
+        if (cpus) {
+                json_object_set_new(p, "cpus", cpus);
+        }
+        return p;
+}
+
+static double values_get(json_t *values, const char *key)
+{
+        double v;
+
+        if (strcmp(key, "min_ns") == 0 || strcmp(key, "max_ns") == 0 ||
+            strcmp(key, "mean_ns") == 0) {
+                return json_get_double(values, key, &v) ? v : NAN;
+        }
+        return values_percentile(values, key, &v) ? v : NAN;
+}
+
+static void print_ns_cell(double ns, int width)
+{
+        char buf[FORMAT_MAX];
+
+        fput_padded(stdout, format_ns(buf, sizeof(buf), ns), width);
+}
+
+/* Orders causes by the share of time lost they explain, then by rate. */
+static int cause_cmp(const void *x, const void *y)
+{
+        json_t *a = *(json_t *const *)x, *b = *(json_t *const *)y;
+        double ea = -1, eb = -1, ra = 0, rb = 0;
+
+        json_get_double(a, "explains", &ea);
+        json_get_double(b, "explains", &eb);
+        if (ea != eb) {
+                return ea < eb ? 1 : -1;
+        }
+        json_get_double(a, "per_second", &ra);
+        json_get_double(b, "per_second", &rb);
+        return (ra < rb) - (ra > rb);
+}
+
+static void print_causes(Ctl *ctl, json_t *stats)
+{
+        json_t *causes = json_object_get(stats, "causes");
+        json_t *periods = json_object_get(stats, "periods");
+        json_t *sorted[STATS_CAUSES_MAX * 8];
+        size_t i, n = 0;
+        uint64_t cpu = 0, stalls = 0, lost = 0;
+        json_t *e;
+
+        json_get_u64(stats, "cpu", &cpu);
+        json_get_u64(stats, "lost_ns", &lost);
+        json_array_foreach(causes, i, e)
+        {
+                uint64_t count = 0;
+
+                if (json_get_u64(e, "count", &count) && count > 0 &&
+                    n < sizeof(sorted) / sizeof(sorted[0])) {
+                        sorted[n++] = e;
+                }
+        }
+        qsort(sorted, n, sizeof(sorted[0]), cause_cmp);
+        if (n > 0) {
+                char lost_text[FORMAT_MAX];
+
+                printf("\n%sCPU %llu causes%s (time lost %s):\n", ctl_color(ctl, CTL_BOLD),
+                       (unsigned long long)cpu, ctl_color(ctl, CTL_RESET),
+                       format_ns(lost_text, sizeof(lost_text), (double)lost));
+        }
+        for (i = 0; i < n && i < STATS_CAUSES_MAX; i++) {
+                char rate[FORMAT_MAX], cost[FORMAT_MAX], each[FORMAT_MAX + 8] = "",
+                                                                           share[FORMAT_MAX];
+                double per_s = 0, cost_ns, explains;
+                bool have_explains = json_get_double(sorted[i], "explains", &explains);
+
+                json_get_double(sorted[i], "per_second", &per_s);
+                format_rate(rate, sizeof(rate), per_s);
+                printf("  %-22s %9s/s", json_get_string(sorted[i], "source", "?"), rate);
+                if (json_get_double(sorted[i], "cost_ns", &cost_ns)) {
+                        snprintf(each, sizeof(each), "~%s each",
+                                 format_ns(cost, sizeof(cost), cost_ns));
+                }
+                if (have_explains) {
+                        printf("   ");
+                        fput_padded(stdout, each, -16);
+                        printf("  explains %s %%",
+                               format_pct(share, sizeof(share), explains * 100));
+                } else if (each[0]) {
+                        printf("   %s", each);
+                }
+                fputc('\n', stdout);
+        }
+        if (json_array_size(periods) > 0) {
+                printf("%sCPU %llu periods:%s\n", ctl_color(ctl, CTL_BOLD), (unsigned long long)cpu,
+                       ctl_color(ctl, CTL_RESET));
+        }
+        json_array_foreach(periods, i, e)
+        {
+                char period[FORMAT_MAX], share[FORMAT_MAX];
+                uint64_t period_ns = 0, events = 0;
+                double frac = 0;
+                const char *source = json_get_string(e, "source", NULL);
+
+                json_get_u64(e, "period_ns", &period_ns);
+                json_get_u64(e, "events", &events);
+                json_get_double(e, "share", &frac);
+                printf("  every %s: %llu interruptions (%s %%)%s%s\n",
+                       format_ns(period, sizeof(period), (double)period_ns),
+                       (unsigned long long)events, format_pct(share, sizeof(share), frac * 100),
+                       source ? ", likely " : "", source ? source : "");
+        }
+        if (json_get_u64(stats, "stalls", &stalls) && stalls > 0) {
+                printf("%sCPU %llu: the probe made no progress in %llu intervals%s\n",
+                       ctl_color(ctl, CTL_RED), (unsigned long long)cpu, (unsigned long long)stalls,
+                       ctl_color(ctl, CTL_RESET));
+        }
+}
+
+int cmd_stats(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
+{
+        static const struct option options[] = {
+                {"window", required_argument, NULL, 'w'},
+                {"cpu", required_argument, NULL, 'c'},
+                {"diffdiff", no_argument, NULL, 'd'},
+                CTL_COMMON_OPTIONS,
+                {},
+        };
+        static const char *const columns[] = {"mean_ns", "min_ns", "max_ns", "p99", "p99.99"};
+        const char *window = NULL, *kind = "gap";
+        json_t *cpus = NULL, *reply = NULL, *list, *s;
+        char duration[FORMAT_MAX];
+        uint64_t duration_ns = 0;
+        size_t i;
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "w:c:dh", options, NULL)) >= 0) {
+                switch (c) {
+                case 'w':
+                        window = optarg;
+                        break;
+                case 'c':
+                        if (ctl_parse_cpus(cmd, optarg, &cpus) < 0) {
+                                return CTL_EXIT_USAGE;
+                        }
+                        break;
+                case 'd':
+                        kind = "diffdiff";
+                        break;
+                default:
+                        r = ctl_parse_common(ctl, cmd, c);
+                        if (r != CTL_CONTINUE) {
+                                json_decref(cpus);
+                                return r;
+                        }
+                }
+        }
+        if (optind < argc) {
+                json_decref(cpus);
+                return ctl_usage_error(cmd, "unexpected argument \"%s\"", argv[optind]);
+        }
+        if (ctl_call(ctl, "GetStats", window_params(window, cpus), &reply) < 0) {
+                return CTL_EXIT_FAILURE;
+        }
+        if (ctl->json) {
+                r = ctl_print_json(reply);
+                json_decref(reply);
+                return r;
+        }
+        list = json_object_get(reply, "cpus");
+        s = json_array_get(list, 0);
+        json_get_u64(s, "duration_ns", &duration_ns);
+        printf("window %s (%s), %s\n", json_get_string(s, "window", window ? window : "1m"),
+               format_ns(duration, sizeof(duration), (double)duration_ns),
+               strcmp(kind, "gap") == 0 ? "gap between counter reads"
+                                        : "difference of consecutive gaps");
+        printf("%s CPU        Avg        Min        Max   Samples        p99     p99.99     "
+               "Int/s   Lost %%%s\n",
+               ctl_color(ctl, CTL_BOLD), ctl_color(ctl, CTL_RESET));
+        json_array_foreach(list, i, s)
+        {
+                json_t *values = json_object_get(s, kind);
+                char text[FORMAT_MAX];
+                uint64_t cpu = 0, samples = 0, lost = 0, dur = 0;
+                double rate = NAN;
+
+                json_get_u64(s, "cpu", &cpu);
+                json_get_u64(s, "samples", &samples);
+                json_get_u64(s, "lost_ns", &lost);
+                json_get_u64(s, "duration_ns", &dur);
+                json_get_double(json_object_get(s, "interruptions"), "per_second", &rate);
+                printf("%4llu", (unsigned long long)cpu);
+                for (size_t k = 0; k < 3; k++) {
+                        print_ns_cell(samples ? values_get(values, columns[k]) : NAN, 11);
+                }
+                fput_padded(stdout, format_count(text, sizeof(text), samples), 10);
+                for (size_t k = 3; k < 5; k++) {
+                        print_ns_cell(samples ? values_get(values, columns[k]) : NAN, 11);
+                }
+                fput_padded(stdout, format_rate(text, sizeof(text), rate), 10);
+                fput_padded(stdout,
+                            format_pct(text, sizeof(text),
+                                       dur ? 100.0 * (double)lost / (double)dur : NAN),
+                            9);
+                fputc('\n', stdout);
+        }
+        if (json_array_size(list) == 0) {
+                printf("  (no probes)\n");
+        }
+        json_array_foreach(list, i, s)
+        {
+                print_causes(ctl, s);
+        }
+        json_decref(reply);
+        return CTL_EXIT_OK;
+}
+
+/* ---- events ---- */
+
+int cmd_events(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
+{
+        static const struct option options[] = {
+                {"cpu", required_argument, NULL, 'c'},
+                {"since", required_argument, NULL, 's'},
+                {"min", required_argument, NULL, 'm'},
+                {"limit", required_argument, NULL, 'n'},
+                CTL_COMMON_OPTIONS,
+                {},
+        };
+        const char *since = NULL, *min = NULL;
+        json_t *cpus = NULL, *params, *reply = NULL, *events, *e;
+        unsigned long long limit = 0;
+        bool have_limit = false;
+        uint64_t ns;
+        size_t i;
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "c:s:m:n:h", options, NULL)) >= 0) {
+                switch (c) {
+                case 'c':
+                        if (ctl_parse_cpus(cmd, optarg, &cpus) < 0) {
+                                return CTL_EXIT_USAGE;
+                        }
+                        break;
+                case 's':
+                case 'm':
+                        if (duration_parse(optarg, 1000000000ULL, &ns) < 0) {
+                                json_decref(cpus);
+                                return ctl_usage_error(cmd, "invalid duration \"%s\" (e.g. %s)",
+                                                       optarg, c == 's' ? "10m" : "50us");
+                        }
+                        *(c == 's' ? &since : &min) = optarg;
+                        break;
+                case 'n':
+                        if (ctl_parse_uint(optarg, INT32_MAX, &limit) < 0 || limit == 0) {
+                                json_decref(cpus);
+                                return ctl_usage_error(cmd, "invalid limit \"%s\"", optarg);
+                        }
+                        have_limit = true;
+                        break;
+                default:
+                        r = ctl_parse_common(ctl, cmd, c);
+                        if (r != CTL_CONTINUE) {
+                                json_decref(cpus);
+                                return r;
+                        }
+                }
+        }
+        if (optind < argc) {
+                json_decref(cpus);
+                return ctl_usage_error(cmd, "unexpected argument \"%s\"", argv[optind]);
+        }
+        params = json_object();
+        if (!params) {
+                json_decref(cpus);
+                return ctl_fail("out of memory");
+        }
+        if (cpus) {
+                json_object_set_new(params, "cpus", cpus);
+        }
+        if (since) {
+                json_object_set_new(params, "since", json_string(since));
+        }
+        if (min) {
+                json_object_set_new(params, "min_duration", json_string(min));
+        }
+        if (have_limit) {
+                json_object_set_new(params, "limit", json_integer((json_int_t)limit));
+        }
+        if (ctl_call(ctl, "GetEvents", params, &reply) < 0) {
+                return CTL_EXIT_FAILURE;
+        }
+        events = json_object_get(reply, "events");
+        if (ctl->json) {
+                r = ctl_print_json(json_is_array(events) ? events : reply);
+                json_decref(reply);
+                return r;
+        }
+        if (json_array_size(events) == 0) {
+                printf("(no interruptions recorded%s)\n", since || min ? " that match" : "");
+                json_decref(reply);
+                return CTL_EXIT_OK;
+        }
+        printf("%sTIME                        CPU    DURATION%s\n", ctl_color(ctl, CTL_BOLD),
+               ctl_color(ctl, CTL_RESET));
+        json_array_foreach(events, i, e)
+        {
+                char when[FORMAT_MAX], dur[FORMAT_MAX];
+                struct timespec ts;
+                uint64_t cpu = 0, d = 0;
+
+                json_get_u64(e, "cpu", &cpu);
+                json_get_u64(e, "duration_ns", &d);
+                if (iso8601_parse(json_get_string(e, "realtime", NULL), &ts) == 0) {
+                        format_local_time(when, sizeof(when), &ts, true);
+                } else {
+                        snprintf(when, sizeof(when), "%s", json_get_string(e, "realtime", "?"));
+                }
+                printf("%-26s %4llu", when, (unsigned long long)cpu);
+                fput_padded(stdout, format_ns(dur, sizeof(dur), (double)d), 12);
+                fputc('\n', stdout);
+        }
+        json_decref(reply);
+        return CTL_EXIT_OK;
+}
+
+/* ---- check ---- */
+
+int cmd_check(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
+{
+        static const struct option options[] = {
+                {"max", required_argument, NULL, 'M'},
+                {"percentile", required_argument, NULL, 'p'},
+                {"window", required_argument, NULL, 'w'},
+                {"cpu", required_argument, NULL, 'c'},
+                CTL_COMMON_OPTIONS,
+                {},
+        };
+        const char *window = NULL;
+        json_t *cpus = NULL, *reply = NULL, *list, *s, *out = NULL, *out_cpus = NULL;
+        char key[32] = "", metric[48], bound_text[FORMAT_MAX];
+        uint64_t bound_ns = 0;
+        bool have_bound = false;
+        double worst = -1;
+        uint64_t worst_cpu = 0;
+        unsigned failures = 0;
+        size_t i;
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "M:p:w:c:h", options, NULL)) >= 0) {
+                switch (c) {
+                case 'M':
+                        if (duration_parse(optarg, 1000ULL, &bound_ns) < 0) {
+                                json_decref(cpus);
+                                return ctl_usage_error(cmd, "invalid duration \"%s\" (e.g. 20us)",
+                                                       optarg);
+                        }
+                        have_bound = true;
+                        break;
+                case 'p':
+                        if (percentile_key(optarg, key, sizeof(key)) < 0) {
+                                json_decref(cpus);
+                                return ctl_usage_error(
+                                        cmd, "invalid percentile \"%s\" (e.g. 99.99)", optarg);
+                        }
+                        break;
+                case 'w':
+                        window = optarg;
+                        break;
+                case 'c':
+                        if (ctl_parse_cpus(cmd, optarg, &cpus) < 0) {
+                                return CTL_EXIT_USAGE;
+                        }
+                        break;
+                default:
+                        r = ctl_parse_common(ctl, cmd, c);
+                        if (r != CTL_CONTINUE) {
+                                json_decref(cpus);
+                                return r;
+                        }
+                }
+        }
+        if (optind < argc || !have_bound) {
+                json_decref(cpus);
+                return optind < argc
+                               ? ctl_usage_error(cmd, "unexpected argument \"%s\"", argv[optind])
+                               : ctl_usage_error(cmd, "--max is required");
+        }
+        if (ctl_call(ctl, "GetStats", window_params(window, cpus), &reply) < 0) {
+                return CTL_EXIT_FAILURE;
+        }
+        if (key[0]) {
+                snprintf(metric, sizeof(metric), "%s gap", key);
+        } else {
+                snprintf(metric, sizeof(metric), "max gap");
+        }
+        format_ns(bound_text, sizeof(bound_text), (double)bound_ns);
+        if (ctl->json) {
+                out = json_pack("{s:s, s:I, s:o}", "metric", key[0] ? key : "max", "max_ns",
+                                (json_int_t)bound_ns, "cpus", out_cpus = json_array());
+                if (!out) {
+                        json_decref(reply);
+                        return ctl_fail("out of memory");
+                }
+        }
+        list = json_object_get(reply, "cpus");
+        json_array_foreach(list, i, s)
+        {
+                json_t *gap = json_object_get(s, "gap");
+                uint64_t cpu = 0, samples = 0;
+                double v = NAN;
+                const char *problem = NULL;
+                char value_text[FORMAT_MAX];
+
+                json_get_u64(s, "cpu", &cpu);
+                json_get_u64(s, "samples", &samples);
+                if (samples == 0) {
+                        problem = "no samples in the window";
+                } else if (key[0] ? !values_percentile(gap, key, &v)
+                                  : !json_get_double(gap, "max_ns", &v)) {
+                        problem = "the daemon did not report this value";
+                } else if (v > (double)bound_ns) {
+                        problem = "above the bound";
+                }
+                if (!problem && v > worst) {
+                        worst = v;
+                        worst_cpu = cpu;
+                }
+                if (out_cpus) {
+                        json_array_append_new(out_cpus,
+                                              json_pack("{s:I, s:o, s:b}", "cpu", (json_int_t)cpu,
+                                                        "value_ns",
+                                                        isnan(v) ? json_null() : json_real(v), "ok",
+                                                        problem == NULL));
+                }
+                if (!problem) {
+                        continue;
+                }
+                failures++;
+                if (!ctl->json) {
+                        format_ns(value_text, sizeof(value_text), v);
+                        if (isnan(v)) {
+                                printf("%sFAIL%s: CPU %llu: %s\n", ctl_color(ctl, CTL_RED),
+                                       ctl_color(ctl, CTL_RESET), (unsigned long long)cpu, problem);
+                        } else {
+                                printf("%sFAIL%s: CPU %llu: %s %s > %s\n", ctl_color(ctl, CTL_RED),
+                                       ctl_color(ctl, CTL_RESET), (unsigned long long)cpu, metric,
+                                       value_text, bound_text);
+                        }
+                }
+        }
+        if (json_array_size(list) == 0) {
+                failures++;
+                if (!ctl->json) {
+                        printf("%sFAIL%s: no CPUs are probed\n", ctl_color(ctl, CTL_RED),
+                               ctl_color(ctl, CTL_RESET));
+                }
+        }
+        if (out) {
+                json_object_set_new(out, "ok", json_boolean(failures == 0));
+                r = ctl_print_json(out);
+                json_decref(out);
+                if (r != CTL_EXIT_OK) {
+                        json_decref(reply);
+                        return r;
+                }
+        } else if (failures == 0) {
+                char worst_text[FORMAT_MAX];
+
+                printf("%sOK%s: %s within %s on every CPU (worst %s on CPU %llu, window %s)\n",
+                       ctl_color(ctl, CTL_GREEN), ctl_color(ctl, CTL_RESET), metric, bound_text,
+                       format_ns(worst_text, sizeof(worst_text), worst),
+                       (unsigned long long)worst_cpu,
+                       json_get_string(json_array_get(list, 0), "window", window ? window : "1m"));
+        }
+        json_decref(reply);
+        return failures == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
+}

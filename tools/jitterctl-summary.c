@@ -1,0 +1,144 @@
+#include "jitterctl-summary.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jitterctl-format.h"
+
+bool values_percentile(json_t *values, const char *key, double *ret)
+{
+        if (json_get_double(json_object_get(values, "percentiles"), key, ret)) {
+                return true;
+        }
+        if (strcmp(key, "p50") == 0) {
+                return json_get_double(values, "median_ns", ret);
+        }
+        return false;
+}
+
+int value_summary_from_json(json_t *values, ValueSummary *ret)
+{
+        *ret = (ValueSummary){0};
+        if (!json_get_u64(values, "count", &ret->count) ||
+            !json_get_double(values, "min_ns", &ret->min_ns) ||
+            !json_get_double(values, "max_ns", &ret->max_ns) ||
+            !json_get_double(values, "mean_ns", &ret->mean_ns) ||
+            !json_get_double(values, "stddev_ns", &ret->stddev_ns) ||
+            !json_get_double(values, "median_ns", &ret->median_ns)) {
+                return -EINVAL;
+        }
+        ret->variance_ns2 = ret->stddev_ns * ret->stddev_ns;
+        for (int i = 0; i < SUMMARY_PERCENTILES; i++) {
+                if (!values_percentile(values, summary_percentile_names[i], &ret->pct_ns[i])) {
+                        ret->pct_ns[i] = NAN;
+                }
+        }
+        return 0;
+}
+
+int slot_summary_from_json(json_t *cpu_stats, SlotSummary *ret)
+{
+        json_t *irq = json_object_get(cpu_stats, "interruptions");
+
+        *ret = (SlotSummary){0};
+        if (!json_get_u64(cpu_stats, "samples", &ret->samples) ||
+            !json_get_u64(cpu_stats, "duration_ns", &ret->duration_ns) ||
+            !json_get_u64(irq, "count", &ret->events) ||
+            !json_get_double(irq, "per_second", &ret->events_per_s) ||
+            !json_get_u64(cpu_stats, "lost_ns", &ret->lost_ns) ||
+            !json_get_double(cpu_stats, "cpu_available_pct", &ret->cpu_available_pct)) {
+                return -EINVAL;
+        }
+        if (value_summary_from_json(json_object_get(cpu_stats, "gap"), &ret->gap) < 0 ||
+            value_summary_from_json(json_object_get(cpu_stats, "diffdiff"), &ret->dd) < 0) {
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static int u64_cmp(const void *x, const void *y)
+{
+        uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+        return (a > b) - (a < b);
+}
+
+/* Two interval lengths are the same resolution when within 10 % of each other (harvests are
+ * never exactly on time). */
+static bool same_resolution(uint64_t a, uint64_t b)
+{
+        return (a > b ? a - b : b - a) * 10 <= (a > b ? b : a);
+}
+
+int timeline_worst_gaps(json_t *points, double **ret, uint64_t *ret_interval_ns)
+{
+        size_t n = json_array_size(points), m = 0, i, best_start = 0, best_len = 0;
+        uint64_t *durations, lo, hi;
+        double *values;
+        json_t *p;
+
+        if (!json_is_array(points)) {
+                return -EINVAL;
+        }
+        durations = calloc(n + 1, sizeof(*durations));
+        values = calloc(n + 1, sizeof(*values));
+        if (!durations || !values) {
+                free(durations);
+                free(values);
+                return -ENOMEM;
+        }
+        json_array_foreach(points, i, p)
+        {
+                uint64_t samples, gap, duration;
+
+                if (!json_get_u64(p, "samples", &samples) || !json_get_u64(p, "max_gap_ns", &gap) ||
+                    !json_get_u64(p, "duration_ns", &duration)) {
+                        free(durations);
+                        free(values);
+                        return -EINVAL;
+                }
+                if (samples > 0 && duration > 0) {
+                        durations[m++] = duration;
+                }
+        }
+        /* The largest cluster of similar lengths, in sorted order. */
+        qsort(durations, m, sizeof(*durations), u64_cmp);
+        for (i = 0; i < m;) {
+                size_t j = i;
+
+                while (j < m && same_resolution(durations[i], durations[j])) {
+                        j++;
+                }
+                if (j - i > best_len) {
+                        best_start = i;
+                        best_len = j - i;
+                }
+                i = j;
+        }
+        *ret_interval_ns = 0;
+        if (best_len == 0) {
+                free(durations);
+                *ret = values;
+                return 0;
+        }
+        lo = durations[best_start];
+        hi = durations[best_start + best_len - 1];
+        *ret_interval_ns = durations[best_start + best_len / 2];
+        free(durations);
+        m = 0;
+        json_array_foreach(points, i, p)
+        {
+                uint64_t samples = 0, gap = 0, duration = 0;
+
+                json_get_u64(p, "samples", &samples);
+                json_get_u64(p, "max_gap_ns", &gap);
+                json_get_u64(p, "duration_ns", &duration);
+                if (samples > 0 && duration >= lo && duration <= hi) {
+                        values[m++] = (double)gap;
+                }
+        }
+        *ret = values;
+        return (int)m;
+}

@@ -1,0 +1,628 @@
+/* jitterctl watch: a live view of every interval the daemon harvests (Monitor with "more").
+ *
+ * On a terminal the view is redrawn in place on the alternate screen. The blocking Varlink
+ * client runs the stream on a second thread; the main thread owns the terminal and waits in
+ * poll() for a new reply, a key or a signal, so that q and Ctrl-C act at once rather than at the
+ * next interval. Leaving shuts the socket down, which ends the stream thread's wait. Elsewhere
+ * (a pipe, a file) it prints one line per interval, or one JSON object per line with --json. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "jitterctl-format.h"
+#include "jitterctl.h"
+
+#define MONITOR_METHOD "io.jitterd.Monitor"
+#define TOP_INTERRUPTS 3
+
+/* What the view remembers between intervals. */
+typedef struct WatchView {
+        uint64_t worst_ns[CPU_SETSIZE]; /* worst gap seen per CPU since the view started */
+        unsigned long long intervals;
+} WatchView;
+
+typedef struct IrqCount {
+        const char *name;
+        uint64_t count;
+} IrqCount;
+
+static int irq_count_cmp(const void *x, const void *y)
+{
+        const IrqCount *a = x, *b = y;
+
+        return (a->count < b->count) - (a->count > b->count);
+}
+
+/* "LOC 250, RES 3": the interrupts that moved most in the interval. */
+static void top_interrupts(json_t *interrupts, char *buf, size_t size)
+{
+        IrqCount top[64];
+        size_t n = 0, len = 0;
+        const char *key;
+        json_t *v;
+
+        buf[0] = '\0';
+        json_object_foreach(interrupts, key, v)
+        {
+                if (json_is_integer(v) && json_integer_value(v) > 0 &&
+                    n < sizeof(top) / sizeof(top[0])) {
+                        top[n++] = (IrqCount){key, (uint64_t)json_integer_value(v)};
+                }
+        }
+        qsort(top, n, sizeof(top[0]), irq_count_cmp);
+        for (size_t i = 0; i < n && i < TOP_INTERRUPTS && len < size; i++) {
+                int w = snprintf(buf + len, size - len, "%s%s %llu", i ? ", " : "", top[i].name,
+                                 (unsigned long long)top[i].count);
+
+                if (w < 0) {
+                        break;
+                }
+                len += (size_t)w;
+        }
+}
+
+static void interval_time(json_t *reply, char *buf, size_t size)
+{
+        struct timespec ts;
+
+        if (iso8601_parse(json_get_string(reply, "realtime", NULL), &ts) == 0) {
+                format_local_time(buf, size, &ts, false);
+                buf[strcspn(buf, ".")] = '\0';
+        } else {
+                snprintf(buf, size, "?");
+        }
+}
+
+static void remember_worst(WatchView *view, json_t *reply)
+{
+        json_t *c;
+        size_t i;
+
+        json_array_foreach(json_object_get(reply, "cpus"), i, c)
+        {
+                uint64_t cpu, gap;
+
+                if (json_get_u64(c, "cpu", &cpu) && cpu < CPU_SETSIZE &&
+                    json_get_u64(c, "max_gap_ns", &gap) && gap > view->worst_ns[cpu]) {
+                        view->worst_ns[cpu] = gap;
+                }
+        }
+        view->intervals++;
+}
+
+/* "12.3 ms", or "-" for a CPU without samples in the interval (the daemon harvested nothing
+ * from its probe, which was starved or stalled): there is no gap to show, not a gap of 0. */
+static char *format_gap(char *buf, size_t size, uint64_t samples, double ns)
+{
+        return format_ns(buf, size, samples > 0 ? ns : NAN);
+}
+
+/* One line per interval, for pipes and files. */
+static void print_line(json_t *reply)
+{
+        char when[FORMAT_MAX];
+        json_t *c;
+        size_t i;
+
+        interval_time(reply, when, sizeof(when));
+        fputs(when, stdout);
+        json_array_foreach(json_object_get(reply, "cpus"), i, c)
+        {
+                char max[FORMAT_MAX], p99[FORMAT_MAX], lost[FORMAT_MAX];
+                uint64_t cpu = 0, gap = 0, irq = 0, lost_ns = 0, dur = 0, samples = 0;
+                double p = NAN;
+
+                json_get_u64(c, "cpu", &cpu);
+                json_get_u64(c, "samples", &samples);
+                json_get_u64(c, "max_gap_ns", &gap);
+                json_get_u64(c, "interruptions", &irq);
+                json_get_u64(c, "lost_ns", &lost_ns);
+                json_get_double(c, "p99_ns", &p);
+                json_get_u64(reply, "duration_ns", &dur);
+                printf("%s cpu%llu %s max %s p99 %s int %llu lost %s %%", i ? " |" : "",
+                       (unsigned long long)cpu, json_get_string(c, "state", "?"),
+                       format_gap(max, sizeof(max), samples, (double)gap),
+                       format_gap(p99, sizeof(p99), samples, p), (unsigned long long)irq,
+                       format_pct(lost, sizeof(lost),
+                                  dur ? 100.0 * (double)lost_ns / (double)dur : NAN));
+        }
+        fputc('\n', stdout);
+        fflush(stdout);
+}
+
+/* Writes the first @len bytes of @line cut to @cols columns. Escape sequences are all kept, so
+ * that a colour switched on before the edge is switched off after it; a UTF-8 character is one
+ * column. */
+static void put_clipped(const char *line, size_t len, unsigned cols)
+{
+        unsigned width = 0;
+        size_t i = 0;
+
+        while (i < len) {
+                size_t n = 1;
+
+                if (line[i] == '\033' && i + 1 < len && line[i + 1] == '[') {
+                        /* CSI: parameters, then one final byte in 0x40..0x7e. */
+                        n = 2;
+                        while (i + n < len &&
+                               !((unsigned char)line[i + n] >= 0x40 &&
+                                 (unsigned char)line[i + n] <= 0x7e)) {
+                                n++;
+                        }
+                        n += i + n < len;
+                        fwrite(line + i, 1, n, stdout);
+                        i += n;
+                        continue;
+                }
+                while (i + n < len && ((unsigned char)line[i + n] & 0xc0) == 0x80) {
+                        n++;
+                }
+                if (width < cols) {
+                        fwrite(line + i, 1, n, stdout);
+                        width++;
+                }
+                i += n;
+        }
+}
+
+/* Puts the lines of @frame on the screen, each at its row, cut to the terminal's width and no
+ * more than its height. No newline is ever written, so the screen never scrolls: the header
+ * stays on the top row however small the terminal is. */
+static void blit(const char *frame, size_t size, unsigned cols, unsigned rows)
+{
+        const char *p = frame, *end = frame + size;
+        unsigned row = 1;
+
+        while (p < end && row <= rows) {
+                const char *nl = memchr(p, '\n', (size_t)(end - p));
+                size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+                printf("\033[%u;1H", row);
+                put_clipped(p, len, cols);
+                /* Clear what an earlier, longer frame left on this row. */
+                fputs("\033[K", stdout);
+                row++;
+                p = nl ? nl + 1 : end;
+        }
+        if (row <= rows) {
+                printf("\033[%u;1H\033[J", row);
+        }
+        fflush(stdout);
+}
+
+/* Draws one frame of the full-screen view. */
+static void draw(const Ctl *ctl, const WatchView *view, json_t *reply, const char *note)
+{
+        char when[FORMAT_MAX] = "", interval[FORMAT_MAX] = "-";
+        struct winsize ws = {0};
+        unsigned cols = 80, rows = 24;
+        uint64_t dur = 0;
+        char *frame = NULL;
+        size_t size = 0;
+        json_t *c;
+        size_t i;
+        FILE *f;
+
+        if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 && ws.ws_row > 0) {
+                cols = ws.ws_col;
+                rows = ws.ws_row;
+        }
+        /* The frame is composed in memory, then cut to the screen by blit(). */
+        f = open_memstream(&frame, &size);
+        if (!f) {
+                return;
+        }
+        if (reply) {
+                interval_time(reply, when, sizeof(when));
+                json_get_u64(reply, "duration_ns", &dur);
+                format_ns(interval, sizeof(interval), dur > 0 ? (double)dur : NAN);
+        }
+        fprintf(f, "%sjitterctl watch%s  %s  %s  interval %s  (q quits)\n\n",
+                ctl_color(ctl, CTL_BOLD), ctl_color(ctl, CTL_RESET), ctl->socket_path, when,
+                interval);
+        fprintf(f,
+                "%s CPU  STATE       SAMPLES    MAX GAP        p99    INT   LOST %%  WORST SEEN  "
+                "TOP INTERRUPTS%s\n",
+                ctl_color(ctl, CTL_BOLD), ctl_color(ctl, CTL_RESET));
+        json_array_foreach(json_object_get(reply, "cpus"), i, c)
+        {
+                char text[FORMAT_MAX], irqs[256];
+                const char *state = json_get_string(c, "state", "?");
+                uint64_t cpu = 0, samples = 0, v = 0, lost_ns = 0;
+                double p = NAN;
+
+                json_get_u64(c, "cpu", &cpu);
+                json_get_u64(c, "samples", &samples);
+                fprintf(f, "%4llu  %s%-10s%s", (unsigned long long)cpu,
+                        ctl_color(ctl, strcmp(state, "running") == 0 ? CTL_GREEN : CTL_RED),
+                        state, ctl_color(ctl, CTL_RESET));
+                fput_padded(f, format_count(text, sizeof(text), samples), 9);
+                json_get_u64(c, "max_gap_ns", &v);
+                fput_padded(f, format_gap(text, sizeof(text), samples, (double)v), 11);
+                json_get_double(c, "p99_ns", &p);
+                fput_padded(f, format_gap(text, sizeof(text), samples, p), 11);
+                v = 0;
+                json_get_u64(c, "interruptions", &v);
+                fprintf(f, "%7llu", (unsigned long long)v);
+                json_get_u64(c, "lost_ns", &lost_ns);
+                fput_padded(f,
+                            format_pct(text, sizeof(text),
+                                       dur ? 100.0 * (double)lost_ns / (double)dur : NAN),
+                            9);
+                fput_padded(f,
+                            format_ns(text, sizeof(text),
+                                      cpu < CPU_SETSIZE && view->worst_ns[cpu] > 0
+                                              ? (double)view->worst_ns[cpu]
+                                              : NAN),
+                            12);
+                top_interrupts(json_object_get(c, "interrupts"), irqs, sizeof(irqs));
+                fprintf(f, "  %s\n", irqs);
+        }
+        if (note) {
+                fprintf(f, "\n%s\n", note);
+        } else {
+                fprintf(f, "\n%llu intervals\n", view->intervals);
+        }
+        if (fclose(f) == 0) {
+                blit(frame, size, cols, rows);
+        }
+        free(frame);
+}
+
+/* ---- the stream thread ---- */
+
+typedef struct Stream {
+        VarlinkClient *client;
+        json_t *params;
+        pthread_mutex_t lock;
+        json_t *latest; /* newest reply not yet drawn */
+        char *error;    /* the Varlink error that ended the stream */
+        json_t *error_params;
+        int result; /* varlink_client_call_more()'s return, once finished */
+        bool finished;
+        int notify; /* write end of the pipe the main thread polls */
+} Stream;
+
+static void stream_notify(Stream *s)
+{
+        /* A full pipe already says "look": the byte is only a wake-up. */
+        (void)!write(s->notify, "x", 1);
+}
+
+static int stream_reply(json_t *params, const char *error_name, bool continues, void *userdata)
+{
+        Stream *s = userdata;
+
+        pthread_mutex_lock(&s->lock);
+        if (error_name) {
+                free(s->error);
+                s->error = strdup(error_name);
+                json_decref(s->error_params);
+                s->error_params = json_incref(params);
+        } else {
+                json_decref(s->latest);
+                s->latest = json_incref(params);
+        }
+        pthread_mutex_unlock(&s->lock);
+        stream_notify(s);
+        return 0;
+}
+
+static void *stream_thread(void *userdata)
+{
+        Stream *s = userdata;
+        int r;
+
+        r = varlink_client_call_more(s->client, MONITOR_METHOD, s->params, stream_reply, s);
+        pthread_mutex_lock(&s->lock);
+        s->result = r;
+        s->finished = true;
+        pthread_mutex_unlock(&s->lock);
+        stream_notify(s);
+        return NULL;
+}
+
+/* ---- the terminal ---- */
+
+typedef struct Terminal {
+        struct termios saved;
+        bool raw;
+} Terminal;
+
+static void terminal_enter(Terminal *t)
+{
+        struct termios raw;
+
+        if (isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &t->saved) == 0) {
+                raw = t->saved;
+                /* Keys arrive one by one and unechoed; ISIG stays, so Ctrl-C is a signal. */
+                raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+                raw.c_cc[VMIN] = 1;
+                raw.c_cc[VTIME] = 0;
+                t->raw = tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
+        }
+        /* Alternate screen, cursor hidden. */
+        fputs("\033[?1049h\033[?25l\033[H\033[2J", stdout);
+        fflush(stdout);
+}
+
+static void terminal_leave(Terminal *t)
+{
+        fputs("\033[?25h\033[?1049l", stdout);
+        fflush(stdout);
+        if (t->raw) {
+                tcsetattr(STDIN_FILENO, TCSANOW, &t->saved);
+                t->raw = false;
+        }
+}
+
+static int watch_terminal(Ctl *ctl, json_t *params, unsigned long long count)
+{
+        Stream s = {.client = ctl->client, .params = params, .notify = -1};
+        WatchView *view;
+        Terminal term = {0};
+        sigset_t mask, saved_mask;
+        int pipefd[2] = {-1, -1}, sfd = -1, r = CTL_EXIT_OK;
+        json_t *last = NULL;
+        pthread_t thread;
+        bool quit = false, started = false;
+
+        view = calloc(1, sizeof(*view));
+        if (!view || pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) < 0) {
+                free(view);
+                return ctl_fail("cannot set up the view: %s", strerror(errno ? errno : ENOMEM));
+        }
+        s.notify = pipefd[1];
+        pthread_mutex_init(&s.lock, NULL);
+        /* Blocked before the thread starts, so that it inherits the mask and every one of
+         * these signals reaches the main thread's signalfd. */
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGHUP);
+        sigaddset(&mask, SIGWINCH);
+        pthread_sigmask(SIG_BLOCK, &mask, &saved_mask);
+        sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (sfd < 0 || pthread_create(&thread, NULL, stream_thread, &s) != 0) {
+                r = ctl_fail("cannot start the view: %s", strerror(errno));
+                goto out;
+        }
+        started = true;
+        terminal_enter(&term);
+        draw(ctl, view, NULL, "waiting for the next interval...");
+
+        while (!quit) {
+                struct pollfd p[3] = {
+                        {.fd = pipefd[0], .events = POLLIN},
+                        {.fd = sfd, .events = POLLIN},
+                        {.fd = term.raw ? STDIN_FILENO : -1, .events = POLLIN},
+                };
+                json_t *reply = NULL;
+                bool finished;
+                char buf[64];
+
+                if (poll(p, 3, -1) < 0) {
+                        if (errno == EINTR) {
+                                continue;
+                        }
+                        break;
+                }
+                if (p[1].revents & POLLIN) {
+                        struct signalfd_siginfo si;
+
+                        while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+                                if (si.ssi_signo == SIGWINCH) {
+                                        draw(ctl, view, last,
+                                             last ? NULL : "waiting for the next interval...");
+                                } else {
+                                        quit = true;
+                                }
+                        }
+                }
+                if (p[2].revents & (POLLIN | POLLHUP)) {
+                        ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
+
+                        if (n <= 0) {
+                                quit = true;
+                        }
+                        for (ssize_t k = 0; k < n; k++) {
+                                if (buf[k] == 'q' || buf[k] == 'Q' || buf[k] == 3 /* ^C */) {
+                                        quit = true;
+                                }
+                        }
+                }
+                if (!(p[0].revents & POLLIN)) {
+                        continue;
+                }
+                while (read(pipefd[0], buf, sizeof(buf)) > 0) {
+                }
+                pthread_mutex_lock(&s.lock);
+                reply = s.latest;
+                s.latest = NULL;
+                finished = s.finished;
+                pthread_mutex_unlock(&s.lock);
+                if (reply) {
+                        json_decref(last);
+                        last = reply;
+                        remember_worst(view, last);
+                        draw(ctl, view, last, NULL);
+                        if (count > 0 && view->intervals >= count) {
+                                quit = true;
+                        }
+                }
+                if (finished) {
+                        break;
+                }
+        }
+
+out:
+        if (started) {
+                bool finished;
+
+                pthread_mutex_lock(&s.lock);
+                finished = s.finished;
+                pthread_mutex_unlock(&s.lock);
+                /* Wakes the stream thread from its wait for the next reply. */
+                if (!finished) {
+                        shutdown(ctl->fd, SHUT_RDWR);
+                }
+                pthread_join(thread, NULL);
+                terminal_leave(&term);
+                if (s.error) {
+                        char msg[512];
+
+                        r = ctl_fail("%s", format_error(msg, sizeof(msg), s.error, s.error_params));
+                } else if (finished && s.result < 0) {
+                        r = ctl_fail("the stream from jitterd ended: %s", strerror(-s.result));
+                } else if (finished && !quit) {
+                        r = ctl_fail("jitterd ended the stream");
+                }
+        }
+        pthread_sigmask(SIG_SETMASK, &saved_mask, NULL);
+        if (sfd >= 0) {
+                close(sfd);
+        }
+        close(pipefd[0]);
+        close(pipefd[1]);
+        pthread_mutex_destroy(&s.lock);
+        json_decref(last);
+        json_decref(s.latest);
+        json_decref(s.error_params);
+        free(s.error);
+        free(view);
+        return r;
+}
+
+/* ---- lines, for pipes and files ---- */
+
+typedef struct Lines {
+        const Ctl *ctl;
+        unsigned long long count, seen;
+        char *error;
+        json_t *error_params;
+        int status;
+} Lines;
+
+static int lines_reply(json_t *params, const char *error_name, bool continues, void *userdata)
+{
+        Lines *l = userdata;
+
+        if (error_name) {
+                l->error = strdup(error_name);
+                l->error_params = json_incref(params);
+                return 0;
+        }
+        if (l->ctl->json) {
+                if (json_dumpf(params, stdout, JSON_COMPACT) < 0 || fputc('\n', stdout) == EOF) {
+                        l->status = CTL_EXIT_FAILURE;
+                        return -EIO;
+                }
+                fflush(stdout);
+        } else {
+                print_line(params);
+        }
+        if (ferror(stdout)) {
+                l->status = CTL_EXIT_FAILURE;
+                return -EIO;
+        }
+        l->seen++;
+        /* Stopping early leaves the connection unusable, which is fine: we are done with it. */
+        return l->count > 0 && l->seen >= l->count ? -ECANCELED : 0;
+}
+
+static int watch_lines(Ctl *ctl, json_t *params, unsigned long long count)
+{
+        Lines l = {.ctl = ctl, .count = count, .status = CTL_EXIT_OK};
+        char msg[512];
+        int r;
+
+        r = varlink_client_call_more(ctl->client, MONITOR_METHOD, params, lines_reply, &l);
+        if (l.error) {
+                ctl_fail("%s", format_error(msg, sizeof(msg), l.error, l.error_params));
+                free(l.error);
+                json_decref(l.error_params);
+                return CTL_EXIT_FAILURE;
+        }
+        if (r == -ECANCELED) {
+                return l.status;
+        }
+        if (r == -EIO) {
+                return ctl_fail("cannot write to standard output");
+        }
+        if (r < 0) {
+                return ctl_fail("the stream from jitterd ended: %s", strerror(-r));
+        }
+        return ctl_fail("jitterd ended the stream");
+}
+
+int cmd_watch(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
+{
+        static const struct option options[] = {
+                {"cpu", required_argument, NULL, 'c'},
+                {"count", required_argument, NULL, 'n'},
+                CTL_COMMON_OPTIONS,
+                {},
+        };
+        unsigned long long count = 0;
+        json_t *cpus = NULL, *params;
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "c:n:h", options, NULL)) >= 0) {
+                switch (c) {
+                case 'c':
+                        if (ctl_parse_cpus(cmd, optarg, &cpus) < 0) {
+                                return CTL_EXIT_USAGE;
+                        }
+                        break;
+                case 'n':
+                        if (ctl_parse_uint(optarg, UINT32_MAX, &count) < 0 || count == 0) {
+                                json_decref(cpus);
+                                return ctl_usage_error(cmd, "invalid count \"%s\"", optarg);
+                        }
+                        break;
+                default:
+                        r = ctl_parse_common(ctl, cmd, c);
+                        if (r != CTL_CONTINUE) {
+                                json_decref(cpus);
+                                return r;
+                        }
+                }
+        }
+        if (optind < argc) {
+                json_decref(cpus);
+                return ctl_usage_error(cmd, "unexpected argument \"%s\"", argv[optind]);
+        }
+        params = json_object();
+        if (!params) {
+                json_decref(cpus);
+                return ctl_fail("out of memory");
+        }
+        if (cpus) {
+                json_object_set_new(params, "cpus", cpus);
+        }
+        if (ctl_connect(ctl) < 0) {
+                json_decref(params);
+                return CTL_EXIT_FAILURE;
+        }
+        /* Intervals may be long (the interval is configurable): wait as long as it takes. */
+        varlink_client_set_timeout(ctl->client, 0);
+        if (isatty(STDOUT_FILENO) && !ctl->json) {
+                r = watch_terminal(ctl, params, count);
+        } else {
+                r = watch_lines(ctl, params, count);
+        }
+        json_decref(params);
+        return r;
+}

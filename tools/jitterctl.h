@@ -1,0 +1,125 @@
+#pragma once
+
+/* jitterctl: what the command files share. main() in jitterctl.c parses the global options and
+ * dispatches from a table to one handler per command (jitterctl-*.c); each handler parses its
+ * own options with ctl_parse_common() for the global ones and returns the exit status. */
+
+#include <getopt.h>
+#include <jansson.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "varlink-client.h"
+
+/* Exit statuses. */
+#define CTL_EXIT_OK 0
+#define CTL_EXIT_FAILURE 1
+#define CTL_EXIT_USAGE 2
+
+/* Long-only options every command accepts (besides -h/--help). */
+enum {
+        CTL_OPT_SOCKET = 0x100,
+        CTL_OPT_JSON,
+        CTL_OPT_NO_COLOR,
+        CTL_OPT_FIRST_PRIVATE, /* commands number their own long-only options from here */
+};
+
+/* clang-format off */
+#define CTL_COMMON_OPTIONS                                      \
+        { "socket", required_argument, NULL, CTL_OPT_SOCKET },  \
+        { "json", no_argument, NULL, CTL_OPT_JSON },            \
+        { "no-color", no_argument, NULL, CTL_OPT_NO_COLOR },    \
+        { "help", no_argument, NULL, 'h' }
+/* clang-format on */
+
+typedef struct Ctl Ctl;
+
+/* One command: its handler, its synopsis and its help text (options, one per line). */
+typedef struct CtlCommand {
+        const char *name;
+        int (*run)(Ctl *ctl, const struct CtlCommand *cmd, int argc, char **argv);
+        const char *synopsis; /* after "jitterctl NAME " */
+        const char *summary;
+        const char *help; /* option lines, or NULL */
+} CtlCommand;
+
+struct Ctl {
+        const char *socket_path;
+        bool json;
+        bool color; /* stdout is a terminal and NO_COLOR is unset */
+        VarlinkClient *client;
+        int fd; /* the client's socket, -1 before connecting */
+};
+
+/* Returned by ctl_parse_common() for an option that is not a common one. */
+#define CTL_CONTINUE (-1)
+
+/* Handles option @c (as returned by getopt_long) if it is a common one: --socket, --json,
+ * --no-color, --help (prints the command's help, returns CTL_EXIT_OK) or an unknown option
+ * (prints the usage to stderr, returns CTL_EXIT_USAGE). Returns CTL_CONTINUE when the caller
+ * should go on parsing. */
+int ctl_parse_common(Ctl *ctl, const CtlCommand *cmd, int c);
+
+/* Prints "jitterctl NAME: MESSAGE" and the command's usage to stderr; returns CTL_EXIT_USAGE. */
+int ctl_usage_error(const CtlCommand *cmd, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+
+/* Prints "jitterctl: MESSAGE" to stderr; returns CTL_EXIT_FAILURE. */
+int ctl_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Connects to the daemon unless already connected. On failure prints the "cannot connect ...
+ * is jitterd running?" message and returns a negative errno. */
+int ctl_connect(Ctl *ctl);
+
+/* Calls io.jitterd.@method (or @method as given when it holds a dot) with @params (stolen, NULL
+ * for none). Returns 0 and the reply parameters in @ret (a new reference), or prints why the
+ * call failed (connection, protocol or daemon error; with @quiet_error a daemon error is left to
+ * the caller) and returns a negative errno: -EREMOTEIO for a daemon error, whose name and
+ * parameters are put in @ret_error / @ret_error_params when they are not NULL (free() and
+ * json_decref() them). */
+int ctl_call_full(Ctl *ctl, const char *method, json_t *params, json_t **ret, char **ret_error,
+                  json_t **ret_error_params, bool quiet_error);
+
+/* ctl_call_full() for the common case: every failure is printed. */
+int ctl_call(Ctl *ctl, const char *method, json_t *params, json_t **ret);
+
+/* Prints @v as indented JSON and a newline to stdout. Returns CTL_EXIT_OK, or CTL_EXIT_FAILURE
+ * if stdout could not be written. */
+int ctl_print_json(json_t *v);
+
+/* Parses a CPU list option ("1", "2-5,7"). Returns 0 and a new JSON array of the CPUs, or
+ * prints a usage error and returns -EINVAL. */
+int ctl_parse_cpus(const CtlCommand *cmd, const char *text, json_t **ret);
+
+/* Parses a non-negative integer option value. Returns 0 or -EINVAL. */
+int ctl_parse_uint(const char *text, unsigned long long max, unsigned long long *ret);
+
+/* ANSI colour escapes, or "" when colour is off. */
+const char *ctl_color(const Ctl *ctl, const char *escape);
+#define CTL_RED "\033[31m"
+#define CTL_GREEN "\033[32m"
+#define CTL_YELLOW "\033[33m"
+#define CTL_CYAN "\033[36m"
+#define CTL_BOLD "\033[1m"
+#define CTL_DIM "\033[2m"
+#define CTL_RESET "\033[0m"
+
+/* The command handlers. */
+int cmd_status(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
+int cmd_stats(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
+int cmd_hist(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
+int cmd_events(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
+int cmd_watch(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
+int cmd_report(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
+int cmd_check(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
+int cmd_snapshot(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
+int cmd_compare(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
+int cmd_plot(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
+int cmd_audit(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
+int cmd_call(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
+
+/* Commands in their own files: clock costs (jitterctl-clocks.c) and the Prometheus exposition
+ * (jitterctl-export.c). Each returns the exit status. */
+int jitterctl_clocks(int argc, char **argv, bool json);
+int jitterctl_export(VarlinkClient *c, int argc, char **argv);
