@@ -60,18 +60,6 @@ int manager_window(const Manager *m, const char *window, uint64_t *ret_from_ns,
         return -EINVAL;
 }
 
-static char *iso8601(char *buf, size_t size, uint64_t real_ns)
-{
-        time_t sec = (time_t)(real_ns / 1000000000ULL);
-        struct tm tm;
-        size_t len;
-
-        gmtime_r(&sec, &tm);
-        len = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
-        snprintf(buf + len, size - len, ".%09lluZ", (unsigned long long)(real_ns % 1000000000ULL));
-        return buf;
-}
-
 static ProbeCtl *find_probe(Manager *m, json_int_t cpu)
 {
         for (size_t i = 0; i < m->n_probes; i++) {
@@ -128,7 +116,8 @@ static int get_window(Manager *m, VarlinkCallCtx *call, json_t *params, const ch
                 return -EINVAL;
         }
         if (manager_window(m, w, from, to, all) < 0) {
-                varlink_call_error(call, "io.jitterd.InvalidWindow", json_pack("{ss}", "window", w));
+                varlink_call_error(call, "io.jitterd.InvalidWindow",
+                                   json_pack("{ss}", "window", w));
                 return -EINVAL;
         }
         *ret_name = w;
@@ -552,9 +541,9 @@ static int method_get_events(VarlinkCallCtx *call, json_t *params, void *userdat
         for (size_t i = 0; i < n; i++) {
                 char when[64];
 
+                realtime_format_iso8601(when, sizeof(when), ev[i].start_real_ns);
                 json_array_append_new(arr, json_pack("{si sI ss sI}", "cpu", ev[i].cpu, "start_ns",
-                                                     (json_int_t)ev[i].start_ns, "realtime",
-                                                     iso8601(when, sizeof(when), ev[i].start_real_ns),
+                                                     (json_int_t)ev[i].start_ns, "realtime", when,
                                                      "duration_ns", (json_int_t)ev[i].duration_ns));
         }
         free(ev);
@@ -677,9 +666,10 @@ json_t *api_status(Manager *m)
                 json_object_set_new(cfg, "prometheus_textfile",
                                     json_string(m->config.export_prometheus_textfile));
         }
+        realtime_format_iso8601(when, sizeof(when), m->start_real_ns);
         return json_pack("{ss sI ss s{ss sI ss sf sf} so so sI}", "version", JITTERD_VERSION,
                           "uptime_ns", (json_int_t)(now - m->start_mono_ns), "start_realtime",
-                          iso8601(when, sizeof(when), m->start_real_ns), "counter", "source",
+                          when, "counter", "source",
                           counter_source_name(m->counter.source), "hz", (json_int_t)m->counter.hz,
                           "hz_source", counter_hz_source_name(m->counter.hz_source),
                           "precision_ppm", m->counter.precision_ppm, "drift_ppm", m->drift_ppm,
@@ -783,7 +773,7 @@ void manager_notify_monitors(Manager *m)
                 (void)varlink_call_reply_continue(
                         c->call,
                         json_pack("{sI ss sI so}", "start_ns", (json_int_t)start, "realtime",
-                                  iso8601(when, sizeof(when),
+                                  realtime_format_iso8601(when, sizeof(when),
                                           manager_now_ns(CLOCK_REALTIME) - dur),
                                   "duration_ns", (json_int_t)dur, "cpus", cpus));
         }

@@ -35,25 +35,32 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-        enum { OPT_CPUS = 256, OPT_SOCKET, OPT_STATE_DIR, OPT_INTERVAL, OPT_THRESHOLD, OPT_PROM,
-               OPT_DUMP };
+        enum {
+                OPT_CPUS = 256,
+                OPT_SOCKET,
+                OPT_STATE_DIR,
+                OPT_INTERVAL,
+                OPT_THRESHOLD,
+                OPT_PROM,
+                OPT_DUMP
+        };
         static const struct option longopts[] = {
-                { "config", required_argument, NULL, 'c' },
-                { "cpus", required_argument, NULL, OPT_CPUS },
-                { "socket", required_argument, NULL, OPT_SOCKET },
-                { "state-dir", required_argument, NULL, OPT_STATE_DIR },
-                { "interval", required_argument, NULL, OPT_INTERVAL },
-                { "threshold", required_argument, NULL, OPT_THRESHOLD },
-                { "prometheus-textfile", required_argument, NULL, OPT_PROM },
-                { "dump-config", no_argument, NULL, OPT_DUMP },
-                { "verbose", no_argument, NULL, 'v' },
-                { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, 'V' },
+                {"config", required_argument, NULL, 'c'},
+                {"cpus", required_argument, NULL, OPT_CPUS},
+                {"socket", required_argument, NULL, OPT_SOCKET},
+                {"state-dir", required_argument, NULL, OPT_STATE_DIR},
+                {"interval", required_argument, NULL, OPT_INTERVAL},
+                {"threshold", required_argument, NULL, OPT_THRESHOLD},
+                {"prometheus-textfile", required_argument, NULL, OPT_PROM},
+                {"dump-config", no_argument, NULL, OPT_DUMP},
+                {"verbose", no_argument, NULL, 'v'},
+                {"help", no_argument, NULL, 'h'},
+                {"version", no_argument, NULL, 'V'},
                 {},
         };
         static char dropin[4096], abs_socket[4096], abs_state[4096], abs_prom[4096];
         const char *config_path = CONFIG_MAIN_PATH;
-        Overrides o = { 0 };
+        Overrides o = {0};
         bool dump = false;
         Manager *m = NULL;
         Config c;

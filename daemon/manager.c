@@ -31,24 +31,6 @@ uint64_t manager_now_ns(clockid_t clock)
         return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-static bool cpu_online(int cpu)
-{
-        char path[128];
-        FILE *f;
-        int c;
-
-        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", cpu);
-        f = fopen(path, "re");
-        if (!f) {
-                /* No online file: CPU 0 on most machines, which cannot go offline. */
-                snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d", cpu);
-                return access(path, F_OK) == 0;
-        }
-        c = fgetc(f);
-        fclose(f);
-        return c != '0';
-}
-
 const char *manager_probe_state(const ProbeCtl *p)
 {
         ProbeState s;
@@ -101,7 +83,7 @@ static int resolve_cpus(Manager *m)
                 if (!CPU_ISSET(cpu, &set)) {
                         continue;
                 }
-                if (!cpu_online(cpu)) {
+                if (!cpulist_cpu_online(cpu)) {
                         log_error("cannot probe CPU %d: it is offline or does not exist (online: "
                                   "/sys/devices/system/cpu/online)",
                                   cpu);
@@ -219,8 +201,7 @@ static void checkpoint_load(Manager *m)
                 log_info("history restored from %s", path);
                 return;
         }
-        snprintf(aside, sizeof(aside), "%s.%s-%llu", path,
-                 r == -ESTALE ? "foreign" : "corrupt",
+        snprintf(aside, sizeof(aside), "%s.%s-%llu", path, r == -ESTALE ? "foreign" : "corrupt",
                  (unsigned long long)(manager_now_ns(CLOCK_REALTIME) / 1000000000ULL));
         if (rename(path, aside) < 0) {
                 log_warning("checkpoint %s is unusable (%s) and cannot be moved aside: %s", path,
@@ -351,7 +332,7 @@ static void drain_events(Manager *m, ProbeCtl *p)
         uint64_t start, dur;
 
         while (ring_pop(probe_ring(p->probe), &p->reader, &start, &dur) == 1) {
-                HistoryEvent ev = { .cpu = p->cpu };
+                HistoryEvent ev = {.cpu = p->cpu};
 
                 clock_pair_map(&m->clock_ref, &m->counter.conv, start, &ev.start_ns,
                                &ev.start_real_ns);
@@ -372,8 +353,8 @@ static void harvest_probe(Manager *m, ProbeCtl *p)
                         clock_pair_map(&m->clock_ref, &m->counter.conv, slot->start_ticks,
                                        &start_ns, NULL);
                         p->last_start_ns = start_ns;
-                        p->last_duration_ns =
-                                tickconv_to_ns(&m->counter.conv, slot->end_ticks - slot->start_ticks);
+                        p->last_duration_ns = tickconv_to_ns(&m->counter.conv,
+                                                             slot->end_ticks - slot->start_ticks);
                         attrib_sample(m->attrib, p->attrib_snap, m->config.audit_root, p->cpu,
                                       getpid(), probe_tid(p->probe), &p->last_attrib);
                         (void)history_add_interval(m->history, p->cpu, p->last_start_ns,
@@ -398,9 +379,8 @@ static void update_status(Manager *m)
                 ProbeCtl *p = &m->probes[i];
                 char w[32];
 
-                len += (size_t)snprintf(
-                        line + len, sizeof(line) - len, "%sCPU %d %s", i ? "; " : "", p->cpu,
-                        manager_probe_state(p));
+                len += (size_t)snprintf(line + len, sizeof(line) - len, "%sCPU %d %s",
+                                        i ? "; " : "", p->cpu, manager_probe_state(p));
                 if (p->have_last) {
                         len += (size_t)snprintf(
                                 line + len, sizeof(line) - len, ", worst %s, %" PRIu64 " int",
@@ -443,7 +423,7 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata)
                 ProbeState st = probe_state(p->probe);
                 int64_t e;
 
-                p->offline = !cpu_online(p->cpu);
+                p->offline = !cpulist_cpu_online(p->cpu);
                 if (st != PROBE_RUNNING && st != PROBE_PREHEATING) {
                         p->missed = 0;
                         p->stalled = false;
@@ -511,12 +491,12 @@ static int apply_overrides(Config *c, const Overrides *o)
                 const char *section, *key;
                 size_t offset;
         } map[] = {
-                { "probe", "cpus", offsetof(Overrides, cpus) },
-                { "server", "socket", offsetof(Overrides, socket) },
-                { "history", "state_dir", offsetof(Overrides, state_dir) },
-                { "history", "interval", offsetof(Overrides, interval) },
-                { "probe", "threshold", offsetof(Overrides, threshold) },
-                { "export", "prometheus_textfile", offsetof(Overrides, prometheus_textfile) },
+                {"probe", "cpus", offsetof(Overrides, cpus)},
+                {"server", "socket", offsetof(Overrides, socket)},
+                {"history", "state_dir", offsetof(Overrides, state_dir)},
+                {"history", "interval", offsetof(Overrides, interval)},
+                {"probe", "threshold", offsetof(Overrides, threshold)},
+                {"export", "prometheus_textfile", offsetof(Overrides, prometheus_textfile)},
         };
 
         for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
@@ -538,7 +518,7 @@ static int apply_overrides(Config *c, const Overrides *o)
 int manager_load_config(const char *path, const char *dropin, const Overrides *o, Config *ret);
 int manager_load_config(const char *path, const char *dropin, const Overrides *o, Config *ret)
 {
-        ConfigDiag diag = { 0 };
+        ConfigDiag diag = {0};
         Config c;
         int r;
 
@@ -816,8 +796,7 @@ int manager_run(Manager *m)
         if (r >= 0) {
                 sd_event_source_set_enabled(m->ready_source, SD_EVENT_ON);
                 r = sd_event_add_time(m->event, &m->tick_source, CLOCK_MONOTONIC,
-                                      now + m->config.history_interval_ns / 1000, 1000, on_tick,
-                                      m);
+                                      now + m->config.history_interval_ns / 1000, 1000, on_tick, m);
         }
         if (r >= 0) {
                 sd_event_source_set_enabled(m->tick_source, SD_EVENT_ON);

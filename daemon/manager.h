@@ -24,16 +24,16 @@ typedef struct ProbeCtl {
         Manager *manager;
         int cpu;
         Probe *probe;
-        uint64_t harvest_epoch;     /* next epoch to harvest */
-        uint64_t epoch_start_ns;    /* CLOCK_MONOTONIC when the current epoch began */
-        uint64_t advanced_epoch;    /* the epoch set at the last tick */
-        unsigned missed;            /* ticks in a row the probe did not acknowledge */
+        uint64_t harvest_epoch;  /* next epoch to harvest */
+        uint64_t epoch_start_ns; /* CLOCK_MONOTONIC when the current epoch began */
+        uint64_t advanced_epoch; /* the epoch set at the last tick */
+        unsigned missed;         /* ticks in a row the probe did not acknowledge */
         bool stalled;
-        bool stall_pending;         /* the next interval harvested ends a stall */
+        bool stall_pending; /* the next interval harvested ends a stall */
         bool offline;
         RingReader reader;
         AttribSnapshot *attrib_snap;
-        uint64_t samples_total;     /* since start, for status */
+        uint64_t samples_total; /* since start, for status */
         /* The last harvested interval, for Monitor and the textfile. */
         uint64_t last_start_ns;
         uint64_t last_duration_ns;
@@ -134,8 +134,8 @@ void manager_free_monitors(Manager *m);
 
 /* Parses a window name ("10s", "1m", "5m", "1h", "24h", "all") into a time range ending now.
  * Returns 0 or -EINVAL. */
-int manager_window(const Manager *m, const char *window, uint64_t *ret_from_ns,
-                   uint64_t *ret_to_ns, bool *ret_all);
+int manager_window(const Manager *m, const char *window, uint64_t *ret_from_ns, uint64_t *ret_to_ns,
+                   bool *ret_all);
 
 /* The state of @p for humans and the API: "running", "stalled", "offline", ... */
 const char *manager_probe_state(const ProbeCtl *p);

@@ -58,7 +58,7 @@ int privileges_check(unsigned priority, char **ret_error)
 
 int privileges_lock_memory(void)
 {
-        struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
+        struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
 
         /* Best effort: with the limit lifted, memory allocated after the capability is gone is
          * still locked instead of failing. */

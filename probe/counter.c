@@ -143,7 +143,7 @@ static void raw_pair(CounterSource source, uint64_t *ret_ticks, uint64_t *ret_ns
 
 static void sleep_ms(unsigned ms)
 {
-        struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+        struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
 
         while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
         }
@@ -151,7 +151,7 @@ static void sleep_ms(unsigned ms)
 
 int counter_info_init(CounterSource source, double target_ppm, unsigned max_ms, CounterInfo *ret)
 {
-        CounterInfo info = { .source = source };
+        CounterInfo info = {.source = source};
         int r;
 
         r = counter_check(source);
@@ -220,8 +220,8 @@ void clock_pair_sample(CounterSource source, ClockPair *ret)
                         best = bn - an;
                         ret->ticks = t;
                         ret->mono_ns = an + (bn - an) / 2;
-                        ret->real_ns = (uint64_t)rt.tv_sec * 1000000000ULL +
-                                       (uint64_t)rt.tv_nsec - (bn - an) / 2;
+                        ret->real_ns = (uint64_t)rt.tv_sec * 1000000000ULL + (uint64_t)rt.tv_nsec -
+                                       (bn - an) / 2;
                 }
         }
 }

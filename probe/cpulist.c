@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int parse_number(const char **p, unsigned long *ret)
 {
@@ -130,4 +131,21 @@ int cpulist_last(const cpu_set_t *set)
                 }
         }
         return -1;
+}
+
+bool cpulist_cpu_online(int cpu)
+{
+        char path[128];
+        FILE *f;
+        int c;
+
+        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", cpu);
+        f = fopen(path, "re");
+        if (!f) {
+                snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d", cpu);
+                return access(path, F_OK) == 0;
+        }
+        c = fgetc(f);
+        fclose(f);
+        return c == '1';
 }

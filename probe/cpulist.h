@@ -1,6 +1,7 @@
 #pragma once
 
 #include <sched.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Parses a kernel-style CPU list ("1", "2-5", "0,3,8-11", "1-7:2") into @ret_set.
@@ -16,3 +17,7 @@ int cpulist_read_file(const char *root, const char *path, cpu_set_t *ret_set);
 
 /* Returns the highest CPU number in @set, or -1 when it is empty. */
 int cpulist_last(const cpu_set_t *set);
+
+/* True if CPU @cpu exists and is online (/sys/devices/system/cpu/cpuN/online; a CPU without
+ * that file, usually CPU 0, cannot go offline). */
+bool cpulist_cpu_online(int cpu);

@@ -4,20 +4,21 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 static const struct {
         const char *suffix;
         uint64_t ns;
 } units[] = {
-        { "ns", 1ULL },
-        { "us", 1000ULL },
-        { "µs", 1000ULL },
-        { "ms", 1000000ULL },
-        { "s", 1000000000ULL },
-        { "m", 60ULL * 1000000000ULL },
-        { "min", 60ULL * 1000000000ULL },
-        { "h", 3600ULL * 1000000000ULL },
-        { "d", 86400ULL * 1000000000ULL },
+        {"ns", 1ULL},
+        {"us", 1000ULL},
+        {"µs", 1000ULL},
+        {"ms", 1000000ULL},
+        {"s", 1000000000ULL},
+        {"m", 60ULL * 1000000000ULL},
+        {"min", 60ULL * 1000000000ULL},
+        {"h", 3600ULL * 1000000000ULL},
+        {"d", 86400ULL * 1000000000ULL},
 };
 
 int duration_parse(const char *text, uint64_t default_unit_ns, uint64_t *ret_ns)
@@ -78,5 +79,17 @@ char *duration_format(char *buf, size_t size, uint64_t ns)
         } else {
                 snprintf(buf, size, "%.2f s", (double)ns / 1e9);
         }
+        return buf;
+}
+
+char *realtime_format_iso8601(char *buf, size_t size, uint64_t real_ns)
+{
+        time_t sec = (time_t)(real_ns / 1000000000ULL);
+        struct tm tm;
+        size_t len;
+
+        gmtime_r(&sec, &tm);
+        len = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
+        snprintf(buf + len, size - len, ".%09lluZ", (unsigned long long)(real_ns % 1000000000ULL));
         return buf;
 }

@@ -12,3 +12,7 @@ int duration_parse(const char *text, uint64_t default_unit_ns, uint64_t *ret_ns)
 /* Formats @ns with the unit chosen for its size ("850 ns", "12.3 us", "4.56 ms", "2.00 s")
  * into @buf; returns @buf. */
 char *duration_format(char *buf, size_t size, uint64_t ns);
+
+/* Formats a CLOCK_REALTIME time in ns as ISO 8601 UTC with nanoseconds
+ * ("2026-11-30T07:41:02.123456789Z") into @buf; returns @buf. */
+char *realtime_format_iso8601(char *buf, size_t size, uint64_t real_ns);

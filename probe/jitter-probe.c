@@ -64,19 +64,19 @@ static void on_signal(int sig)
 
 static void usage(FILE *f)
 {
-        fprintf(f,
-                "Usage: jitter-probe [OPTIONS]\n"
-                "Measure how often and for how long CPUs are taken away from a busy loop.\n\n"
-                "  -c, --cpus LIST        CPUs to probe (default: isolated CPUs, else the last CPU)\n"
-                "  -d, --duration DUR     how long to record (default 10s; e.g. 500ms, 5m, 2h)\n"
-                "      --threshold DUR    a gap this long is an interruption (default 10us)\n"
-                "      --preheat DUR      run this long before recording (default 1s)\n"
-                "      --priority N       run the probes SCHED_FIFO at priority N (1-99)\n"
-                "      --counter SOURCE   tsc (hardware counter, default) or clock\n"
-                "      --json             print the result as JSON\n"
-                "  -q, --quiet            no progress line\n"
-                "  -h, --help             show this help\n"
-                "  -V, --version          show the version\n");
+        fprintf(f, "Usage: jitter-probe [OPTIONS]\n"
+                   "Measure how often and for how long CPUs are taken away from a busy loop.\n\n"
+                   "  -c, --cpus LIST        CPUs to probe (default: isolated CPUs, else the last "
+                   "CPU)\n"
+                   "  -d, --duration DUR     how long to record (default 10s; e.g. 500ms, 5m, 2h)\n"
+                   "      --threshold DUR    a gap this long is an interruption (default 10us)\n"
+                   "      --preheat DUR      run this long before recording (default 1s)\n"
+                   "      --priority N       run the probes SCHED_FIFO at priority N (1-99)\n"
+                   "      --counter SOURCE   tsc (hardware counter, default) or clock\n"
+                   "      --json             print the result as JSON\n"
+                   "  -q, --quiet            no progress line\n"
+                   "  -h, --help             show this help\n"
+                   "  -V, --version          show the version\n");
 }
 
 static int fail_usage(const char *fmt, const char *arg)
@@ -91,16 +91,16 @@ static int parse_args(int argc, char **argv, Options *o)
 {
         enum { OPT_THRESHOLD = 256, OPT_PRIORITY, OPT_COUNTER, OPT_JSON, OPT_PREHEAT };
         static const struct option longopts[] = {
-                { "cpus", required_argument, NULL, 'c' },
-                { "duration", required_argument, NULL, 'd' },
-                { "threshold", required_argument, NULL, OPT_THRESHOLD },
-                { "preheat", required_argument, NULL, OPT_PREHEAT },
-                { "priority", required_argument, NULL, OPT_PRIORITY },
-                { "counter", required_argument, NULL, OPT_COUNTER },
-                { "json", no_argument, NULL, OPT_JSON },
-                { "quiet", no_argument, NULL, 'q' },
-                { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, 'V' },
+                {"cpus", required_argument, NULL, 'c'},
+                {"duration", required_argument, NULL, 'd'},
+                {"threshold", required_argument, NULL, OPT_THRESHOLD},
+                {"preheat", required_argument, NULL, OPT_PREHEAT},
+                {"priority", required_argument, NULL, OPT_PRIORITY},
+                {"counter", required_argument, NULL, OPT_COUNTER},
+                {"json", no_argument, NULL, OPT_JSON},
+                {"quiet", no_argument, NULL, 'q'},
+                {"help", no_argument, NULL, 'h'},
+                {"version", no_argument, NULL, 'V'},
                 {},
         };
         int c;
@@ -134,9 +134,10 @@ static int parse_args(int argc, char **argv, Options *o)
                 case OPT_THRESHOLD:
                         if (duration_parse(optarg, 1000ULL, &o->threshold_ns) < 0 ||
                             o->threshold_ns < 100 || o->threshold_ns > 1000000000ULL) {
-                                return fail_usage("invalid threshold '%s' (use e.g. 5us, 20us, 1ms; "
-                                                  "between 100ns and 1s)",
-                                                  optarg);
+                                return fail_usage(
+                                        "invalid threshold '%s' (use e.g. 5us, 20us, 1ms; "
+                                        "between 100ns and 1s)",
+                                        optarg);
                         }
                         break;
                 case OPT_PREHEAT:
@@ -159,7 +160,8 @@ static int parse_args(int argc, char **argv, Options *o)
                         break;
                 case OPT_COUNTER:
                         if (counter_source_parse(optarg, &o->counter) < 0) {
-                                return fail_usage("invalid counter '%s' (use tsc or clock)", optarg);
+                                return fail_usage("invalid counter '%s' (use tsc or clock)",
+                                                  optarg);
                         }
                         break;
                 case OPT_JSON:
@@ -185,24 +187,6 @@ static int parse_args(int argc, char **argv, Options *o)
         return 0;
 }
 
-static bool cpu_online(int cpu)
-{
-        char path[128];
-        FILE *f;
-        int c;
-
-        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", cpu);
-        f = fopen(path, "re");
-        if (!f) {
-                /* CPU 0 often has no online file; a CPU without a directory does not exist. */
-                snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d", cpu);
-                return access(path, F_OK) == 0;
-        }
-        c = fgetc(f);
-        fclose(f);
-        return c == '1';
-}
-
 /* Picks and checks the CPUs: every one must exist, be online and be in our allowed set. */
 static int choose_cpus(Options *o)
 {
@@ -210,7 +194,8 @@ static int choose_cpus(Options *o)
         char buf[256];
 
         if (sched_getaffinity(0, sizeof(allowed), &allowed) < 0) {
-                fprintf(stderr, "jitter-probe: cannot read the allowed CPUs: %s\n", strerror(errno));
+                fprintf(stderr, "jitter-probe: cannot read the allowed CPUs: %s\n",
+                        strerror(errno));
                 return 1;
         }
         if (!o->cpus_set) {
@@ -229,7 +214,7 @@ static int choose_cpus(Options *o)
                 if (!CPU_ISSET(cpu, &o->cpus)) {
                         continue;
                 }
-                if (!cpu_online(cpu)) {
+                if (!cpulist_cpu_online(cpu)) {
                         fprintf(stderr,
                                 "jitter-probe: CPU %d is offline or does not exist (online CPUs: "
                                 "see /sys/devices/system/cpu/online)\n",
@@ -257,8 +242,9 @@ static void explain_start_error(int cpu, int r, const Options *o)
                         "--priority\n",
                         cpu, o->priority);
         } else if (r == -EINVAL) {
-                fprintf(stderr, "jitter-probe: cannot pin a probe to CPU %d: %s (offline or "
-                                "outside the allowed set?)\n",
+                fprintf(stderr,
+                        "jitter-probe: cannot pin a probe to CPU %d: %s (offline or "
+                        "outside the allowed set?)\n",
                         cpu, strerror(-r));
         } else {
                 fprintf(stderr, "jitter-probe: cannot start the probe on CPU %d: %s\n", cpu,
@@ -272,7 +258,7 @@ static void drain_events(Run *run)
 
         while (ring_pop(probe_ring(run->probe), &run->reader, &start, &dur) == 1) {
                 if (run->n_events < MAX_EVENTS_KEPT) {
-                        run->events[run->n_events++] = (Event){ start, dur };
+                        run->events[run->n_events++] = (Event){start, dur};
                 } else {
                         run->events_dropped++;
                 }
@@ -287,7 +273,7 @@ static void harvest(Run *run)
 
         /* The probe acknowledges within PROBE_CHECK_EVERY samples (microseconds). */
         for (int i = 0; e > 0 && i < 2000 && probe_acked_epoch(run->probe) < (uint64_t)e; i++) {
-                struct timespec ts = { 0, 50000 };
+                struct timespec ts = {0, 50000};
 
                 nanosleep(&ts, NULL);
         }
@@ -325,18 +311,6 @@ static void progress(const Run *runs, size_t n, const CounterInfo *ci, uint64_t 
         fflush(stderr);
 }
 
-static char *iso8601(char *buf, size_t size, uint64_t real_ns)
-{
-        time_t sec = (time_t)(real_ns / 1000000000ULL);
-        struct tm tm;
-        size_t len;
-
-        gmtime_r(&sec, &tm);
-        len = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
-        snprintf(buf + len, size - len, ".%09lluZ", (unsigned long long)(real_ns % 1000000000ULL));
-        return buf;
-}
-
 static json_t *run_to_json(const Run *run, const CounterInfo *ci, const ClockPair *ref)
 {
         SlotSummary s;
@@ -351,10 +325,11 @@ static json_t *run_to_json(const Run *run, const CounterInfo *ci, const ClockPai
 
                 clock_pair_map(ref, &ci->conv, run->events[i].start_ticks, &mono, &real);
                 json_array_append_new(
-                        events, json_pack("{sI ss sI}", "start_ns", (json_int_t)mono, "realtime",
-                                          iso8601(when, sizeof(when), real), "duration_ns",
-                                          (json_int_t)tickconv_to_ns(
-                                                  &ci->conv, run->events[i].duration_ticks)));
+                        events,
+                        json_pack("{sI ss sI}", "start_ns", (json_int_t)mono, "realtime",
+                                  realtime_format_iso8601(when, sizeof(when), real), "duration_ns",
+                                  (json_int_t)tickconv_to_ns(&ci->conv,
+                                                             run->events[i].duration_ticks)));
         }
         json_object_set_new(o, "cpu", json_integer(run->cpu));
         json_object_set_new(o, "histogram", histogram_to_json(&run->total.gap_hist, &ci->conv));
@@ -362,8 +337,9 @@ static json_t *run_to_json(const Run *run, const CounterInfo *ci, const ClockPai
                             signed_histogram_to_json(&run->total.dd_hist, &ci->conv));
         json_object_set_new(o, "events", events);
         json_object_set_new(o, "events_dropped", json_integer((json_int_t)run->events_dropped));
-        json_object_set_new(o, "floor_ns", json_integer((json_int_t)tickconv_to_ns(
-                                                   &ci->conv, probe_floor_ticks(run->probe))));
+        json_object_set_new(
+                o, "floor_ns",
+                json_integer((json_int_t)tickconv_to_ns(&ci->conv, probe_floor_ticks(run->probe))));
         return o;
 }
 
@@ -420,16 +396,18 @@ int main(int argc, char **argv)
                                 "EDX bit 8), so TSC gaps are not time; use --counter clock\n");
                 return 1;
         } else if (r < 0) {
-                fprintf(stderr, "jitter-probe: no usable hardware counter here (%s); use "
-                                "--counter clock\n",
+                fprintf(stderr,
+                        "jitter-probe: no usable hardware counter here (%s); use "
+                        "--counter clock\n",
                         strerror(-r));
                 return 1;
         }
         /* Lock everything so no page fault lands in the measurement. */
         if (mlockall(MCL_CURRENT | MCL_FUTURE) < 0) {
-                fprintf(stderr, "jitter-probe: warning: mlockall failed (%s): page faults may "
-                                "show as gaps; grant CAP_IPC_LOCK or raise RLIMIT_MEMLOCK "
-                                "('ulimit -l unlimited')\n",
+                fprintf(stderr,
+                        "jitter-probe: warning: mlockall failed (%s): page faults may "
+                        "show as gaps; grant CAP_IPC_LOCK or raise RLIMIT_MEMLOCK "
+                        "('ulimit -l unlimited')\n",
                         strerror(errno));
         }
         signal(SIGINT, on_signal);
@@ -466,7 +444,8 @@ int main(int argc, char **argv)
                         ret = 1;
                         goto out;
                 } else if (r < 0) {
-                        fprintf(stderr, "jitter-probe: cannot set up the probe: %s\n", strerror(-r));
+                        fprintf(stderr, "jitter-probe: cannot set up the probe: %s\n",
+                                strerror(-r));
                         ret = 1;
                         goto out;
                 }
@@ -517,7 +496,7 @@ int main(int argc, char **argv)
         while (!interrupted && elapsed < o.duration_ns) {
                 uint64_t left = o.duration_ns - elapsed;
                 uint64_t nap = left < 100000000ULL ? left : 100000000ULL;
-                struct timespec ts = { (time_t)(nap / 1000000000ULL), (long)(nap % 1000000000ULL) };
+                struct timespec ts = {(time_t)(nap / 1000000000ULL), (long)(nap % 1000000000ULL)};
 
                 nanosleep(&ts, NULL);
                 elapsed = now_ns(CLOCK_MONOTONIC) - start_mono;
@@ -543,10 +522,11 @@ int main(int argc, char **argv)
                 probe_stop(runs[i].probe);
                 drain_events(&runs[i]);
                 runs[i].events_dropped += runs[i].reader.dropped;
-                runs[i].duration_ns = runs[i].total.end_ticks > runs[i].total.start_ticks
-                                              ? tickconv_to_ns(&ci.conv, runs[i].total.end_ticks -
-                                                                                 runs[i].total.start_ticks)
-                                              : 0;
+                runs[i].duration_ns =
+                        runs[i].total.end_ticks > runs[i].total.start_ticks
+                                ? tickconv_to_ns(&ci.conv, runs[i].total.end_ticks -
+                                                                   runs[i].total.start_ticks)
+                                : 0;
         }
         if (live) {
                 fprintf(stderr, "\r\033[K");

@@ -77,7 +77,8 @@ void probe_slot_merge(ProbeSlot *dst, const ProbeSlot *src)
         if (src->gap.count == 0 && src->events == 0) {
                 return;
         }
-        if (dst->start_ticks == 0 || (src->start_ticks != 0 && src->start_ticks < dst->start_ticks)) {
+        if (dst->start_ticks == 0 ||
+            (src->start_ticks != 0 && src->start_ticks < dst->start_ticks)) {
                 dst->start_ticks = src->start_ticks;
         }
         if (src->end_ticks > dst->end_ticks) {
@@ -203,9 +204,10 @@ static void slot_finalize(ProbeSlot *s)
  * a thousand on a busy machine, almost none on a quiet core), and interruptions. Squares and
  * extremes are kept here only for values beyond the exact buckets; slot_finalize() adds the
  * rest from the histograms. */
-static inline __attribute__((always_inline)) void
-record_large(Probe *p, ProbeSlot *slot, uint64_t now, uint64_t gap, uint64_t prev_gap,
-             uint64_t band, uint64_t floor, uint64_t threshold)
+static inline __attribute__((always_inline)) void record_large(Probe *p, ProbeSlot *slot,
+                                                               uint64_t now, uint64_t gap,
+                                                               uint64_t prev_gap, uint64_t band,
+                                                               uint64_t floor, uint64_t threshold)
 {
         const int64_t dd = (int64_t)(gap - prev_gap);
         const uint64_t mag = dd < 0 ? -(uint64_t)dd : (uint64_t)dd;
@@ -348,7 +350,7 @@ static void set_floor(Probe *p)
 
 static void sleep_ns(long ns)
 {
-        struct timespec ts = { .tv_sec = ns / 1000000000L, .tv_nsec = ns % 1000000000L };
+        struct timespec ts = {.tv_sec = ns / 1000000000L, .tv_nsec = ns % 1000000000L};
 
         nanosleep(&ts, NULL);
 }
@@ -405,7 +407,7 @@ static void *probe_thread(void *userdata)
         atomic_store(&p->status.tid, (int)syscall(SYS_gettid));
         r = pin_self(p->cfg.cpu);
         if (r == 0 && p->cfg.priority > 0) {
-                struct sched_param sp = { .sched_priority = p->cfg.priority };
+                struct sched_param sp = {.sched_priority = p->cfg.priority};
 
                 r = -pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
         }

@@ -39,7 +39,7 @@ typedef enum ProbeState {
         PROBE_RUNNING,
         PROBE_MIGRATED, /* found itself off its CPU: records nothing until re-pinned */
         PROBE_STOPPED,
-        PROBE_FAILED,   /* could not pin or set its scheduling policy; see probe_error() */
+        PROBE_FAILED, /* could not pin or set its scheduling policy; see probe_error() */
 } ProbeState;
 
 typedef struct ProbeConfig {

@@ -64,8 +64,8 @@ void report_bars(FILE *f, const ReportBucket *b, size_t n, bool color)
         }
         for (size_t i = 0; i < n; i++) {
                 char lo[32], hi[32];
-                int len = (int)lround(log10((double)b[i].count + 1) / log10((double)max + 1) *
-                                      width);
+                int len =
+                        (int)lround(log10((double)b[i].count + 1) / log10((double)max + 1) * width);
 
                 format_ns(lo, sizeof(lo), b[i].lower_ns);
                 format_ns(hi, sizeof(hi), b[i].upper_ns);
@@ -120,7 +120,7 @@ static int collect(uint64_t lower, uint64_t upper, uint64_t count, void *userdat
 
 int report_buckets_from_histogram(const Histogram *h, const TickConv *conv, ReportBucket **ret)
 {
-        Collect c = { .conv = conv };
+        Collect c = {.conv = conv};
 
         c.b = calloc(HIST_BUCKETS, sizeof(ReportBucket));
         if (!c.b) {

@@ -10,7 +10,7 @@
  * carries a sequence word, so the consumer sees exactly how many it lost and counts them. */
 
 typedef struct RingEntry {
-        _Atomic uint64_t seq; /* 2 * index + 2 once written; odd while being written */
+        _Atomic uint64_t seq;         /* 2 * index + 2 once written; odd while being written */
         _Atomic uint64_t start_ticks; /* relaxed accesses: plain moves, but race-free C */
         _Atomic uint64_t duration_ticks;
 } RingEntry;

@@ -4,12 +4,12 @@
 
 void stats_init(Stats *s)
 {
-        *s = (Stats){ .min = UINT64_MAX };
+        *s = (Stats){.min = UINT64_MAX};
 }
 
 void signed_stats_init(SignedStats *s)
 {
-        *s = (SignedStats){ .min = INT64_MAX, .max = INT64_MIN };
+        *s = (SignedStats){.min = INT64_MAX, .max = INT64_MIN};
 }
 
 void stats_merge(Stats *dst, const Stats *src)
@@ -72,7 +72,7 @@ static bool u256_less(U256 a, U256 b)
 
 static U256 u256_sub(U256 a, U256 b)
 {
-        U256 r = { a.hi - b.hi - (a.lo < b.lo), a.lo - b.lo };
+        U256 r = {a.hi - b.hi - (a.lo < b.lo), a.lo - b.lo};
 
         return r;
 }
@@ -107,7 +107,8 @@ double stats_variance(const Stats *s)
 
 double signed_stats_variance(const SignedStats *s)
 {
-        unsigned __int128 abs_sum = s->sum < 0 ? -(unsigned __int128)s->sum : (unsigned __int128)s->sum;
+        unsigned __int128 abs_sum =
+                s->sum < 0 ? -(unsigned __int128)s->sum : (unsigned __int128)s->sum;
 
         return variance(s->count, abs_sum, s->sumsq);
 }

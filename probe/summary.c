@@ -2,8 +2,10 @@
 
 #include <math.h>
 
-const double summary_percentiles[SUMMARY_PERCENTILES] = { 0.9, 0.99, 0.999, 0.9999, 0.99999, 0.999999 };
-const char *const summary_percentile_names[SUMMARY_PERCENTILES] = { "p90", "p99", "p99.9", "p99.99", "p99.999", "p99.9999" };
+const double summary_percentiles[SUMMARY_PERCENTILES] = {0.9,    0.99,    0.999,
+                                                         0.9999, 0.99999, 0.999999};
+const char *const summary_percentile_names[SUMMARY_PERCENTILES] = {"p90",    "p99",     "p99.9",
+                                                                   "p99.99", "p99.999", "p99.9999"};
 
 double tickconv_signed_to_ns(const TickConv *conv, int64_t ticks)
 {
@@ -29,7 +31,7 @@ static void summarize_gap(const ProbeSlot *s, const TickConv *conv, ValueSummary
 {
         double ns_per_tick = 1e9 / (double)conv->hz;
 
-        *ret = (ValueSummary){ .count = s->gap.count };
+        *ret = (ValueSummary){.count = s->gap.count};
         if (s->gap.count == 0) {
                 return;
         }
@@ -51,7 +53,7 @@ static void summarize_dd(const ProbeSlot *s, const TickConv *conv, ValueSummary 
 {
         double ns_per_tick = 1e9 / (double)conv->hz;
 
-        *ret = (ValueSummary){ .count = s->dd.count };
+        *ret = (ValueSummary){.count = s->dd.count};
         if (s->dd.count == 0) {
                 return;
         }

@@ -44,7 +44,7 @@ case_ 1 "cannot connect to $T/nowhere: No such file or directory — is jitterd 
 # status
 case_ 0 '^jitterd [0-9.]+, up ' status
 case_ 0 'counter: +(tsc|cntvct|clock) at' status
-case_ 0 '^ +1  (running|preheating) ' status
+case_ 0 '^ +1  (running|preheating|stalled) ' status
 case_ 0 '"uptime_ns"' --json status
 case_ 0 '"probes"' status --json
 
