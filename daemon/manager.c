@@ -636,8 +636,9 @@ static int setup_server(Manager *m)
                 return r;
         }
         varlink_server_set_userdata(m->server, m);
+        /* The URL names the documentation that ships with the package. */
         r = varlink_server_set_info(m->server, "jitterd", "jitterd", JITTERD_VERSION,
-                                    "https://github.com/jitterd/jitterd");
+                                    "file:///usr/share/man/man8/jitterd.8.gz");
         if (r < 0) {
                 return r;
         }
