@@ -19,7 +19,7 @@ static void section(FILE *f, const char *name, const ValueSummary *v)
                 char label[32];
 
                 snprintf(label, sizeof(label), "%s (usec):", summary_percentile_names[i]);
-                fprintf(f, " %8s %-14s %14.4f\n", name, label, US(v->pct_ns[i]));
+                fprintf(f, " %8s %-17s %11.4f\n", name, label, US(v->pct_ns[i]));
         }
 }
 

@@ -143,6 +143,7 @@ static void histogram_panel(FILE *f, double x0, double y0, const PlotSeries *s)
                 .y_max = 1,
         };
         uint64_t max_count = 0;
+        int label_step = 1;
         char title[64];
 
         snprintf(title, sizeof(title), "CPU %d: gaps", s->cpu);
@@ -164,6 +165,11 @@ static void histogram_panel(FILE *f, double x0, double y0, const PlotSeries *s)
         }
         frame(f, &a, title, "gap (log)", "count (log)");
         y_decades(f, &a, true);
+        /* Every decade has its grid line, but a label only every label_step decades when
+         * labels as wide as "100 ms" (about 40 px) would run into each other. */
+        while (a.w * label_step / (a.x_max - a.x_min) < 42) {
+                label_step++;
+        }
         for (int d = (int)a.x_min; d <= (int)a.x_max; d++) {
                 double x = area_x(&a, d);
                 char label[32];
@@ -172,6 +178,9 @@ static void histogram_panel(FILE *f, double x0, double y0, const PlotSeries *s)
                 fprintf(f,
                         "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
                         x, a.y, x, a.y + a.h);
+                if (d % label_step != 0) {
+                        continue;
+                }
                 fprintf(f,
                         "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" "
                         "text-anchor=\"middle\">%s</text>\n",
