@@ -1161,6 +1161,7 @@ typedef struct Writer {
         uint32_t crc;
         uint32_t table[256];
         bool failed;
+        int error; /* errno of the write that failed, so a full disk says so */
 } Writer;
 
 static void w_bytes(Writer *w, const void *p, size_t n)
@@ -1170,6 +1171,7 @@ static void w_bytes(Writer *w, const void *p, size_t n)
         }
         if (fwrite(p, 1, n, w->f) != n) {
                 w->failed = true;
+                w->error = errno;
                 return;
         }
         w->crc = crc32_update(w->table, w->crc, p, n);
@@ -1299,7 +1301,7 @@ int history_save(const History *h, const AttribTable *t, uint64_t hz, FILE *f)
         free(scratch);
         w_uint(&w, w.crc, 4);
         if (w.failed || ferror(f)) {
-                return -EIO;
+                return w.error > 0 ? -w.error : -EIO;
         }
         return 0;
 }

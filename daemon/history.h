@@ -122,7 +122,7 @@ size_t history_memory_bytes(const History *h);
 /* Writes the whole history to @f in a versioned binary format with a CRC-32, including the
  * attribution source names from @t, @hz (the counter frequency the ticks are in) and the boot
  * id (CLOCK_MONOTONIC restarts at boot). Returns 0, -EINVAL when @t lacks a name for a source
- * the history holds, -ENOMEM, -EIO. */
+ * the history holds, -ENOMEM, or the negative errno of a failed write (-ENOSPC, -EIO...). */
 int history_save(const History *h, const AttribTable *t, uint64_t hz, FILE *f);
 
 /* Replaces the contents of @h with what @f holds (source ids remapped into @t, which gains the

@@ -297,6 +297,14 @@ static int probes_start(Manager *m)
 static void probes_stop(Manager *m)
 {
         for (size_t i = 0; i < m->n_probes; i++) {
+                /* A probe starved by a higher-priority task cannot see the stop request; do
+                 * not hang the shutdown on it. */
+                if (m->probes[i].probe &&
+                    probe_stop_timeout(m->probes[i].probe, 2000000000ULL) < 0) {
+                        log_warning("the probe on CPU %d did not stop within 2 s (starved by a "
+                                    "higher-priority task?); leaving it behind",
+                                    m->probes[i].cpu);
+                }
                 probe_free(m->probes[i].probe);
                 attrib_snapshot_free(m->probes[i].attrib_snap);
         }
@@ -424,6 +432,18 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata)
                 int64_t e;
 
                 p->offline = !cpulist_cpu_online(p->cpu);
+                /* Moved off an online CPU: a cpuset or affinity change that it cannot undo.
+                 * Said once per episode; it measures nothing meanwhile. */
+                if (st == PROBE_MIGRATED && !p->offline && !p->migrated) {
+                        log_warning("the probe on CPU %d was moved to CPU %d and cannot go back "
+                                    "(is CPU %d still in the daemon's cpuset and "
+                                    "CPUAffinity=?): not measuring CPU %d until it can",
+                                    p->cpu, probe_migrated_to(p->probe), p->cpu, p->cpu);
+                        p->migrated = true;
+                } else if (st != PROBE_MIGRATED && p->migrated) {
+                        log_notice("the probe is back on CPU %d", p->cpu);
+                        p->migrated = false;
+                }
                 if (st != PROBE_RUNNING && st != PROBE_PREHEATING) {
                         p->missed = 0;
                         p->stalled = false;
@@ -827,10 +847,13 @@ Manager *manager_free(Manager *m)
         if (!m) {
                 return NULL;
         }
-        probes_stop(m);
+        /* Checkpoint first: stopping a probe that a higher-priority real-time task starves
+         * takes time, and a stop that systemd ends with SIGKILL meanwhile must not lose the
+         * history. */
         if (m->history) {
                 checkpoint(m);
         }
+        probes_stop(m);
         manager_free_monitors(m);
         for (size_t i = 0; i < sizeof(m->analysis_cache) / sizeof(m->analysis_cache[0]); i++) {
                 json_decref(m->analysis_cache[i].causes);

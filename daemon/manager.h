@@ -31,6 +31,7 @@ typedef struct ProbeCtl {
         bool stalled;
         bool stall_pending; /* the next interval harvested ends a stall */
         bool offline;
+        bool migrated;      /* off its CPU while that CPU is online: warned once */
         RingReader reader;
         AttribSnapshot *attrib_snap;
         uint64_t samples_total; /* since start, for status */

@@ -487,8 +487,8 @@ static Eval evaluate(Work *w, double period, double tol, unsigned skip)
         }
         /* A chain that never links an event to the very next multiple is the lattice of a
          * multiple of the period, m * period, not this one: a 10 ms theft bridges to itself
-         * every 20 ms, five periods of a 4 ms tick. Its events are left to that period. Bit 1
-         * of on[]: a link to the next multiple before the event, bit 2: one after it. */
+         * every 20 ms, five periods of a 4 ms tick. Its events are left to that period. Meanwhile
+         * on[] & 1 marks a link to the next multiple before the event, on[] & 2 one after it. */
         for (size_t i = 0; i < w->n; i++) {
                 w->on[i] = 0;
         }

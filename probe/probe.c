@@ -486,9 +486,33 @@ void probe_stop(Probe *p)
         p->thread_started = false;
 }
 
+int probe_stop_timeout(Probe *p, uint64_t timeout_ns)
+{
+        struct timespec ts;
+        uint64_t t;
+
+        if (!p->thread_started) {
+                return 0;
+        }
+        atomic_store(&p->ctl.stop, 1);
+        clock_gettime(CLOCK_REALTIME, &ts);
+        t = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec + timeout_ns;
+        ts.tv_sec = (time_t)(t / 1000000000ULL);
+        ts.tv_nsec = (long)(t % 1000000000ULL);
+        if (pthread_timedjoin_np(p->thread, NULL, &ts) != 0) {
+                return -ETIMEDOUT;
+        }
+        p->thread_started = false;
+        return 0;
+}
+
 void probe_free(Probe *p)
 {
         if (!p) {
+                return;
+        }
+        /* A thread that would not stop (see probe_stop_timeout) still uses the memory. */
+        if (p->thread_started && atomic_load(&p->ctl.stop)) {
                 return;
         }
         probe_stop(p);

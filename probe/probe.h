@@ -69,6 +69,11 @@ int probe_start(Probe *p);
 /* Asks the thread to stop and joins it. Safe to call twice. */
 void probe_stop(Probe *p);
 
+/* Asks the thread to stop and waits at most @timeout_ns for it. Returns 0, or -ETIMEDOUT when
+ * it did not stop in time (starved by a higher-priority task on its CPU): probe_free() then
+ * leaves the probe's memory alone, as the thread may still touch it; the process should exit. */
+int probe_stop_timeout(Probe *p, uint64_t timeout_ns);
+
 /* Stops the probe if needed and frees it; accepts NULL. */
 void probe_free(Probe *p);
 

@@ -68,15 +68,29 @@ if [[ -w $online ]] && echo 0 > "$online" 2>/dev/null; then
     trap 'echo 1 > '"$online"' 2>/dev/null; cleanup' EXIT
     sleep 0.8
     state=$(jctl --json status | jq -r '.probes[0].state')
+    # Meanwhile the probe thread sits on the CPU it was moved to: it must record nothing there
+    # and not spin (it looks for its CPU every 100 ms). One second of its CPU time and samples.
+    tid=$(ls /proc/"$DAEMON_PID"/task | grep -vx "$DAEMON_PID" | head -1)
+    s0=$(jctl --json status | jq '.probes[0].samples')
+    c0=$(cut -d' ' -f1 /proc/"$DAEMON_PID"/task/"$tid"/schedstat)
+    w0=$(date +%s%N)
+    sleep 1
+    s1=$(jctl --json status | jq '.probes[0].samples')
+    c1=$(cut -d' ' -f1 /proc/"$DAEMON_PID"/task/"$tid"/schedstat)
+    w1=$(date +%s%N)
     echo 1 > "$online"
     [[ $state == offline ]] || fail "probe state '$state' while CPU 1 was offline"
+    (( s1 == s0 )) || fail "the probe recorded $((s1 - s0)) samples while CPU 1 was offline"
+    (( (c1 - c0) * 20 < w1 - w0 )) || fail "the probe thread used $(((c1 - c0) / 1000000)) ms" \
+        "of CPU in $(((w1 - w0) / 1000000)) ms while CPU 1 was offline: it spins where it landed"
+    echo "while offline: $((s1 - s0)) samples, $(((c1 - c0) / 1000)) us of CPU in 1 s"
     ok=0
     for _ in $(seq 40); do
         jctl --json status | jq -e '.probes[0].state == "running"' >/dev/null && { ok=1; break; }
         sleep 0.1
     done
     (( ok )) || fail "the probe did not resume after CPU 1 came back"
-    pass "offline while CPU 1 is unplugged, running again after"
+    pass "offline while CPU 1 is unplugged (recording nothing, not spinning), running after"
 else
     echo "note: $online is not writable here; hotplug not exercised"
 fi

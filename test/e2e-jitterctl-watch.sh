@@ -15,7 +15,14 @@ CONF
 # A private tmux server, killed with the test.
 TMUX_SOCK=$T/tmux.sock
 tm() { tmux -S "$TMUX_SOCK" -f /dev/null "$@"; }
-trap 'rc=$?; tmux -S "$TMUX_SOCK" kill-server 2> /dev/null; (exit $rc); cleanup' EXIT
+cleanup_tmux() {
+    local rc=$?
+    set +e
+    tmux -S "$TMUX_SOCK" kill-server 2> /dev/null
+    (exit $rc)
+    cleanup # lib.sh's: it takes the exit status from $?
+}
+trap cleanup_tmux EXIT
 unset TMUX
 
 J="$JITTERCTL --socket $SOCK"

@@ -1,6 +1,9 @@
 /* jitter-hostile: throws junk at a Varlink socket from many connections, then checks that the
  * server still answers properly. Used by the end-to-end tests; exit 0 when it does.
- *   jitter-hostile SOCKET [ROUNDS] */
+ *   jitter-hostile SOCKET [ROUNDS [SEED [HOLD]]]
+ * SEED varies the random junk between parallel instances (default 12345); HOLD is how many
+ * silent and never-reading connections it keeps open at once (default 48), so that parallel
+ * instances can stay within the server's connection limit. */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -19,6 +22,21 @@
 
 static const char *sock_path;
 static unsigned seed = 12345;
+
+/* Well-formed calls, the raw material of truncated and mutated messages. */
+static const char *const valid_calls[] = {
+        "{\"method\":\"org.varlink.service.GetInfo\"}",
+        "{\"method\":\"org.varlink.service.GetInterfaceDescription\",\"parameters\":"
+        "{\"interface\":\"io.jitterd\"}}",
+        "{\"method\":\"io.jitterd.GetStatus\"}",
+        "{\"method\":\"io.jitterd.GetStats\",\"parameters\":{\"cpus\":[1],\"window\":\"10s\"}}",
+        "{\"method\":\"io.jitterd.GetHistogram\",\"parameters\":{\"cpu\":1,\"window\":\"1m\","
+        "\"kind\":\"diffdiff\"}}",
+        "{\"method\":\"io.jitterd.GetEvents\",\"parameters\":{\"since\":\"1m\",\"limit\":50}}",
+        "{\"method\":\"io.jitterd.GetTimeline\",\"parameters\":{\"cpu\":1,\"window\":\"1h\"}}",
+        "{\"method\":\"io.jitterd.Monitor\",\"parameters\":{\"cpus\":[1]},\"more\":true}",
+};
+#define N_VALID (sizeof(valid_calls) / sizeof(valid_calls[0]))
 
 static int dial(void)
 {
@@ -93,6 +111,46 @@ static void junk_text(const char *msg)
                 return;
         }
         send_all(fd, msg, strlen(msg) + 1);
+        drain_and_close(fd);
+}
+
+/* A valid call cut short, then terminated: invalid JSON as far as the server can tell. */
+static void junk_truncated(void)
+{
+        const char *call = valid_calls[rand_r(&seed) % N_VALID];
+        size_t len = strlen(call), cut = (size_t)rand_r(&seed) % len;
+        int fd = dial();
+
+        if (fd < 0) {
+                return;
+        }
+        send_all(fd, call, cut);
+        send_all(fd, "", 1);
+        drain_and_close(fd);
+}
+
+/* A valid call with a few bytes changed at random: mostly invalid, sometimes a call with odd
+ * values, all pipelined on one connection. */
+static void junk_mutated(unsigned n)
+{
+        char buf[512];
+        int fd = dial();
+
+        if (fd < 0) {
+                return;
+        }
+        for (unsigned i = 0; i < n; i++) {
+                const char *call = valid_calls[rand_r(&seed) % N_VALID];
+                size_t len = strlen(call);
+
+                memcpy(buf, call, len + 1);
+                for (int k = 1 + rand_r(&seed) % 3; k > 0; k--) {
+                        buf[(size_t)rand_r(&seed) % len] = (char)(rand_r(&seed) % 256);
+                }
+                /* A NUL put in by the mutation ends the message early; the rest follows as
+                 * another message, as it would on the wire. */
+                send_all(fd, buf, len + 1);
+        }
         drain_and_close(fd);
 }
 
@@ -182,8 +240,24 @@ static int never_reads(void)
         return fd;
 }
 
+static uint64_t now_us(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* The slowest GetStatus answer seen, in microseconds: latency under load, for the log. */
+static uint64_t slowest_us;
+
+/* Answering is what counts, not how fast under a flood on the same CPU: the deadline is
+ * generous (sanitizer builds are several times slower). */
+#define ANSWER_TIMEOUT_USEC 10000000ULL
+
 static int check_answers(void)
 {
+        uint64_t t0 = now_us();
         VarlinkClient *c = NULL;
         json_t *reply = NULL;
         char *err = NULL;
@@ -194,7 +268,7 @@ static int check_answers(void)
                 fprintf(stderr, "jitter-hostile: cannot connect afterwards: %s\n", strerror(-r));
                 return -1;
         }
-        varlink_client_set_timeout(c, 2000000);
+        varlink_client_set_timeout(c, ANSWER_TIMEOUT_USEC);
         r = varlink_client_call(c, "io.jitterd.GetStatus", NULL, &reply, &err);
         if (r < 0 || err || !json_object_get(reply, "probes")) {
                 fprintf(stderr, "jitter-hostile: GetStatus failed afterwards: %s %s\n",
@@ -204,6 +278,9 @@ static int check_answers(void)
         json_decref(reply);
         free(err);
         varlink_client_free(c);
+        if (now_us() - t0 > slowest_us) {
+                slowest_us = now_us() - t0;
+        }
         return r < 0 ? -1 : 0;
 }
 
@@ -226,15 +303,24 @@ int main(int argc, char **argv)
                 "{\"method\":\"io.jitterd.GetStatus\"\x01}", "\xff\xfe\xfd",
         };
         int held[HOLD_MAX];
-        size_t n_held = 0;
+        size_t n_held = 0, hold = HOLD_MAX;
         unsigned rounds = argc > 2 ? (unsigned)atoi(argv[2]) : 20;
         int failures = 0;
 
         if (argc < 2) {
-                fprintf(stderr, "usage: jitter-hostile SOCKET [ROUNDS]\n");
+                fprintf(stderr, "usage: jitter-hostile SOCKET [ROUNDS [SEED [HOLD]]]\n");
                 return 2;
         }
         sock_path = argv[1];
+        if (argc > 3) {
+                seed = (unsigned)strtoul(argv[3], NULL, 10);
+        }
+        if (argc > 4) {
+                hold = strtoul(argv[4], NULL, 10);
+                if (hold > HOLD_MAX) {
+                        hold = HOLD_MAX;
+                }
+        }
         for (unsigned r = 0; r < rounds; r++) {
                 for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
                         junk_text(texts[i]);
@@ -242,6 +328,10 @@ int main(int argc, char **argv)
                 for (int i = 0; i < 20; i++) {
                         junk_random();
                 }
+                for (int i = 0; i < 10; i++) {
+                        junk_truncated();
+                }
+                junk_mutated(100);
                 junk_nested(20000);
                 junk_pipelined(200);
                 disconnect_mid_message();
@@ -249,7 +339,7 @@ int main(int argc, char **argv)
                         junk_oversized();
                 }
                 /* Silent clients and clients that never read, kept open. */
-                if (n_held + 2 <= HOLD_MAX) {
+                if (n_held + 2 <= hold) {
                         held[n_held++] = dial();
                         held[n_held++] = never_reads();
                 }
@@ -265,6 +355,7 @@ int main(int argc, char **argv)
         if (check_answers() < 0) {
                 failures++;
         }
-        printf("jitter-hostile: %u rounds, %d checks failed\n", rounds, failures);
+        printf("jitter-hostile: %u rounds, %d checks failed, slowest answer %llu ms\n", rounds,
+               failures, (unsigned long long)(slowest_us / 1000));
         return failures ? 1 : 0;
 }

@@ -20,7 +20,7 @@ int cmd_audit(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
         };
         const char *root = NULL, *cpus_text = NULL;
         unsigned long long priority = 0;
-        bool local = false;
+        bool local = false, have_priority = false;
         json_t *report = NULL;
         AuditOptions opt;
         int c, r, worst;
@@ -42,6 +42,7 @@ int cmd_audit(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                                                        optarg);
                         }
                         opt.probe_priority = (unsigned)priority;
+                        have_priority = true;
                         break;
                 default:
                         r = ctl_parse_common(ctl, cmd, c);
@@ -52,6 +53,12 @@ int cmd_audit(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
         }
         if (optind < argc) {
                 return ctl_usage_error(cmd, "unexpected argument \"%s\"", argv[optind]);
+        }
+        if (have_priority && !local) {
+                /* The daemon audits at its probes' own priority: ignoring the option would
+                 * answer a question that was not asked. */
+                return ctl_usage_error(cmd, "--priority is for a local audit (with --root or "
+                                            "--cpus); the daemon audits at its probes' priority");
         }
         if (local) {
                 cpu_set_t set;

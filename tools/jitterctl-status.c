@@ -264,8 +264,9 @@ static void print_causes(Ctl *ctl, json_t *stats)
                 fputc('\n', stdout);
         }
         if (json_array_size(periods) > 0) {
-                printf("%sCPU %llu periods:%s\n", ctl_color(ctl, CTL_BOLD), (unsigned long long)cpu,
-                       ctl_color(ctl, CTL_RESET));
+                /* Set off from the table above when no causes came between. */
+                printf("%s%sCPU %llu periods:%s\n", n > 0 ? "" : "\n", ctl_color(ctl, CTL_BOLD),
+                       (unsigned long long)cpu, ctl_color(ctl, CTL_RESET));
         }
         json_array_foreach(periods, i, e)
         {

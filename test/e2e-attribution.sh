@@ -1,0 +1,188 @@
+# jitterd end to end, noise attribution: the interrupts, softirqs and context switches that
+# GetStats reports for a window are what /proc says moved on CPU 1 over the same time, while a
+# timer-heavy task runs there; over 60 intervals and more the fit gives each source that moved
+# a cost per occurrence and the share of the time lost it explains, and `jitterctl stats`
+# prints them.
+#
+# Lining the windows up: Reset, then window "all", makes the daemon's window run from its last
+# harvest before the Reset to its last harvest before the query. Each of those lies at most one
+# interval (plus scheduling slack) from the moment /proc is read next to it, so the counts may
+# differ by what the source does in one interval at each end, and no more. Both ends are kept
+# quiet (the task starts two intervals after the first read and ends three intervals before the
+# last), so that bound is the source's quiet rate times (interval + slack), measured.
+source "$(dirname "$0")/lib.sh"
+need_cpu1
+
+INTERVAL_MS=100
+SLACK_MS=50
+THEFTS=3500      # one every 1 ms: a timer interrupt and a preemption each
+THEFT_US=100
+
+cat > "$T/jitterd.conf" <<CONF
+[probe]
+threshold = 10us
+preheat = 300ms
+priority = 10
+CONF
+
+start_daemon --interval ${INTERVAL_MS}ms
+[[ $(jctl --json status | jq '.config.interval_ns') == $((INTERVAL_MS * 1000000)) ]] \
+    || fail "the daemon does not run with a ${INTERVAL_MS} ms interval"
+
+# The probe thread is the daemon's thread allowed on CPU 1 only (the manager moved off it).
+PROBE_TID=
+for _ in $(seq 50); do
+    for t in /proc/"$DAEMON_PID"/task/*; do
+        if [[ $(awk '/^Cpus_allowed_list:/ { print $2 }' "$t/status" 2>/dev/null) == 1 ]]; then
+            PROBE_TID=${t##*/}
+        fi
+    done
+    [[ -n $PROBE_TID ]] && break
+    sleep 0.1
+done
+[[ -n $PROBE_TID ]] || fail "cannot find the probe thread of the daemon"
+
+sleep_ms() { sleep "$(awk -v ms="$1" 'BEGIN { printf "%.3f", ms / 1000 }')"; }
+
+# snapshot FILE: "SOURCE COUNT" lines for CPU 1, named as the daemon names them, and the time.
+snapshot() {
+    {
+        echo "time $EPOCHREALTIME"
+        awk 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "CPU1") col = i + 1; next }
+             { name = $1; sub(/:$/, "", name) }
+             name != "ERR" && name != "MIS" && $col ~ /^[0-9]+$/ { print "irq:" name, $col }' \
+            /proc/interrupts
+        awk 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "CPU1") col = i + 1; next }
+             { name = $1; sub(/:$/, "", name) }
+             $col ~ /^[0-9]+$/ { print "softirq:" name, $col }' /proc/softirqs
+        awk '/^voluntary_ctxt_switches:/ { print "ctxsw:voluntary", $2 }
+             /^nonvoluntary_ctxt_switches:/ { print "ctxsw:involuntary", $2 }' \
+            "/proc/$DAEMON_PID/task/$PROBE_TID/status"
+    } > "$1"
+    grep -q '^irq:LOC ' "$1" || fail "no LOC row for CPU 1 in /proc/interrupts (CPU 1 offline?)"
+}
+
+# The daemon's counts in GetStats JSON, as "SOURCE COUNT" lines.
+daemon_counts() {
+    jq -r '.cpus[0] | (.interrupts | to_entries[] | "irq:\(.key) \(.value)"),
+                      (.softirqs | to_entries[] | "softirq:\(.key) \(.value)"),
+                      (.ctxsw | to_entries[] | "ctxsw:\(.key) \(.value)")' "$1"
+}
+
+# A quiet second before, for the rate of every source while nothing of ours runs.
+sleep 0.5
+snapshot "$T/q0"
+sleep 1
+jctl call Reset '{"cpus": [1]}' > /dev/null || fail "Reset failed"
+snapshot "$T/a"
+
+"$THIEF" --cpu 1 --delay $((2 * INTERVAL_MS))ms --period 1ms --durations ${THEFT_US}us \
+    --count $THEFTS > "$T/thefts" || fail "jitter-thief failed (CPU 1 busy or offline?)"
+sleep_ms $((3 * INTERVAL_MS))
+snapshot "$T/b"
+jctl --json call GetStats '{"cpus": [1], "window": "all"}' > "$T/stats-b.json" \
+    || fail "GetStats failed"
+sleep 1
+snapshot "$T/q1"
+
+jq -e '.cpus[0] | (.interrupts | type) == "object" and (.softirqs | type) == "object"
+                  and (.ctxsw | type) == "object" and .interrupts.LOC > 0' \
+    "$T/stats-b.json" > /dev/null \
+    || fail "GetStats lacks interrupts/softirqs/ctxsw: $(cat "$T/stats-b.json")"
+pass "GetStats carries interrupts, softirqs and ctxsw counts"
+
+# Per source: the daemon's count D, /proc's P = b - a, and the bound: its quiet rate (the larger
+# of the second before and the second after) times (interval + slack), at each end, plus 2 for
+# the reads' rounding.
+daemon_counts "$T/stats-b.json" > "$T/d"
+awk -v interval=$INTERVAL_MS -v slack=$SLACK_MS -v locfile="$T/loc" '
+    FNR == 1 { file++ }
+    { v[file, $1] = $2; names[$1] = 1 }
+    END {
+        span_ms = interval + slack
+        bad = 0
+        for (n in names) {
+            if (n == "time" || !((2, n) in v) || !((3, n) in v)) {
+                continue        # absent from a read: a source that came or went meanwhile
+            }
+            r0 = (v[2, n] - v[1, n]) / (v[2, "time"] - v[1, "time"])
+            r1 = ((4, n) in v) ? (v[4, n] - v[3, n]) / (v[4, "time"] - v[3, "time"]) : 0
+            rate = r0 > r1 ? r0 : r1
+            bound = 2 * int(rate * span_ms / 1000 + 0.999) + 2
+            p = v[3, n] - v[2, n]
+            d = ((5, n) in v) ? v[5, n] : 0
+            diff = d > p ? d - p : p - d
+            if (p > 0 || d > 0) {
+                printf "%-22s daemon %7d  /proc %7d  bound +-%d (quiet %.0f/s x %d ms x 2 + 2)%s\n",
+                       n, d, p, bound, rate, span_ms, (diff > bound ? "  <-- FAIL" : "")
+            }
+            if (diff > bound) {
+                bad++
+            }
+            if (n == "irq:LOC") {
+                print d, p, bound > locfile   # the line for the checks below
+            }
+        }
+        exit bad > 0
+    }' "$T/q0" "$T/a" "$T/b" "$T/q1" "$T/d" > "$T/compare" || {
+    cat "$T/compare"
+    fail "the daemon's counts differ from /proc's by more than the interval boundaries explain"
+}
+cat "$T/compare"
+read -r loc_d loc_p loc_bound < "$T/loc"
+# The comparison means something only if the task moved LOC far beyond the bound.
+(( loc_p >= THEFTS * 8 / 10 )) \
+    || fail "the timer-heavy task did not show in CPU 1's LOC ($loc_p for $THEFTS wake-ups)"
+(( loc_bound * 5 < loc_p )) || fail "bound $loc_bound too wide against $loc_p to tell anything"
+pass "LOC on CPU 1: daemon $loc_d, /proc $loc_p, within +-$loc_bound; every source within its bound"
+
+intervals=$(jctl --json call GetTimeline '{"cpu": 1, "window": "all"}' | jq '.points | length')
+if (( intervals < 60 )); then
+    jq -e '.cpus[0].causes | length > 0 and all(.[]; has("cost_ns") | not)' \
+        "$T/stats-b.json" > /dev/null || fail "a fit over only $intervals intervals"
+    pass "no fit over $intervals intervals (fewer than 60), only counts and rates"
+fi
+
+# The fit: the same window once it holds 70 intervals, 35 of them with the thefts.
+for _ in $(seq 100); do
+    intervals=$(jctl --json call GetTimeline '{"cpu": 1, "window": "all"}' | jq '.points | length')
+    (( intervals >= 70 )) && break
+    sleep 0.1
+done
+(( intervals >= 70 )) || fail "only $intervals intervals after 10 s"
+jctl --json call GetStats '{"cpus": [1], "window": "all"}' > "$T/stats.json" || fail "GetStats"
+jq -c '.cpus[0].causes[]' "$T/stats.json"
+jq -e '.cpus[0].causes | map(select(has("cost_ns"))) | length > 0' "$T/stats.json" > /dev/null \
+    || fail "no cause with a cost over $intervals intervals"
+jq -e '.cpus[0].causes | all(.[]; (has("cost_ns") == has("explains"))
+        and ((has("cost_ns") | not) or (.cost_ns >= 0 and .explains >= 0 and .explains <= 1))
+        and .count > 0 and .per_second > 0)' "$T/stats.json" > /dev/null \
+    || fail "a cause with an invalid cost or share"
+# "explains" is cost x count over the time lost (when no interval was stalled, the fit's time
+# lost is the window's).
+jq -e '.cpus[0] | .stalls > 0 or all(.causes[] | select(has("cost_ns"));
+        ((.cost_ns * .count / $lost) as $e | ($e > 1 and .explains > 0.999)
+         or (.explains - $e | if . < 0 then -. else . end) <= 0.005 + 0.02 * $e))' \
+    --argjson lost "$(jq '.cpus[0].lost_ns' "$T/stats.json")" "$T/stats.json" > /dev/null \
+    || fail "explains is not cost x count / time lost"
+# Ground truth: the thefts took at least THEFTS x THEFT_US; the fit must put at least half of it
+# on what they moved (each woke the thief with a timer interrupt and preempted the probe).
+found_ns=$(jq '[.cpus[0].causes[] | select(.source == "irq:LOC" or .source == "ctxsw:involuntary")
+                | (.cost_ns // 0) * .count] | add // 0 | floor' "$T/stats.json")
+(( found_ns >= THEFTS * THEFT_US * 1000 / 2 )) \
+    || fail "the fit puts only $found_ns ns on LOC and preemptions," \
+            "the thefts took $((THEFTS * THEFT_US * 1000)) ns"
+pass "over $intervals intervals every cause has a cost and a share;" \
+     "$((found_ns / 1000000)) ms put on the thefts' LOC and preemptions" \
+     "($((THEFTS * THEFT_US / 1000)) ms stolen)"
+
+jctl stats --cpu 1 --window all > "$T/stats.txt" || fail "jitterctl stats failed"
+cat "$T/stats.txt"
+grep -Eq '^CPU 1 causes \(time lost .+\):$' "$T/stats.txt" || fail "jitterctl stats shows no causes"
+top=$(jq -r '.cpus[0].causes | max_by(.explains // -1) | .source' "$T/stats.json")
+grep -Eq "^  $top +[0-9.]+[kMG]?/s +~[0-9.]+ (n|µ|m)?s each +explains [0-9.]+ %$" "$T/stats.txt" \
+    || fail "jitterctl stats does not show the top cause $top with its cost and share"
+pass "jitterctl stats prints the top causes (the first: $top)"
+
+stop_daemon || fail "exit status not 0"
+pass "clean stop"
