@@ -157,7 +157,7 @@ pass "answers GetStatus, GetStats and GetInfo after the attack"
 # fill. So the peak may not exceed the baseline by more than max_clients times that.
 hwm=$(vm VmHWM)
 rss=$(vm VmRSS)
-if ldd "$JITTERD" | grep -q libasan; then
+if [[ $(ldd "$JITTERD") == *libasan* ]]; then
     echo "note: sanitizer build: its allocator keeps freed memory in quarantine, so RSS is" \
          "not measured here (leaks are caught by LeakSanitizer when the daemon exits)"
 else
