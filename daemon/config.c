@@ -541,6 +541,11 @@ static int apply_path(Config *c, const ConfigKey *k, const char *value, char **r
         while (len > 1 && value[len - 1] == '/') {
                 len--;
         }
+        /* Values are trimmed when read, so a path ending in white space could never be written
+         * back as it is ("/srv/x /" would come back as "/srv/x"). */
+        if (value[len - 1] == ' ' || value[len - 1] == '\t') {
+                return fail(ret_error, "%s: %s ends in white space", k->name, quote(value, q));
+        }
         if ((k->flags & FLAG_PATH_PREFIX) && len == 1) {
                 len = 0;
         }
