@@ -124,33 +124,49 @@ static int get_window(Manager *m, VarlinkCallCtx *call, json_t *params, const ch
         return 0;
 }
 
-/* Splits the attribution counters of @d into {"interrupts": {...}, "softirqs": {...},
- * "ctxsw": {...}} keyed by source without its prefix, and "smi" when present. */
-static void attrib_to_json(Manager *m, const AttribDelta *d, json_t *o)
+/* Adds the attribution counters of @d to @o as GetStats has them: "interrupts", "softirqs"
+ * and "ctxsw" maps keyed by the source's name without its prefix, and "smi". */
+int api_attrib_to_json(Manager *m, const AttribDelta *d, json_t *o)
 {
-        json_t *irq = json_object(), *soft = json_object(), *ctx = json_object();
+        static const struct {
+                const char *prefix;
+                const char *key;
+        } maps[] = {
+                {"irq:", "interrupts"},
+                {"softirq:", "softirqs"},
+                {"ctxsw:", "ctxsw"},
+        };
+        json_t *obj[3];
 
-        for (size_t i = 0; i < d->n; i++) {
-                const char *name = attrib_table_name(m->attrib, d->items[i].id);
-                json_t *v = json_integer((json_int_t)d->items[i].count);
-
-                if (!name) {
-                        json_decref(v);
-                } else if (strncmp(name, "irq:", 4) == 0) {
-                        json_object_set_new(irq, name + 4, v);
-                } else if (strncmp(name, "softirq:", 8) == 0) {
-                        json_object_set_new(soft, name + 8, v);
-                } else if (strncmp(name, "ctxsw:", 6) == 0) {
-                        json_object_set_new(ctx, name + 6, v);
-                } else if (strcmp(name, "smi") == 0) {
-                        json_object_set_new(o, "smi", v);
-                } else {
-                        json_decref(v);
+        for (size_t k = 0; k < 3; k++) {
+                obj[k] = json_object();
+                if (json_object_set_new(o, maps[k].key, obj[k]) < 0) {
+                        return -ENOMEM;
                 }
         }
-        json_object_set_new(o, "interrupts", irq);
-        json_object_set_new(o, "softirqs", soft);
-        json_object_set_new(o, "ctxsw", ctx);
+        for (size_t i = 0; i < d->n; i++) {
+                const char *name = attrib_table_name(m->attrib, d->items[i].id);
+                json_t *count = json_integer((json_int_t)d->items[i].count);
+                json_t *into = NULL;
+                const char *key = NULL;
+
+                for (size_t k = 0; name && k < 3; k++) {
+                        if (strncmp(name, maps[k].prefix, strlen(maps[k].prefix)) == 0) {
+                                into = obj[k];
+                                key = name + strlen(maps[k].prefix);
+                        }
+                }
+                if (name && strcmp(name, "smi") == 0) {
+                        into = o;
+                        key = name;
+                }
+                if (!into) {
+                        json_decref(count);
+                } else if (json_object_set_new(into, key, count) < 0) {
+                        return -ENOMEM;
+                }
+        }
+        return 0;
 }
 
 typedef struct FitCtx {
@@ -343,7 +359,7 @@ static json_t *api_cpu_stats(Manager *m, int cpu, const char *window, const Hist
         json_object_set_new(o, "from_ns", json_integer((json_int_t)w->from_ns));
         json_object_set_new(o, "to_ns", json_integer((json_int_t)w->to_ns));
         json_object_set_new(o, "stalls", json_integer((json_int_t)w->stalls));
-        attrib_to_json(m, &w->attrib, o);
+        (void)api_attrib_to_json(m, &w->attrib, o);
         analysis_to_json(m, cpu, window, w, o);
         return o;
 }
@@ -768,7 +784,8 @@ void manager_notify_monitors(Manager *m)
                                       (json_int_t)s.events, "lost_ns",
                                       (json_int_t)s.lost_ns, "cpu_available_pct",
                                       s.cpu_available_pct);
-                        attrib_to_json(m, p->have_last ? &p->last_attrib : &(AttribDelta){ 0 }, o);
+                        (void)api_attrib_to_json(
+                                m, p->have_last ? &p->last_attrib : &(AttribDelta){0}, o);
                         json_object_del(o, "softirqs");
                         json_object_del(o, "ctxsw");
                         json_object_del(o, "smi");

@@ -827,51 +827,6 @@ static json_t *export_intervals_last(Manager *m)
         return arr;
 }
 
-/* Adds the attribution counters of @d to @o as GetStats has them: "interrupts", "softirqs"
- * and "ctxsw" maps keyed by the source's name without its prefix, and "smi". */
-static int export_attrib(Manager *m, const AttribDelta *d, json_t *o)
-{
-        static const struct {
-                const char *prefix;
-                const char *key;
-        } maps[] = {
-                {"irq:", "interrupts"},
-                {"softirq:", "softirqs"},
-                {"ctxsw:", "ctxsw"},
-        };
-        json_t *obj[3];
-
-        for (size_t k = 0; k < 3; k++) {
-                obj[k] = json_object();
-                if (json_object_set_new(o, maps[k].key, obj[k]) < 0) {
-                        return -ENOMEM;
-                }
-        }
-        for (size_t i = 0; i < d->n; i++) {
-                const char *name = attrib_table_name(m->attrib, d->items[i].id);
-                json_t *count = json_integer((json_int_t)d->items[i].count);
-                json_t *into = NULL;
-                const char *key = NULL;
-
-                for (size_t k = 0; name && k < 3; k++) {
-                        if (strncmp(name, maps[k].prefix, strlen(maps[k].prefix)) == 0) {
-                                into = obj[k];
-                                key = name + strlen(maps[k].prefix);
-                        }
-                }
-                if (name && strcmp(name, "smi") == 0) {
-                        into = o;
-                        key = name;
-                }
-                if (!into) {
-                        json_decref(count);
-                } else if (json_object_set_new(into, key, count) < 0) {
-                        return -ENOMEM;
-                }
-        }
-        return 0;
-}
-
 /* The "cpus" array of GetStats over @window, without the causes and periods: those analyses
  * cost milliseconds per CPU over long windows, too much for every interval, and the
  * exposition does not use them. */
@@ -900,7 +855,7 @@ static json_t *export_stats(Manager *m, const char *window)
                     json_object_set_new(o, "cpu", json_integer(cpu)) < 0 ||
                     json_object_set_new(o, "window", json_string(window)) < 0 ||
                     json_object_set_new(o, "stalls", json_integer((json_int_t)w->stalls)) < 0 ||
-                    export_attrib(m, &w->attrib, o) < 0) {
+                    api_attrib_to_json(m, &w->attrib, o) < 0) {
                         goto fail;
                 }
         }

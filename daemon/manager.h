@@ -127,6 +127,10 @@ json_t *api_status(Manager *m);
 json_t *api_stats(Manager *m, const cpu_set_t *cpus, const char *window);
 json_t *api_histogram(Manager *m, int cpu, const char *window, const char *kind);
 
+/* Adds the attribution counters of @d to @o as GetStats has them: "interrupts", "softirqs"
+ * and "ctxsw" maps keyed by source without its prefix, and "smi". Returns 0 or -ENOMEM. */
+int api_attrib_to_json(Manager *m, const AttribDelta *d, json_t *o);
+
 /* Sends the interval that was just harvested to Monitor clients (api.c). */
 void manager_notify_monitors(Manager *m);
 
