@@ -7,20 +7,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Relative width of a histogram bin: a strictly periodic source fills one or two. */
+/* Relative widths of the bins of the two histograms of differences: a source with a jitter of
+ * up to about 1 % of its period stands out in the coarse one; a precise timer stands out far
+ * better in the fine one, where a bin holds a fifth of the background (a 137 ms theft among
+ * 100 unrelated interruptions a second). */
 #define BIN_WIDTH 0.005
+#define FINE_BIN_WIDTH 0.001
 /* A peak is the sum of 3 bins against the median of the bins around it (±BG_BINS). */
 #define PEAK_BINS 1
 #define BG_BINS 30
 #define BG_GAP 3
 /* How many standard deviations of the background a peak must stand above it. */
 #define PEAK_SIGMA 4.0
-#define CANDIDATES_MAX 32
+#define CANDIDATES_MAX 64
 /* Longest run of missed events a chain bridges. */
 #define SKIP_MAX 8
 /* Chance of an unrelated event landing within the tolerance of the lattice, summed over the
  * multiples tried: kept low so that noise does not form chains. */
 #define CHANCE_LINK_MAX 0.05
+/* An event counts on a chain only this many links from a link to the very next multiple. */
+#define BRIDGE_MAX 2
 /* A chain needs this many events before its events count as periodic. */
 #define CHAIN_MIN 3
 /* Tolerance bounds: at least TOL_MIN_NS (the jitter of a kernel timer and of our view of it),
@@ -31,7 +37,9 @@
 /* Differences collected to refine one candidate. */
 #define DIFFS_MAX 65536
 /* Periods that mean nothing, to measure chance: not close to simple ratios of the candidate. */
-static const double null_ratios[] = { 0.9413, 0.9689, 1.0317, 1.0571 };
+static const double null_ratios[] = {0.9413, 0.9689, 1.0317, 1.0571};
+/* Periods kept before the PERIODICITY_MAX_PERIODS with the most events are reported. */
+#define KEPT_MAX (2 * PERIODICITY_MAX_PERIODS)
 /* Largest k for which P/k is tried as the fundamental of a candidate P. */
 #define FUNDAMENTAL_MAX 8
 
@@ -53,16 +61,16 @@ typedef struct Known {
 } Known;
 
 static const Known known_sources[] = {
-        { 1e6, "scheduler tick (CONFIG_HZ=1000)" },
-        { 1e7 / 3, "scheduler tick (CONFIG_HZ=300)" },
-        { 4e6, "scheduler tick (CONFIG_HZ=250)" },
-        { 1e7, "scheduler tick (CONFIG_HZ=100)" },
-        { 5e8, "clocksource watchdog (WATCHDOG_INTERVAL = HZ/2 = 0.5 s)" },
-        { 1e9, "1 Hz residual tick (nohz_full), vmstat_update (vm.stat_interval = 1 s) or "
-               "another 1 s timer" },
-        { 2e9, "a 2 s timer" },
-        { 4e9, "a 4 s timer" },
-        { 5e9, "writeback flusher (vm.dirty_writeback_centisecs = 500)" },
+        {1e6, "scheduler tick (CONFIG_HZ=1000)"},
+        {1e7 / 3, "scheduler tick (CONFIG_HZ=300)"},
+        {4e6, "scheduler tick (CONFIG_HZ=250)"},
+        {1e7, "scheduler tick (CONFIG_HZ=100)"},
+        {5e8, "clocksource watchdog (WATCHDOG_INTERVAL = HZ/2 = 0.5 s)"},
+        {1e9, "1 Hz residual tick (nohz_full), vmstat_update (vm.stat_interval = 1 s) or "
+              "another 1 s timer"},
+        {2e9, "a 2 s timer"},
+        {4e9, "a 4 s timer"},
+        {5e9, "writeback flusher (vm.dirty_writeback_centisecs = 500)"},
 };
 
 static bool within(double a, double b, double rel)
@@ -86,6 +94,19 @@ const char *periodicity_source_name(uint64_t period_ns, unsigned online_cpus)
         return NULL;
 }
 
+typedef struct Candidate {
+        double lo, hi; /* differences that make the peak */
+        double excess;
+        double rank; /* the largest excess among the peak and its multiples */
+} Candidate;
+
+/* A log-binned histogram of differences between events. */
+typedef struct Hist {
+        double log_width; /* log(1 + relative bin width) */
+        size_t nbins;
+        uint32_t *count;
+} Hist;
+
 /* Scratch space of one analysis. */
 typedef struct Work {
         const uint64_t *t; /* the events not yet explained by a kept period */
@@ -94,16 +115,18 @@ typedef struct Work {
         size_t neighbours;  /* the k next events compared */
         double min_period;
         double log_min;
-        size_t nbins;
-        uint32_t *hist;
+        Hist hist[2]; /* coarse and fine */
         double *diffs;
         int32_t *succ;
         uint8_t *mult;
         uint32_t *dep;
         uint32_t *len;
-        uint8_t *on;        /* of the candidate being evaluated */
-        uint8_t *on_cand;   /* a copy, while its fundamental is looked for */
-        uint64_t *rest;     /* storage behind t once events were taken out */
+        uint8_t *on; /* of the candidate being evaluated */
+        uint8_t *fwd;
+        uint8_t *on_cand; /* a copy, while its fundamental is looked for */
+        uint64_t *rest;   /* storage behind t once events were taken out */
+        Candidate *peaks; /* every peak of the histogram */
+        size_t npeaks;    /* room in peaks */
 } Work;
 
 typedef struct Eval {
@@ -160,19 +183,19 @@ static double median(double *v, size_t n)
         return v[k];
 }
 
-static double bin_lower(const Work *w, size_t b)
+static double bin_lower(const Work *w, const Hist *h, size_t b)
 {
-        return w->min_period * exp((double)b * log1p(BIN_WIDTH));
+        return w->min_period * exp((double)b * h->log_width);
 }
 
-static void build_histogram(Work *w, double max_period)
+static void build_histograms(Work *w, double max_period)
 {
-        double inv = 1 / log1p(BIN_WIDTH);
-
+        for (size_t k = 0; k < 2; k++) {
+                memset(w->hist[k].count, 0, w->hist[k].nbins * sizeof(*w->hist[k].count));
+        }
         for (size_t i = 0; i < w->n; i++) {
                 for (size_t k = 1; k <= w->neighbours && i + k < w->n; k++) {
-                        double d = (double)(w->t[i + k] - w->t[i]);
-                        size_t b;
+                        double d = (double)(w->t[i + k] - w->t[i]), l;
 
                         if (d < w->min_period) {
                                 continue;
@@ -180,37 +203,41 @@ static void build_histogram(Work *w, double max_period)
                         if (d >= max_period) {
                                 break;
                         }
-                        b = (size_t)((log(d) - w->log_min) * inv);
-                        if (b < w->nbins) {
-                                w->hist[b]++;
+                        l = log(d) - w->log_min;
+                        for (size_t h = 0; h < 2; h++) {
+                                size_t b = (size_t)(l / w->hist[h].log_width);
+
+                                if (b < w->hist[h].nbins) {
+                                        w->hist[h].count[b]++;
+                                }
                         }
                 }
         }
 }
 
-static double window_sum(const Work *w, size_t b)
+static double window_sum(const Hist *h, size_t b)
 {
         double s = 0;
 
-        for (size_t i = b >= PEAK_BINS ? b - PEAK_BINS : 0; i <= b + PEAK_BINS && i < w->nbins;
+        for (size_t i = b >= PEAK_BINS ? b - PEAK_BINS : 0; i <= b + PEAK_BINS && i < h->nbins;
              i++) {
-                s += w->hist[i];
+                s += h->count[i];
         }
         return s;
 }
 
 /* Median of the windowed sums around @b, away from the peak itself. */
-static double background(const Work *w, size_t b)
+static double background(const Hist *h, size_t b)
 {
         double v[2 * BG_BINS];
         size_t k = 0;
 
         for (size_t d = BG_GAP; d <= BG_BINS; d++) {
                 if (b >= d) {
-                        v[k++] = window_sum(w, b - d);
+                        v[k++] = window_sum(h, b - d);
                 }
-                if (b + d < w->nbins) {
-                        v[k++] = window_sum(w, b + d);
+                if (b + d < h->nbins) {
+                        v[k++] = window_sum(h, b + d);
                 }
         }
         if (k == 0) {
@@ -220,54 +247,89 @@ static double background(const Work *w, size_t b)
         return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
 }
 
-typedef struct Candidate {
-        double lo, hi; /* differences that make the peak */
-        double excess;
-} Candidate;
-
 static int cmp_candidate(const void *a, const void *b)
 {
         const Candidate *x = a, *y = b;
 
-        return x->excess < y->excess ? 1 : x->excess > y->excess ? -1 : 0;
+        if (x->rank != y->rank) {
+                return x->rank < y->rank ? 1 : -1;
+        }
+        return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
-static size_t find_candidates(const Work *w, size_t min_events, Candidate *ret, size_t max)
+/* Whether peak @m lies at 2 to FUNDAMENTAL_MAX times peak @f. */
+static bool is_multiple(const Candidate *f, const Candidate *m)
 {
-        Candidate all[CANDIDATES_MAX * 4];
-        size_t n = 0;
+        double fc = (f->lo + f->hi) / 2, mc = (m->lo + m->hi) / 2, k = round(mc / fc);
 
-        for (size_t b = 0; b < w->nbins; b++) {
-                double s = window_sum(w, b), bg;
+        return k >= 2 && k <= FUNDAMENTAL_MAX &&
+               fabs(mc - k * fc) <= (m->hi - m->lo) / 2 + k * (f->hi - f->lo) / 2;
+}
+
+static int cmp_candidate_period(const void *a, const void *b)
+{
+        const Candidate *x = a, *y = b;
+
+        return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Appends to @all (from @n) the peaks of @h that stand out of their background. Returns the
+ * new count. */
+static size_t histogram_peaks(const Work *w, const Hist *h, size_t min_events, Candidate *all,
+                              size_t n)
+{
+        for (size_t b = 0; b < h->nbins; b++) {
+                double s = window_sum(h, b), bg;
                 bool peak = s > 0;
 
                 for (size_t d = 1; d <= 2 && peak; d++) {
                         /* a local maximum; on a plateau the first bin */
-                        if ((b >= d && window_sum(w, b - d) >= s) ||
-                            (b + d < w->nbins && window_sum(w, b + d) > s)) {
+                        if ((b >= d && window_sum(h, b - d) >= s) ||
+                            (b + d < h->nbins && window_sum(h, b + d) > s)) {
                                 peak = false;
                         }
                 }
                 if (!peak) {
                         continue;
                 }
-                bg = background(w, b);
+                bg = background(h, b);
                 if (s - bg < (double)min_events || s - bg < PEAK_SIGMA * sqrt(bg + 1)) {
                         continue;
                 }
-                if (n == sizeof(all) / sizeof(all[0])) {
-                        /* replace the weakest */
-                        qsort(all, n, sizeof(all[0]), cmp_candidate);
-                        if (all[n - 1].excess >= s - bg) {
-                                continue;
-                        }
-                        n--;
-                }
+                /* Local maxima are at least 3 bins apart: w->peaks has room for all. */
+                assert(n < w->npeaks);
                 all[n++] = (Candidate){
-                        .lo = bin_lower(w, b >= PEAK_BINS ? b - PEAK_BINS : 0),
-                        .hi = bin_lower(w, b + PEAK_BINS + 1),
+                        .lo = bin_lower(w, h, b >= PEAK_BINS ? b - PEAK_BINS : 0),
+                        .hi = bin_lower(w, h, b + PEAK_BINS + 1),
                         .excess = s - bg,
+                        .rank = s - bg,
                 };
+        }
+        return n;
+}
+
+/* The peaks of both histograms that stand out of their background, at most @max: the
+ * strongest, where a peak counts as strong as the strongest of its multiples. A strictly
+ * periodic source puts a peak at each multiple of its period, and the peaks at a few periods
+ * are often higher than the one at the period itself (other events fall on them too, and a bin
+ * is wider there); ranked by its own height the fundamental would be left out while its
+ * multiples are judged. */
+static size_t find_candidates(const Work *w, size_t min_events, Candidate *ret, size_t max)
+{
+        Candidate *all = w->peaks;
+        size_t n = 0;
+
+        for (size_t h = 0; h < 2; h++) {
+                n = histogram_peaks(w, &w->hist[h], min_events, all, n);
+        }
+        /* Ascending periods: a peak's multiples come after it. */
+        qsort(all, n, sizeof(all[0]), cmp_candidate_period);
+        for (size_t i = 0; i < n; i++) {
+                for (size_t j = i + 1; j < n; j++) {
+                        if (all[j].excess > all[i].rank && is_multiple(&all[i], &all[j])) {
+                                all[i].rank = all[j].excess;
+                        }
+                }
         }
         qsort(all, n, sizeof(all[0]), cmp_candidate);
         if (n > max) {
@@ -331,7 +393,7 @@ static bool refine(const Work *w, const Candidate *c, size_t min_events, double 
         k = collect_diffs(w, c->lo, c->hi);
         period = (c->lo + c->hi) / 2;
         if (k > 0) {
-                uint32_t fine[MODE_BINS] = { 0 };
+                uint32_t fine[MODE_BINS] = {0};
                 double width = (c->hi - c->lo) / MODE_BINS;
                 size_t best = 0, best_sum = 0;
 
@@ -356,7 +418,7 @@ static bool refine(const Work *w, const Candidate *c, size_t min_events, double 
         }
 
         for (unsigned round = 0; round < ROUNDS; round++) {
-                uint32_t dev[DEV_BINS] = { 0 };
+                uint32_t dev[DEV_BINS] = {0};
                 double tmax = tol_max(period), bin_ns = tmax / DEV_BINS, bg, cum = 0;
                 size_t outer = 0;
 
@@ -419,8 +481,8 @@ static double link_error(const Work *w, size_t i, double period)
  * and marks in w->on the events on chains of at least CHAIN_MIN events. */
 static Eval evaluate(Work *w, double period, double tol, unsigned skip)
 {
-        size_t ptr[SKIP_MAX + 1] = { 0 };
-        Eval e = { .period = period };
+        size_t ptr[SKIP_MAX + 1] = {0};
+        Eval e = {.period = period};
         double *lengths = w->diffs;
         size_t nl = 0;
 
@@ -485,25 +547,33 @@ static Eval evaluate(Work *w, double period, double tol, unsigned skip)
         for (size_t i = w->n; i-- > 0;) {
                 w->len[i] = 1 + (w->succ[i] >= 0 ? w->len[w->succ[i]] : 0);
         }
-        /* A chain that never links an event to the very next multiple is the lattice of a
-         * multiple of the period, m * period, not this one: a 10 ms theft bridges to itself
-         * every 20 ms, five periods of a 4 ms tick. Its events are left to that period. Meanwhile
-         * on[] & 1 marks a link to the next multiple before the event, on[] & 2 one after it. */
+        /* Bridging a missed event is what a real source needs now and then, not all along: a
+         * chain of 20 ms links is the lattice of 20 ms, not of 4 ms (a 10 ms theft bridges
+         * to itself every 20 ms, five periods of a 4 ms tick), even when a chance event
+         * somewhere links one of its events to the very next multiple. So an event counts
+         * only within BRIDGE_MAX links of a link to the very next multiple: w->on holds how
+         * many links back the nearest such link is, w->fwd how many links ahead (255: none). */
         for (size_t i = 0; i < w->n; i++) {
-                w->on[i] = 0;
+                w->on[i] = UINT8_MAX;
         }
         for (size_t i = 0; i < w->n; i++) {
-                if (w->succ[i] >= 0 && (w->mult[i] == 1 || (w->on[i] & 1))) {
-                        w->on[w->succ[i]] |= 1;
+                if (w->succ[i] >= 0) {
+                        w->on[w->succ[i]] = w->mult[i] == 1        ? 0
+                                            : w->on[i] < UINT8_MAX ? (uint8_t)(w->on[i] + 1)
+                                                                   : UINT8_MAX;
                 }
         }
         for (size_t i = w->n; i-- > 0;) {
-                if (w->succ[i] >= 0 && (w->mult[i] == 1 || (w->on[w->succ[i]] & 2))) {
-                        w->on[i] |= 2;
-                }
+                uint8_t next = w->succ[i] >= 0 ? w->fwd[w->succ[i]] : UINT8_MAX;
+
+                w->fwd[i] = w->succ[i] < 0     ? UINT8_MAX
+                            : w->mult[i] == 1  ? 0
+                            : next < UINT8_MAX ? (uint8_t)(next + 1)
+                                               : UINT8_MAX;
         }
         for (size_t i = 0; i < w->n; i++) {
-                w->on[i] = w->on[i] != 0 && w->dep[i] + w->len[i] - 1 >= CHAIN_MIN;
+                w->on[i] = (w->on[i] <= BRIDGE_MAX || w->fwd[i] <= BRIDGE_MAX) &&
+                           w->dep[i] + w->len[i] - 1 >= CHAIN_MIN;
                 if (!w->on[i]) {
                         continue;
                 }
@@ -512,8 +582,7 @@ static Eval evaluate(Work *w, double period, double tol, unsigned skip)
                         e.links++;
                         e.links_first += w->mult[i] == 1;
                         if (nl < DIFFS_MAX) {
-                                lengths[nl++] =
-                                        (double)(w->t[w->succ[i]] - w->t[i]) / w->mult[i];
+                                lengths[nl++] = (double)(w->t[w->succ[i]] - w->t[i]) / w->mult[i];
                         }
                 }
         }
@@ -542,24 +611,75 @@ static int cmp_period(const void *a, const void *b)
         return x->period_ns < y->period_ns ? -1 : x->period_ns > y->period_ns;
 }
 
-static int cmp_candidate_period(const void *a, const void *b)
-{
-        const Candidate *x = a, *y = b;
-
-        return x->lo < y->lo ? -1 : x->lo > y->lo;
-}
-
 static void work_free(Work *w)
 {
-        free(w->hist);
+        free(w->hist[0].count);
+        free(w->hist[1].count);
         free(w->diffs);
         free(w->succ);
         free(w->mult);
         free(w->dep);
         free(w->len);
         free(w->on);
+        free(w->fwd);
         free(w->on_cand);
         free(w->rest);
+        free(w->peaks);
+}
+
+/* Whether the events marked in w->on (by evaluate()) fill one residue class modulo @k of
+ * their lattice and leave the others nearly empty: numbering each chain's lattice points from
+ * its first event, the points of the class densest in events are, over all chains, more than
+ * three times as full as those of the next densest class. The events of a real period fill
+ * every class alike, or all but a few that it misses now and then (every fourth 137 ms theft
+ * that meets the 4 ms tick and comes late). w->fwd is scratch. */
+static bool one_class(Work *w, unsigned k)
+{
+        double first_events = 0, first_points = 0, second_events = 0, second_points = 0;
+
+        for (size_t i = 0; i < w->n; i++) {
+                w->fwd[i] = 0;
+        }
+        for (size_t i = 0; i < w->n; i++) {
+                if (w->on[i] && w->succ[i] >= 0 && w->on[w->succ[i]]) {
+                        w->fwd[w->succ[i]] = 1; /* not the first of its chain */
+                }
+        }
+        for (size_t i = 0; i < w->n; i++) {
+                double events[FUNDAMENTAL_MAX] = {0}, points[FUNDAMENTAL_MAX] = {0};
+                size_t point = 0, first = k, second = k;
+
+                if (!w->on[i] || w->fwd[i]) {
+                        continue;
+                }
+                for (int32_t j = (int32_t)i;; j = w->succ[j]) {
+                        events[point % k]++;
+                        if (w->succ[j] < 0 || !w->on[w->succ[j]]) {
+                                break;
+                        }
+                        point += w->mult[j];
+                }
+                /* The two classes with the most events per point (a class with no point in
+                 * this chain does not count). */
+                for (unsigned c = 0; c < k && c <= point; c++) {
+                        points[c] = (double)((point - c) / k + 1);
+                        if (first == k || events[c] * points[first] > events[first] * points[c]) {
+                                second = first;
+                                first = c;
+                        } else if (second == k ||
+                                   events[c] * points[second] > events[second] * points[c]) {
+                                second = c;
+                        }
+                }
+                if (second == k) {
+                        continue;
+                }
+                first_events += events[first];
+                first_points += points[first];
+                second_events += events[second];
+                second_points += points[second];
+        }
+        return second_points > 0 && second_events * 3 * first_points < first_events * second_points;
 }
 
 /* Judges one candidate among the events left in @w: true when it is a period to report,
@@ -626,6 +746,16 @@ static bool judge_candidate(Work *w, const Candidate *cand, const PeriodicityOpt
         if (e.links_first * 4 < e.links) {
                 return false;
         }
+        /* Or two sources on one lattice: a 1 ms theft and a 4 ms tick half a millisecond after
+         * it put events on every point of a 500 us lattice, but the points between the
+         * theft's hold one event in four. The theft's period is judged on its own. (The links
+         * of the sub-periods tried above are replaced by the period's own first.) */
+        e = evaluate(w, period, tol, skip);
+        for (unsigned k = 2; k <= FUNDAMENTAL_MAX; k++) {
+                if (one_class(w, k)) {
+                        return false;
+                }
+        }
         /* Clearly more than chance: at least twice as many events as on any of the periods
          * nearby that mean nothing. */
         for (size_t k = 0; k < sizeof(null_ratios) / sizeof(null_ratios[0]); k++) {
@@ -652,10 +782,11 @@ int periodicity_find(const uint64_t *start_ns, size_t n, const PeriodicityOption
 {
         PeriodicityOptions defaults;
         Candidate cand[CANDIDATES_MAX];
-        double kept_period[PERIODICITY_MAX_PERIODS], max_period;
+        PeriodicityPeriod found[KEPT_MAX];
+        double kept_period[KEPT_MAX], max_period;
         size_t ncand, nkept = 0;
         bool kept = true;
-        Work w = { 0 };
+        Work w = {0};
         int r = 0;
 
         if (!opt) {
@@ -664,8 +795,7 @@ int periodicity_find(const uint64_t *start_ns, size_t n, const PeriodicityOption
         }
         if (!ret || (n > 0 && !start_ns) || !(opt->min_share >= 0 && opt->min_share <= 1) ||
             opt->max_events < 3 || opt->max_events > PERIODICITY_EVENTS_LIMIT ||
-            opt->min_period_ns == 0 ||
-            opt->max_period_ns <= opt->min_period_ns) {
+            opt->min_period_ns == 0 || opt->max_period_ns <= opt->min_period_ns) {
                 return -EINVAL;
         }
         for (size_t i = 1; i < n; i++) {
@@ -703,18 +833,27 @@ int periodicity_find(const uint64_t *start_ns, size_t n, const PeriodicityOption
         if (max_period <= w.min_period) {
                 return 0;
         }
-        w.nbins = (size_t)ceil(log(max_period / w.min_period) / log1p(BIN_WIDTH)) + 1;
-        w.hist = calloc(w.nbins, sizeof(*w.hist));
+        w.npeaks = 0;
+        for (size_t h = 0; h < 2; h++) {
+                Hist *hist = &w.hist[h];
+
+                hist->log_width = log1p(h == 0 ? BIN_WIDTH : FINE_BIN_WIDTH);
+                hist->nbins = (size_t)ceil(log(max_period / w.min_period) / hist->log_width) + 1;
+                hist->count = calloc(hist->nbins, sizeof(*hist->count));
+                w.npeaks += hist->nbins / 3 + 1;
+        }
         w.diffs = calloc(DIFFS_MAX, sizeof(*w.diffs));
         w.succ = calloc(n, sizeof(*w.succ));
         w.mult = calloc(n, sizeof(*w.mult));
         w.dep = calloc(n, sizeof(*w.dep));
         w.len = calloc(n, sizeof(*w.len));
         w.on = calloc(n, sizeof(*w.on));
+        w.fwd = calloc(n, sizeof(*w.fwd));
         w.on_cand = calloc(n, sizeof(*w.on_cand));
         w.rest = calloc(n, sizeof(*w.rest));
-        if (!w.hist || !w.diffs || !w.succ || !w.mult || !w.dep || !w.len || !w.on ||
-            !w.on_cand || !w.rest) {
+        w.peaks = calloc(w.npeaks, sizeof(*w.peaks));
+        if (!w.peaks || !w.hist[0].count || !w.hist[1].count || !w.diffs || !w.succ || !w.mult ||
+            !w.dep || !w.len || !w.on || !w.fwd || !w.on_cand || !w.rest) {
                 r = -ENOMEM;
                 goto out;
         }
@@ -723,17 +862,16 @@ int periodicity_find(const uint64_t *start_ns, size_t n, const PeriodicityOption
          * again among the events left: they are fewer, so that their next few events reach
          * further (a 137 ms theft next to a visible 250 Hz tick), and peaks that the kept
          * period's events buried stand out. */
-        while (kept && nkept < PERIODICITY_MAX_PERIODS && w.n >= CHAIN_MIN) {
+        while (kept && nkept < KEPT_MAX && w.n >= CHAIN_MIN) {
                 kept = false;
-                memset(w.hist, 0, w.nbins * sizeof(*w.hist));
-                build_histogram(&w, max_period);
+                build_histograms(&w, max_period);
                 ncand = find_candidates(&w, opt->min_events, cand, CANDIDATES_MAX);
                 /* Shortest first, so that a fundamental is kept (and its events taken out)
                  * before its multiples are looked at. */
                 qsort(cand, ncand, sizeof(cand[0]), cmp_candidate_period);
 
                 for (size_t c = 0; c < ncand && !kept && w.n >= CHAIN_MIN; c++) {
-                        PeriodicityPeriod *p = &ret->periods[nkept];
+                        PeriodicityPeriod *p = &found[nkept];
                         size_t m = 0;
 
                         if (!judge_candidate(&w, &cand[c], opt, kept_period, nkept, p)) {
@@ -756,8 +894,11 @@ int periodicity_find(const uint64_t *start_ns, size_t n, const PeriodicityOption
                         kept = true;
                 }
         }
-        ret->n = nkept;
-        qsort(ret->periods, nkept, sizeof(ret->periods[0]), cmp_period);
+        /* The periods with the most events: shorter ones were judged first, and weak ones among
+         * them must not take the place of a longer period that explains more. */
+        qsort(found, nkept, sizeof(found[0]), cmp_period);
+        ret->n = nkept < PERIODICITY_MAX_PERIODS ? nkept : PERIODICITY_MAX_PERIODS;
+        memcpy(ret->periods, found, ret->n * sizeof(found[0]));
 out:
         work_free(&w);
         return r;

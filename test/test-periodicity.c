@@ -118,8 +118,8 @@ static void print_result(const PeriodicityResult *r)
                 const PeriodicityPeriod *p = &r->periods[i];
 
                 print_message("  %.6f ms ±%.1f us: %zu events (%.1f %%) %s\n",
-                              (double)p->period_ns / MS, (double)p->tolerance_ns / 1000,
-                              p->events, p->share * 100, p->source ? p->source : "");
+                              (double)p->period_ns / MS, (double)p->tolerance_ns / 1000, p->events,
+                              p->share * 100, p->source ? p->source : "");
         }
 }
 
@@ -139,7 +139,7 @@ static void assert_sane(const PeriodicityResult *r)
  * events. */
 static void test_periodic_in_noise(void **state)
 {
-        Events e = { 0 };
+        Events e = {0};
         PeriodicityResult r;
         const PeriodicityPeriod *p;
         size_t periodic;
@@ -172,7 +172,7 @@ static void test_periodic_in_noise(void **state)
  * asked for periods with that share. */
 static void test_heavy_noise(void **state)
 {
-        Events e = { 0 };
+        Events e = {0};
         PeriodicityOptions opt;
         PeriodicityResult r;
         const PeriodicityPeriod *p;
@@ -206,7 +206,7 @@ static void test_heavy_noise(void **state)
 /* 50 ms and 70 ms at once, plus noise: both, and not their multiples. */
 static void test_two_periods(void **state)
 {
-        Events e = { 0 };
+        Events e = {0};
         PeriodicityResult r;
         const PeriodicityPeriod *a, *b;
         size_t na, nb;
@@ -234,7 +234,7 @@ static void test_two_periods(void **state)
 /* Poisson events alone: nothing periodic, not even when asked for small shares. */
 static void test_pure_noise(void **state)
 {
-        Events e = { 0 };
+        Events e = {0};
         PeriodicityOptions opt;
         PeriodicityResult r;
 
@@ -264,7 +264,7 @@ static void test_pure_noise(void **state)
  * fundamental is reported although 8 ms, 12 ms... are in the data too. */
 static void test_tick_named(void **state)
 {
-        Events e = { 0 };
+        Events e = {0};
         PeriodicityResult r;
         const PeriodicityPeriod *p;
 
@@ -286,11 +286,122 @@ static void test_tick_named(void **state)
         free(e.t);
 }
 
+/* A 1 ms source among a 250 Hz and a 100 Hz tick out of its phase, and noise: 1 ms is found
+ * although the histogram's peaks at 2, 3... 30 ms, where the ticks' differences add to its
+ * own, stand higher than the one at 1 ms; and the 4 ms lattice, which would hold the 1 ms
+ * events and the tick's, is not reported in its place. */
+static void test_fundamental_below_multiples(void **state)
+{
+        Events e = {0};
+        PeriodicityOptions opt;
+        PeriodicityResult r;
+        const PeriodicityPeriod *p;
+        size_t periodic;
+
+        (void)state;
+        periodicity_options_init(&opt);
+        opt.min_share = 0.03;
+        for (uint64_t seed = 1; seed <= 5; seed++) {
+                rng_seed(seed);
+                e.n = 0;
+                periodic = add_periodic(&e, 0.1 * S, 2.1 * S, 1 * MS, 1000, 1);
+                add_periodic(&e, 0.0 * S + 80000, 2.4 * S, 4 * MS, 2000, 1);
+                add_periodic(&e, 0.0 * S + 3 * MS + 350000, 2.4 * S, 10 * MS, 2000, 1);
+                add_poisson(&e, 0, 2.4 * S, 100);
+                finish(&e);
+                assert_int_equal(periodicity_find(e.t, e.n, &opt, &r), 0);
+                assert_sane(&r);
+                if (seed == 1) {
+                        print_result(&r);
+                }
+                p = find_period(&r, 1 * MS, 0.001);
+                assert_non_null(p);
+                assert_true(p->events >= periodic * 95 / 100);
+                assert_true(p->events <= periodic * 105 / 100);
+                p = find_period(&r, 4 * MS, 0.001);
+                assert_non_null(p);
+                assert_true(p->events <= 2.4 * S / (4 * MS) * 1.05);
+                assert_non_null(find_period(&r, 10 * MS, 0.001));
+        }
+        free(e.t);
+}
+
+/* A 1 ms source and a 250 Hz tick half a millisecond after it: every point of a 500 us lattice
+ * holds an event now and then, but those between the 1 ms ones only one in four. 1 ms and 4 ms
+ * are reported, not 500 us. */
+static void test_two_sources_one_lattice(void **state)
+{
+        Events e = {0};
+        PeriodicityOptions opt;
+        PeriodicityResult r;
+        size_t periodic, tick;
+
+        (void)state;
+        periodicity_options_init(&opt);
+        opt.min_share = 0.03;
+        for (uint64_t seed = 1; seed <= 5; seed++) {
+                rng_seed(seed);
+                e.n = 0;
+                periodic = add_periodic(&e, 0.1 * S, 2.1 * S, 1 * MS, 1000, 1);
+                tick = add_periodic(&e, 0.1 * S + 0.5 * MS, 2.1 * S, 4 * MS, 2000, 1);
+                add_poisson(&e, 0, 2.2 * S, 100);
+                finish(&e);
+                assert_int_equal(periodicity_find(e.t, e.n, &opt, &r), 0);
+                assert_sane(&r);
+                if (seed == 1) {
+                        print_result(&r);
+                }
+                assert_null(find_period(&r, 0.5 * MS, 0.01));
+                assert_non_null(find_period(&r, 1 * MS, 0.001));
+                assert_true(find_period(&r, 1 * MS, 0.001)->events >= periodic * 95 / 100);
+                assert_non_null(find_period(&r, 4 * MS, 0.001));
+                assert_true(find_period(&r, 4 * MS, 0.001)->events >= tick * 90 / 100);
+        }
+        free(e.t);
+}
+
+/* A 137 ms source whose every fourth event comes too late to count (it meets another source):
+ * still 137 ms, with three quarters of its events. */
+static void test_regular_misses(void **state)
+{
+        Events e = {0};
+        PeriodicityOptions opt;
+        PeriodicityResult r;
+        const PeriodicityPeriod *p;
+        size_t periodic = 0;
+
+        (void)state;
+        periodicity_options_init(&opt);
+        opt.min_share = 0.03;
+        for (uint64_t seed = 1; seed <= 5; seed++) {
+                rng_seed(seed);
+                e.n = 0;
+                periodic = 0;
+                for (unsigned k = 0; k < 40; k++) {
+                        add(&e, 0.1 * S + k * 137 * MS + (k % 4 == 3 ? 250000 : 0) +
+                                        (rng_uniform() * 2 - 1) * 2000);
+                        periodic += k % 4 != 3;
+                }
+                add_periodic(&e, 10.5 * MS, 5.6 * S, 4 * MS, 2000, 1);
+                add_poisson(&e, 0, 5.6 * S, 60);
+                finish(&e);
+                assert_int_equal(periodicity_find(e.t, e.n, &opt, &r), 0);
+                assert_sane(&r);
+                if (seed == 1) {
+                        print_result(&r);
+                }
+                p = find_period(&r, 137 * MS, 0.001);
+                assert_non_null(p);
+                assert_true(p->events >= periodic * 90 / 100);
+        }
+        free(e.t);
+}
+
 /* A 1 Hz source of which a third of the events fell below the threshold: the chain steps over
  * the missing ones, and 1 s is reported, not 2 s or 3 s. */
 static void test_missed_events(void **state)
 {
-        Events e = { 0 };
+        Events e = {0};
         PeriodicityResult r;
         const PeriodicityPeriod *p;
         size_t kept;
@@ -316,7 +427,7 @@ static void test_missed_events(void **state)
  * its multiples (which gather chance events on a wider tolerance) is reported. */
 static void test_weak_not_multiple(void **state)
 {
-        Events e = { 0 };
+        Events e = {0};
         PeriodicityOptions opt;
         PeriodicityResult r;
 
@@ -348,7 +459,7 @@ static void test_weak_not_multiple(void **state)
 /* A strictly periodic series alone: one period, every event on it. */
 static void test_pure_periodic(void **state)
 {
-        Events e = { 0 };
+        Events e = {0};
         PeriodicityResult r;
 
         (void)state;
@@ -368,7 +479,7 @@ static void test_pure_periodic(void **state)
 /* Only the newest max_events are analysed, and that stays fast. */
 static void test_bounded(void **state)
 {
-        Events e = { 0 };
+        Events e = {0};
         PeriodicityResult r;
         struct timespec a, b;
         double ms;
@@ -397,8 +508,8 @@ static void test_bounded(void **state)
 
 static void test_refusals(void **state)
 {
-        uint64_t unsorted[] = { 5, 3, 9 };
-        uint64_t few[] = { 1000, 2000 };
+        uint64_t unsorted[] = {5, 3, 9};
+        uint64_t few[] = {1000, 2000};
         PeriodicityOptions opt;
         PeriodicityResult r;
 
@@ -425,14 +536,11 @@ static void test_refusals(void **state)
 static void test_source_names(void **state)
 {
         (void)state;
-        assert_string_equal(periodicity_source_name(1000000, 0),
-                            "scheduler tick (CONFIG_HZ=1000)");
-        assert_string_equal(periodicity_source_name(1010000, 0),
-                            "scheduler tick (CONFIG_HZ=1000)");
+        assert_string_equal(periodicity_source_name(1000000, 0), "scheduler tick (CONFIG_HZ=1000)");
+        assert_string_equal(periodicity_source_name(1010000, 0), "scheduler tick (CONFIG_HZ=1000)");
         assert_string_equal(periodicity_source_name(3333333, 0), "scheduler tick (CONFIG_HZ=300)");
         assert_string_equal(periodicity_source_name(3950000, 0), "scheduler tick (CONFIG_HZ=250)");
-        assert_string_equal(periodicity_source_name(10000000, 0),
-                            "scheduler tick (CONFIG_HZ=100)");
+        assert_string_equal(periodicity_source_name(10000000, 0), "scheduler tick (CONFIG_HZ=100)");
         assert_non_null(strstr(periodicity_source_name(500000000, 0), "clocksource watchdog"));
         assert_non_null(strstr(periodicity_source_name(1000000000, 2), "1 Hz residual tick"));
         assert_non_null(strstr(periodicity_source_name(1000000000, 0), "vmstat"));
@@ -449,12 +557,20 @@ static void test_source_names(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_periodic_in_noise), cmocka_unit_test(test_heavy_noise),
-                cmocka_unit_test(test_two_periods),       cmocka_unit_test(test_pure_noise),
-                cmocka_unit_test(test_tick_named),        cmocka_unit_test(test_missed_events),
-                cmocka_unit_test(test_weak_not_multiple), cmocka_unit_test(test_pure_periodic),
+                cmocka_unit_test(test_periodic_in_noise),
+                cmocka_unit_test(test_heavy_noise),
+                cmocka_unit_test(test_two_periods),
+                cmocka_unit_test(test_pure_noise),
+                cmocka_unit_test(test_tick_named),
+                cmocka_unit_test(test_fundamental_below_multiples),
+                cmocka_unit_test(test_two_sources_one_lattice),
+                cmocka_unit_test(test_regular_misses),
+                cmocka_unit_test(test_missed_events),
+                cmocka_unit_test(test_weak_not_multiple),
+                cmocka_unit_test(test_pure_periodic),
                 cmocka_unit_test(test_bounded),
-                cmocka_unit_test(test_refusals),          cmocka_unit_test(test_source_names),
+                cmocka_unit_test(test_refusals),
+                cmocka_unit_test(test_source_names),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
