@@ -1,6 +1,7 @@
 #include "privileges.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +69,13 @@ int privileges_lock_memory(void)
         if (mlockall(MCL_CURRENT | MCL_FUTURE) < 0) {
                 return -errno;
         }
+        /* Memory once taken stays: handing it back (munmap of a large block, trimming the
+         * heap) makes the kernel flush the TLB of every CPU that runs a thread of this
+         * process, and that interrupt lands on the probes. Large blocks come from the heap
+         * instead of their own mappings, and the heap is never trimmed. (An allocator other
+         * than glibc's, a sanitizer's, ignores this.) */
+        (void)mallopt(M_MMAP_MAX, 0);
+        (void)mallopt(M_TRIM_THRESHOLD, -1);
         return 0;
 }
 

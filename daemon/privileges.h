@@ -12,7 +12,8 @@
 int privileges_check(unsigned priority, char **ret_error);
 
 /* Locks all current and future memory. With CAP_IPC_LOCK it first lifts RLIMIT_MEMLOCK, so the
- * capability can be dropped afterwards without later allocations failing. Returns 0 or a
+ * capability can be dropped afterwards without later allocations failing. Memory is never
+ * handed back to the kernel afterwards (no TLB flush reaches the probes). Returns 0 or a
  * negative errno. */
 int privileges_lock_memory(void);
 
