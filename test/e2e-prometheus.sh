@@ -80,6 +80,16 @@ jctl export --format json > /dev/null 2>&1 || rc=$?
 (( rc == 2 )) || fail "jitterctl export --format json exited $rc, not 2"
 pass "jitterctl export refuses an unknown format"
 
+# Like every command: the common options may follow it, and --help needs no daemon.
+"$JITTERCTL" export --socket "$SOCK" --format prometheus > "$T/ctl2.prom" \
+    || fail "jitterctl export --socket SOCKET failed"
+grep -q '^jitter_probe_up{cpu="1"} 1$' "$T/ctl2.prom" \
+    || fail "jitterctl export --socket SOCKET printed no jitter_probe_up for CPU 1"
+"$JITTERCTL" --socket "$T/none" export --help > "$T/help.txt" \
+    || fail "jitterctl export --help needs a daemon"
+grep -q '^Usage: jitterctl export' "$T/help.txt" || fail "jitterctl export --help: $(cat "$T/help.txt")"
+pass "jitterctl export takes --socket after the command; --help needs no daemon"
+
 # A real node_exporter serves the textfile. Its port is free when it stays up.
 port=
 for _ in 1 2 3 4 5; do

@@ -11,16 +11,6 @@
 #include "jitterctl.h"
 #include "varlink-client.h"
 
-static void export_usage(FILE *f)
-{
-        fputs("Usage: jitterctl export [--format prometheus]\n"
-              "Print the measurements as the Prometheus text exposition, the same metrics the\n"
-              "daemon writes to its node_exporter textfile.\n\n"
-              "  -f, --format F     output format: prometheus (the default and only one)\n"
-              "  -h, --help         show this help\n",
-              f);
-}
-
 /* Calls io.jitterd.@method with @params (stolen). Returns 0 and the reply in @ret, or prints
  * why not and returns a negative errno. */
 static int export_call(VarlinkClient *c, const char *method, json_t *params, json_t **ret)
@@ -114,55 +104,48 @@ static int export_per_cpu(VarlinkClient *c, json_t *probes, const char *window, 
         return 0;
 }
 
-/* Runs "jitterctl export [--format prometheus]" over @c, a client connected to the daemon
- * (NULL is refused after the options are read, so --help works without a daemon). @argv[0] is
- * the command's name. Prints the exposition to stdout. Returns the exit status: CTL_EXIT_OK,
+/* Runs "jitterctl export [--format prometheus]": reads the options (the common ones too, so
+ * --socket may follow the command), connects to the daemon and prints the exposition to
+ * stdout. @argv[0] is the command's name. Returns the exit status: CTL_EXIT_OK,
  * CTL_EXIT_FAILURE when the daemon cannot be asked or its replies are malformed, CTL_EXIT_USAGE. */
-int jitterctl_export(VarlinkClient *c, int argc, char **argv)
+int jitterctl_export(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 {
         static const struct option options[] = {
                 {"format", required_argument, NULL, 'f'},
-                {"help", no_argument, NULL, 'h'},
+                CTL_COMMON_OPTIONS,
                 {},
         };
         json_t *status = NULL, *stats_all = NULL, *stats_1m = NULL;
         json_t *histograms = json_array(), *intervals = json_array();
         json_int_t interval_ns;
+        VarlinkClient *c;
         int opt, r, ret = CTL_EXIT_FAILURE;
 
         optind = 0;
         while ((opt = getopt_long(argc, argv, "+f:h", options, NULL)) >= 0) {
-                switch (opt) {
-                case 'f':
+                if (opt == 'f') {
                         if (strcmp(optarg, "prometheus") != 0) {
-                                fprintf(stderr,
-                                        "jitterctl export: unknown format \"%s\" (the format "
-                                        "is prometheus)\n",
-                                        optarg);
-                                ret = CTL_EXIT_USAGE;
+                                ret = ctl_usage_error(cmd, "unknown format \"%s\" (the format "
+                                                           "is prometheus)",
+                                                      optarg);
                                 goto out;
                         }
-                        break;
-                case 'h':
-                        export_usage(stdout);
-                        ret = CTL_EXIT_OK;
-                        goto out;
-                default:
-                        export_usage(stderr);
-                        ret = CTL_EXIT_USAGE;
+                        continue;
+                }
+                r = ctl_parse_common(ctl, cmd, opt);
+                if (r != CTL_CONTINUE) {
+                        ret = r;
                         goto out;
                 }
         }
         if (optind < argc) {
-                fprintf(stderr, "jitterctl export: unexpected argument \"%s\"\n", argv[optind]);
-                export_usage(stderr);
-                ret = CTL_EXIT_USAGE;
+                ret = ctl_usage_error(cmd, "unexpected argument \"%s\"", argv[optind]);
                 goto out;
         }
-        if (!c) {
-                fputs("jitterctl export: not connected to jitterd\n", stderr);
+        if (ctl_connect(ctl) < 0) {
                 goto out;
         }
+        c = ctl->client;
         if (!histograms || !intervals) {
                 fputs("jitterctl export: out of memory\n", stderr);
                 goto out;

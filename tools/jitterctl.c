@@ -27,18 +27,6 @@ static int cmd_clocks(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
         return jitterctl_clocks(argc, argv, ctl->json);
 }
 
-static int cmd_export(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
-{
-        (void)cmd;
-        /* --help needs no daemon. */
-        for (int i = 1; i < argc; i++) {
-                if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-                        return jitterctl_export(NULL, argc, argv);
-                }
-        }
-        return ctl_connect(ctl) < 0 ? CTL_EXIT_FAILURE : jitterctl_export(ctl->client, argc, argv);
-}
-
 static const CtlCommand commands[] = {
         {"status", cmd_status, "", "daemon version, uptime, counter and probes", NULL},
         {"stats", cmd_stats, "[--window W] [--cpu LIST] [--diffdiff]",
@@ -89,9 +77,9 @@ static const CtlCommand commands[] = {
          "cost of every way to read time, measured locally",
          "  -c, --cpu N        measure on CPU N (default: the last allowed CPU)\n"
          "  -n, --samples N    trials per clock (default: as many as fit in about 1 s)\n"},
-        {"export", cmd_export, "--format prometheus",
+        {"export", jitterctl_export, "[--format prometheus]",
          "the Prometheus exposition the daemon writes as its textfile",
-         "  -f, --format F     the format: prometheus\n"},
+         "  -f, --format F     the format: prometheus (the default and only one)\n"},
         {"call", cmd_call, "METHOD [JSON]", "raw Varlink call, prints the reply as JSON",
          "  -m, --more         a streaming call: print every reply, one per line\n"},
 };

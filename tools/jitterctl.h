@@ -122,4 +122,4 @@ int cmd_call(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 /* Commands in their own files: clock costs (jitterctl-clocks.c) and the Prometheus exposition
  * (jitterctl-export.c). Each returns the exit status. */
 int jitterctl_clocks(int argc, char **argv, bool json);
-int jitterctl_export(VarlinkClient *c, int argc, char **argv);
+int jitterctl_export(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
