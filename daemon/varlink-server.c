@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -710,6 +711,25 @@ static void listener_pause(Listener *l)
         }
 }
 
+/* Closes the connections whose client has gone (the socket is shut both ways), which the loop
+ * would otherwise close only on their next turn. Returns how many it closed. A client that
+ * only shut its sending side still gets its replies. */
+static unsigned server_close_gone(VarlinkServer *s)
+{
+        unsigned n = 0;
+
+        for (Connection *c = s->connections, *next; c; c = next) {
+                struct pollfd p = {.fd = c->fd};
+
+                next = c->next;
+                if (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR))) {
+                        conn_disconnect(c);
+                        n++;
+                }
+        }
+        return n;
+}
+
 static int listener_on_io(sd_event_source *source, int fd, uint32_t revents, void *userdata)
 {
         Listener *l = userdata;
@@ -728,7 +748,9 @@ static int listener_on_io(sd_event_source *source, int fd, uint32_t revents, voi
                         }
                         break;
                 }
-                if (s->n_connections >= s->limits.max_connections) {
+                if (s->n_connections >= s->limits.max_connections &&
+                    (server_close_gone(s) == 0 ||
+                     s->n_connections >= s->limits.max_connections)) {
                         /* Accepting and closing tells the client at once, where leaving it in
                          * the backlog would keep the listening socket readable forever. */
                         close(cfd);

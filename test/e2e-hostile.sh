@@ -10,9 +10,8 @@ command -v taskset >/dev/null || skip "needs taskset (util-linux)"
 
 WORKERS=6          # parallel jitter-hostile loops
 HOLD=2             # silent + never-reading connections each keeps open
-# The default. Well above WORKERS * (HOLD + 2), since under load connections that their
-# client already closed count until the server gets round to them; a legitimate client refused
-# for the limit would fail the test.
+# The default, well above WORKERS * (HOLD + 2): a legitimate client refused for the limit
+# would fail the test.
 MAX_CLIENTS=64
 ATTACK_SECONDS=8
 

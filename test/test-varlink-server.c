@@ -781,15 +781,22 @@ static void test_oversize_closes(void **state)
         PUMP_UNTIL(f, varlink_server_n_connections(f->server) == 0);
 }
 
-static void test_max_connections(void **state)
+/* Starts the server with the default limits but room for two connections only. */
+static void start_server_two_connections(Fixture *f)
 {
-        Fixture *f = *state;
         VarlinkServerLimits limits;
-        Peer a, b, c;
 
         varlink_server_limits_default(&limits);
         limits.max_connections = 2;
         start_server(f, &limits);
+}
+
+static void test_max_connections(void **state)
+{
+        Fixture *f = *state;
+        Peer a, b, c;
+
+        start_server_two_connections(f);
 
         peer_connect(f, &a);
         peer_send(&a, "{\"method\":\"org.example.toy.Bump\"}");
@@ -816,6 +823,31 @@ static void test_max_connections(void **state)
         peer_expect(f, &c, "{\"parameters\":{\"bumps\":4}}");
         peer_close(&c);
         peer_close(&a);
+}
+
+/* Clients that have gone count no longer, even when the loop has not yet turned to them: with
+ * every slot held by clients that hung up, a new one is answered. (In a flood of short-lived
+ * clients the listener is often served before their hang-ups.) */
+static void test_max_connections_gone(void **state)
+{
+        Fixture *f = *state;
+        Peer a, b, c;
+
+        start_server_two_connections(f);
+
+        for (int round = 0; round < 20; round++) {
+                peer_connect(f, &a);
+                peer_connect(f, &b);
+                PUMP_UNTIL(f, varlink_server_n_connections(f->server) == 2);
+                peer_close(&a);
+                peer_close(&b);
+                peer_connect(f, &c);
+                peer_send(&c, "{\"method\":\"org.example.toy.Bump\"}");
+                peer_expect(f, &c, "{\"parameters\":{\"bumps\":1}}");
+                peer_close(&c);
+                PUMP_UNTIL(f, varlink_server_n_connections(f->server) == 0);
+                f->toy.bumps = 0;
+        }
 }
 
 static void test_slow_reader_dropped(void **state)
@@ -1260,6 +1292,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_protocol_errors_close, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_oversize_closes, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_max_connections, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_max_connections_gone, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_slow_reader_dropped, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_idle_timeout, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_peer_credentials, setup, teardown),
