@@ -345,7 +345,8 @@ static void analysis_to_json(Manager *m, int cpu, const char *window, const Hist
         json_object_set(o, "periods", c->periods);
 }
 
-static json_t *api_cpu_stats(Manager *m, int cpu, const char *window, const HistoryWindow *w)
+static json_t *api_cpu_stats(Manager *m, int cpu, const char *window, const HistoryWindow *w,
+                             bool analyses)
 {
         SlotSummary s;
         json_t *o;
@@ -360,11 +361,13 @@ static json_t *api_cpu_stats(Manager *m, int cpu, const char *window, const Hist
         json_object_set_new(o, "to_ns", json_integer((json_int_t)w->to_ns));
         json_object_set_new(o, "stalls", json_integer((json_int_t)w->stalls));
         (void)api_attrib_to_json(m, &w->attrib, o);
-        analysis_to_json(m, cpu, window, w, o);
+        if (analyses) {
+                analysis_to_json(m, cpu, window, w, o);
+        }
         return o;
 }
 
-json_t *api_stats(Manager *m, const cpu_set_t *cpus, const char *window)
+json_t *api_stats(Manager *m, const cpu_set_t *cpus, const char *window, bool analyses)
 {
         uint64_t from, to;
         bool all;
@@ -389,7 +392,7 @@ json_t *api_stats(Manager *m, const cpu_set_t *cpus, const char *window)
                         memset(w, 0, sizeof(*w));
                         probe_slot_clear(&w->slot);
                 }
-                json_array_append_new(arr, api_cpu_stats(m, cpu, window, w));
+                json_array_append_new(arr, api_cpu_stats(m, cpu, window, w, analyses));
         }
         free(w);
         return arr;
@@ -416,7 +419,7 @@ static int method_get_stats(VarlinkCallCtx *call, json_t *params, void *userdata
         (void)from;
         (void)to;
         (void)all;
-        arr = api_stats(m, &cpus, window);
+        arr = api_stats(m, &cpus, window, true);
         if (!arr) {
                 return -ENOMEM;
         }

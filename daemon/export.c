@@ -827,44 +827,16 @@ static json_t *export_intervals_last(Manager *m)
         return arr;
 }
 
-/* The "cpus" array of GetStats over @window, without the causes and periods: those analyses
- * cost milliseconds per CPU over long windows, too much for every interval, and the
- * exposition does not use them. */
+/* The "cpus" array of GetStats over @window for the probed CPUs, without the analyses. */
 static json_t *export_stats(Manager *m, const char *window)
 {
-        HistoryWindow *w = malloc(sizeof(*w));
-        json_t *arr = json_array();
-        uint64_t from, to;
-        bool all;
+        cpu_set_t cpus;
 
-        if (!w || !arr || manager_window(m, window, &from, &to, &all) < 0) {
-                goto fail;
-        }
+        CPU_ZERO(&cpus);
         for (size_t i = 0; i < m->n_probes; i++) {
-                int cpu = m->probes[i].cpu;
-                SlotSummary s;
-                json_t *o;
-
-                if (history_query(m->history, cpu, from, to, all, w) < 0) {
-                        memset(w, 0, sizeof(*w));
-                        probe_slot_clear(&w->slot);
-                }
-                slot_summarize(&w->slot, &m->counter.conv, w->duration_ns, &s);
-                o = slot_summary_to_json(&s);
-                if (json_array_append_new(arr, o) < 0 ||
-                    json_object_set_new(o, "cpu", json_integer(cpu)) < 0 ||
-                    json_object_set_new(o, "window", json_string(window)) < 0 ||
-                    json_object_set_new(o, "stalls", json_integer((json_int_t)w->stalls)) < 0 ||
-                    api_attrib_to_json(m, &w->attrib, o) < 0) {
-                        goto fail;
-                }
+                CPU_SET(m->probes[i].cpu, &cpus);
         }
-        free(w);
-        return arr;
-fail:
-        free(w);
-        json_decref(arr);
-        return NULL;
+        return api_stats(m, &cpus, window, false);
 }
 
 static int export_render(Manager *m, FILE *f)

@@ -121,10 +121,12 @@ uint64_t manager_now_ns(clockid_t clock);
 /* Registers the io.jitterd interface on @m's server (api.c). */
 int manager_add_api(Manager *m);
 
-/* The replies of GetStatus, of GetStats for @cpus over @window (the "cpus" array), and of
- * GetHistogram (api.c), also used for the Prometheus textfile. NULL on OOM or a bad window. */
+/* The replies of GetStatus, of GetStats for @cpus over @window (the "cpus" array; the causes
+ * and periods only with @analyses: they cost milliseconds per CPU over long windows, too much
+ * for the textfile each interval, which does not use them), and of GetHistogram (api.c), also
+ * used for the Prometheus textfile. NULL on OOM or a bad window. */
 json_t *api_status(Manager *m);
-json_t *api_stats(Manager *m, const cpu_set_t *cpus, const char *window);
+json_t *api_stats(Manager *m, const cpu_set_t *cpus, const char *window, bool analyses);
 json_t *api_histogram(Manager *m, int cpu, const char *window, const char *kind);
 
 /* Adds the attribution counters of @d to @o as GetStats has them: "interrupts", "softirqs"
