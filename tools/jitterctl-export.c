@@ -104,15 +104,29 @@ static int export_per_cpu(VarlinkClient *c, json_t *probes, const char *window, 
         return 0;
 }
 
-/* Runs "jitterctl export [--format prometheus]": reads the options (the common ones too, so
- * --socket may follow the command), connects to the daemon and prints the exposition to
- * stdout. @argv[0] is the command's name. Returns the exit status: CTL_EXIT_OK,
- * CTL_EXIT_FAILURE when the daemon cannot be asked or its replies are malformed, CTL_EXIT_USAGE. */
+static void export_usage(FILE *f)
+{
+        fputs("Usage: jitterctl export [--format prometheus] [--socket PATH]\n\n"
+              "The Prometheus exposition the daemon writes as its textfile.\n\n"
+              "Options:\n"
+              "  -f, --format F     the format: prometheus (the default and only one)\n"
+              "      --socket PATH  the daemon's socket (default: " SYSTEM_SOCKET " for root,\n"
+              "                     else $XDG_RUNTIME_DIR/jitterd/io.jitterd)\n"
+              "  -h, --help         this help\n",
+              f);
+}
+
+/* Runs "jitterctl export [--format prometheus]": reads the options (--socket may follow the
+ * command, as with the other commands; --json and --no-color do not apply to an exposition),
+ * connects to the daemon and prints the exposition to stdout. @argv[0] is the command's name.
+ * Returns the exit status: CTL_EXIT_OK, CTL_EXIT_FAILURE when the daemon cannot be asked or its
+ * replies are malformed, CTL_EXIT_USAGE. */
 int jitterctl_export(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 {
         static const struct option options[] = {
                 {"format", required_argument, NULL, 'f'},
-                CTL_COMMON_OPTIONS,
+                {"socket", required_argument, NULL, CTL_OPT_SOCKET},
+                {"help", no_argument, NULL, 'h'},
                 {},
         };
         json_t *status = NULL, *stats_all = NULL, *stats_1m = NULL;
@@ -123,18 +137,25 @@ int jitterctl_export(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 
         optind = 0;
         while ((opt = getopt_long(argc, argv, "+f:h", options, NULL)) >= 0) {
-                if (opt == 'f') {
+                switch (opt) {
+                case 'f':
                         if (strcmp(optarg, "prometheus") != 0) {
                                 ret = ctl_usage_error(cmd, "unknown format \"%s\" (the format "
                                                            "is prometheus)",
                                                       optarg);
                                 goto out;
                         }
-                        continue;
-                }
-                r = ctl_parse_common(ctl, cmd, opt);
-                if (r != CTL_CONTINUE) {
-                        ret = r;
+                        break;
+                case CTL_OPT_SOCKET:
+                        ctl->socket_path = optarg;
+                        break;
+                case 'h':
+                        export_usage(stdout);
+                        ret = CTL_EXIT_OK;
+                        goto out;
+                default:
+                        export_usage(stderr);
+                        ret = CTL_EXIT_USAGE;
                         goto out;
                 }
         }

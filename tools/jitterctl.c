@@ -19,8 +19,6 @@
 #include "cpulist.h"
 #include "jitterctl-format.h"
 
-#define SYSTEM_SOCKET "/run/jitterd/io.jitterd"
-
 static int cmd_clocks(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 {
         (void)cmd;

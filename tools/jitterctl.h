@@ -12,6 +12,9 @@
 
 #include "varlink-client.h"
 
+/* The system daemon's socket: the default for root. */
+#define SYSTEM_SOCKET "/run/jitterd/io.jitterd"
+
 /* Exit statuses. */
 #define CTL_EXIT_OK 0
 #define CTL_EXIT_FAILURE 1
