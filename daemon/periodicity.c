@@ -27,7 +27,8 @@
 #define CHANCE_LINK_MAX 0.05
 /* An event counts on a chain only this many links from a link to the very next multiple. */
 #define BRIDGE_MAX 2
-/* A chain needs this many events before its events count as periodic. */
+/* A chain needs this many events, linked to the very next multiple, before its events count as
+ * periodic. */
 #define CHAIN_MIN 3
 /* Tolerance bounds: at least TOL_MIN_NS (the jitter of a kernel timer and of our view of it),
  * at most TOL_MAX_REL of the period or TOL_ABS_NS, whichever is larger. */
@@ -478,7 +479,8 @@ static double link_error(const Work *w, size_t i, double period)
 
 /* Follows the lattice of @period: links every event to the event nearest to one of the next
  * @skip multiples of @period after it (the first multiple that has one within the tolerance),
- * and marks in w->on the events on chains of at least CHAIN_MIN events. */
+ * and marks in w->on the events on chains with at least CHAIN_MIN - 1 links to the very next
+ * multiple. */
 static Eval evaluate(Work *w, double period, double tol, unsigned skip)
 {
         size_t ptr[SKIP_MAX + 1] = {0};
@@ -536,16 +538,22 @@ static Eval evaluate(Work *w, double period, double tol, unsigned skip)
                         w->mult[i] = 0;
                 }
         }
+        /* A chain counts when at least CHAIN_MIN - 1 of its links go to the very next
+         * multiple: a chain of two links, one of which bridges, is how events that follow
+         * another source at fixed offsets (a theft, 2.48 ms later, 10 ms later) fall on a
+         * lattice that divides those offsets (2.5 ms). w->dep holds how many such links come
+         * before an event on its chain (each event has one predecessor at most now), w->len
+         * how many from it on. */
         for (size_t i = 0; i < w->n; i++) {
-                w->dep[i] = 1;
+                w->dep[i] = 0;
         }
         for (size_t i = 0; i < w->n; i++) {
-                if (w->succ[i] >= 0 && w->dep[w->succ[i]] < w->dep[i] + 1) {
-                        w->dep[w->succ[i]] = w->dep[i] + 1;
+                if (w->succ[i] >= 0) {
+                        w->dep[w->succ[i]] = w->dep[i] + (w->mult[i] == 1);
                 }
         }
         for (size_t i = w->n; i-- > 0;) {
-                w->len[i] = 1 + (w->succ[i] >= 0 ? w->len[w->succ[i]] : 0);
+                w->len[i] = w->succ[i] >= 0 ? (w->mult[i] == 1) + w->len[w->succ[i]] : 0;
         }
         /* Bridging a missed event is what a real source needs now and then, not all along: a
          * chain of 20 ms links is the lattice of 20 ms, not of 4 ms (a 10 ms theft bridges
@@ -573,7 +581,7 @@ static Eval evaluate(Work *w, double period, double tol, unsigned skip)
         }
         for (size_t i = 0; i < w->n; i++) {
                 w->on[i] = (w->on[i] <= BRIDGE_MAX || w->fwd[i] <= BRIDGE_MAX) &&
-                           w->dep[i] + w->len[i] - 1 >= CHAIN_MIN;
+                           w->dep[i] + w->len[i] >= CHAIN_MIN - 1;
                 if (!w->on[i]) {
                         continue;
                 }
@@ -628,14 +636,14 @@ static void work_free(Work *w)
 }
 
 /* Whether the events marked in w->on (by evaluate()) fill one residue class modulo @k of
- * their lattice and leave the others nearly empty: numbering each chain's lattice points from
- * its first event, the points of the class densest in events are, over all chains, more than
- * three times as full as those of the next densest class. The events of a real period fill
- * every class alike, or all but a few that it misses now and then (every fourth 137 ms theft
- * that meets the 4 ms tick and comes late). w->fwd is scratch. */
+ * their lattice far more than the others: numbering each chain's lattice points from its first
+ * event, the points of the class densest in events are, over all chains, more than three times
+ * as full as those of the other classes together. The events of a real period fill every class
+ * alike, or all but a few that it misses now and then (every fourth 137 ms theft that meets the
+ * 4 ms tick and comes late). w->fwd is scratch. */
 static bool one_class(Work *w, unsigned k)
 {
-        double first_events = 0, first_points = 0, second_events = 0, second_points = 0;
+        double dense_events = 0, dense_points = 0, other_events = 0, other_points = 0;
 
         for (size_t i = 0; i < w->n; i++) {
                 w->fwd[i] = 0;
@@ -647,7 +655,8 @@ static bool one_class(Work *w, unsigned k)
         }
         for (size_t i = 0; i < w->n; i++) {
                 double events[FUNDAMENTAL_MAX] = {0}, points[FUNDAMENTAL_MAX] = {0};
-                size_t point = 0, first = k, second = k;
+                double chain_events = 0, chain_points = 0;
+                size_t point = 0, dense = 0;
 
                 if (!w->on[i] || w->fwd[i]) {
                         continue;
@@ -659,27 +668,21 @@ static bool one_class(Work *w, unsigned k)
                         }
                         point += w->mult[j];
                 }
-                /* The two classes with the most events per point (a class with no point in
-                 * this chain does not count). */
+                /* Class 0 has a point in every chain (its first event). */
                 for (unsigned c = 0; c < k && c <= point; c++) {
                         points[c] = (double)((point - c) / k + 1);
-                        if (first == k || events[c] * points[first] > events[first] * points[c]) {
-                                second = first;
-                                first = c;
-                        } else if (second == k ||
-                                   events[c] * points[second] > events[second] * points[c]) {
-                                second = c;
+                        chain_events += events[c];
+                        chain_points += points[c];
+                        if (events[c] * points[dense] > events[dense] * points[c]) {
+                                dense = c;
                         }
                 }
-                if (second == k) {
-                        continue;
-                }
-                first_events += events[first];
-                first_points += points[first];
-                second_events += events[second];
-                second_points += points[second];
+                dense_events += events[dense];
+                dense_points += points[dense];
+                other_events += chain_events - events[dense];
+                other_points += chain_points - points[dense];
         }
-        return second_points > 0 && second_events * 3 * first_points < first_events * second_points;
+        return other_points > 0 && other_events * 3 * dense_points < dense_events * other_points;
 }
 
 /* Judges one candidate among the events left in @w: true when it is a period to report,
@@ -756,8 +759,9 @@ static bool judge_candidate(Work *w, const Candidate *cand, const PeriodicityOpt
                         return false;
                 }
         }
-        /* Clearly more than chance: at least twice as many events as on any of the periods
-         * nearby that mean nothing. */
+        /* Clearly more than chance: at least three times as many events as on any of the
+         * periods nearby that mean nothing (in a burst of interruptions a few hundred us
+         * apart, any lattice finds chains). */
         for (size_t k = 0; k < sizeof(null_ratios) / sizeof(null_ratios[0]); k++) {
                 Eval z = evaluate(w, period * null_ratios[k], tol, skip);
 
@@ -766,7 +770,7 @@ static bool judge_candidate(Work *w, const Candidate *cand, const PeriodicityOpt
                 }
         }
         memcpy(w->on, w->on_cand, w->n);
-        if (e.on < 2 * null_on || e.on - null_on < opt->min_events) {
+        if (e.on < 3 * null_on || e.on - null_on < opt->min_events) {
                 return false;
         }
         *ret = (PeriodicityPeriod){

@@ -5,23 +5,22 @@
  * of unrelated interruptions per second mixed in, and the kernel source a period is known to
  * come from.
  *
- * How: candidate periods are the peaks of two log-binned histograms (0.5 % and 0.1 % wide bins)
- * of the differences between each event and its next few events, above the local background
- * of that histogram; a peak ranks as high as the highest of its multiples, so that a period is
- * looked at whenever its multiples stand out. Each candidate is centred on where its
- * differences are densest and given a tolerance from how tightly they cluster (a few us for a
- * kernel timer, at most 1 % of the period), then checked by following events along its
- * lattice: an event is "on" the period when it is part of a chain of at least three events,
- * each within the tolerance of a multiple of the period after the previous one, and within two
- * links of a link to the very next multiple (missed events are bridged, as far as the noise
- * allows without chance links). Candidates are taken shortest first; one is kept when clearly
- * more events are on it than on nearby periods that mean nothing (the chance level for this
- * noise), when it does not mostly bridge missed events, when it is not made of the events of a
- * shorter period P/k (then P/k is what is judged and reported), and when its events do not
- * fill one residue class of its lattice and leave the others nearly empty (two sources, one
- * at k times the period). A kept period's events are taken out before the next candidate is
- * looked at, so its multiples, and lattices that would bridge over its events, find nothing
- * left to explain.
+ * How: candidate periods are the peaks of two log-binned histograms (0.5 % and 0.1 % wide bins) of
+ * the differences between each event and its next few events, above the local background of that
+ * histogram; a peak ranks as high as the highest of its multiples, so that a period is looked at
+ * whenever its multiples stand out. Each candidate is centred on where its differences are densest
+ * and given a tolerance from how tightly they cluster (a few us for a kernel timer, at most 1 % of
+ * the period), then checked by following events along its lattice: an event is "on" the period
+ * when it is part of a chain of events, each within the tolerance of a multiple of the period
+ * after the previous one, with at least two links to the very next multiple, and lies within two
+ * links of such a link (missed events are bridged, as far as the noise allows without chance
+ * links). Candidates are taken shortest first; one is kept when clearly more events are on it than
+ * on nearby periods that mean nothing (the chance level for this noise), when it does not mostly
+ * bridge missed events, when it is not made of the events of a shorter period P/k (then P/k is
+ * what is judged and reported), and when its events do not fill one residue class of its lattice
+ * far more than the others (two sources, one at k times the period). A kept period's events are
+ * taken out before the next candidate is looked at, so its multiples, and lattices that would
+ * bridge over its events, find nothing left to explain.
  *
  * About 0.15 s of CPU for 20000 events in heavy noise.
  *
