@@ -137,6 +137,19 @@ static void assert_sane(const PeriodicityResult *r)
         }
 }
 
+/* Runs the analysis over @e with the options GetStats uses (a period from 3 % of the events
+ * that no period kept before explains) and checks the result's invariants. */
+static void find_as_getstats(const Events *e, PeriodicityResult *r)
+{
+        PeriodicityOptions opt;
+
+        periodicity_options_init(&opt);
+        opt.min_share = 0.03;
+        opt.online_cpus = 2;
+        assert_int_equal(periodicity_find(e->t, e->n, &opt, r), 0);
+        assert_sane(r);
+}
+
 /* 50 ms with ±50 us jitter among Poisson noise at 100/s: found within 1 %, with about its
  * events. */
 static void test_periodic_in_noise(void **state)
@@ -295,14 +308,11 @@ static void test_tick_named(void **state)
 static void test_fundamental_below_multiples(void **state)
 {
         Events e = {0};
-        PeriodicityOptions opt;
         PeriodicityResult r;
         const PeriodicityPeriod *p;
         size_t periodic;
 
         (void)state;
-        periodicity_options_init(&opt);
-        opt.min_share = 0.03;
         for (uint64_t seed = 1; seed <= 5; seed++) {
                 rng_seed(seed);
                 e.n = 0;
@@ -311,8 +321,7 @@ static void test_fundamental_below_multiples(void **state)
                 add_periodic(&e, 0.0 * S + 3 * MS + 350000, 2.4 * S, 10 * MS, 2000, 1);
                 add_poisson(&e, 0, 2.4 * S, 100);
                 finish(&e);
-                assert_int_equal(periodicity_find(e.t, e.n, &opt, &r), 0);
-                assert_sane(&r);
+                find_as_getstats(&e, &r);
                 if (seed == 1) {
                         print_result(&r);
                 }
@@ -334,13 +343,10 @@ static void test_fundamental_below_multiples(void **state)
 static void test_two_sources_one_lattice(void **state)
 {
         Events e = {0};
-        PeriodicityOptions opt;
         PeriodicityResult r;
         size_t periodic, tick;
 
         (void)state;
-        periodicity_options_init(&opt);
-        opt.min_share = 0.03;
         for (uint64_t seed = 1; seed <= 5; seed++) {
                 rng_seed(seed);
                 e.n = 0;
@@ -348,8 +354,7 @@ static void test_two_sources_one_lattice(void **state)
                 tick = add_periodic(&e, 0.1 * S + 0.5 * MS, 2.1 * S, 4 * MS, 2000, 1);
                 add_poisson(&e, 0, 2.2 * S, 100);
                 finish(&e);
-                assert_int_equal(periodicity_find(e.t, e.n, &opt, &r), 0);
-                assert_sane(&r);
+                find_as_getstats(&e, &r);
                 if (seed == 1) {
                         print_result(&r);
                 }
@@ -369,13 +374,10 @@ static void test_two_sources_one_lattice(void **state)
 static void test_followers(void **state)
 {
         Events e = {0};
-        PeriodicityOptions opt;
         PeriodicityResult r;
         size_t periodic;
 
         (void)state;
-        periodicity_options_init(&opt);
-        opt.min_share = 0.03;
         for (uint64_t seed = 1; seed <= 5; seed++) {
                 rng_seed(seed);
                 e.n = 0;
@@ -384,8 +386,7 @@ static void test_followers(void **state)
                 add_periodic(&e, 0.1 * S + 1.3 * MS, 4.1 * S, 4 * MS, 2000, 1);
                 add_poisson(&e, 0.1 * S, 4.1 * S, 60);
                 finish(&e);
-                assert_int_equal(periodicity_find(e.t, e.n, &opt, &r), 0);
-                assert_sane(&r);
+                find_as_getstats(&e, &r);
                 if (seed == 1) {
                         print_result(&r);
                 }
@@ -402,14 +403,11 @@ static void test_followers(void **state)
 static void test_regular_misses(void **state)
 {
         Events e = {0};
-        PeriodicityOptions opt;
         PeriodicityResult r;
         const PeriodicityPeriod *p;
         size_t periodic = 0;
 
         (void)state;
-        periodicity_options_init(&opt);
-        opt.min_share = 0.03;
         for (uint64_t seed = 1; seed <= 5; seed++) {
                 rng_seed(seed);
                 e.n = 0;
@@ -422,8 +420,7 @@ static void test_regular_misses(void **state)
                 add_periodic(&e, 10.5 * MS, 5.6 * S, 4 * MS, 2000, 1);
                 add_poisson(&e, 0, 5.6 * S, 60);
                 finish(&e);
-                assert_int_equal(periodicity_find(e.t, e.n, &opt, &r), 0);
-                assert_sane(&r);
+                find_as_getstats(&e, &r);
                 if (seed == 1) {
                         print_result(&r);
                 }
@@ -442,7 +439,6 @@ static void check_recorded(const char *name, double period_ns, size_t thefts, do
 {
         char path[512], line[256];
         Events e = {0};
-        PeriodicityOptions opt;
         PeriodicityResult r;
         const PeriodicityPeriod *p;
         FILE *f;
@@ -456,11 +452,7 @@ static void check_recorded(const char *name, double period_ns, size_t thefts, do
                 }
         }
         fclose(f);
-        periodicity_options_init(&opt);
-        opt.min_share = 0.03;
-        opt.online_cpus = 2;
-        assert_int_equal(periodicity_find(e.t, e.n, &opt, &r), 0);
-        assert_sane(&r);
+        find_as_getstats(&e, &r);
         print_message("%s:\n", name);
         print_result(&r);
         p = find_period(&r, period_ns, 0.01);
