@@ -20,6 +20,9 @@
 #define MSR_SMI_COUNT 0x34
 #define SMI_COUNT_MASK UINT64_C(0xffffffff)
 
+/* Files kept open: /proc/interrupts, /proc/softirqs and a status file per probe thread. */
+#define OPEN_FILES 64
+
 struct AttribTable {
         size_t n;
         char names[ATTRIB_MAX_SOURCES][ATTRIB_NAME_MAX];
@@ -31,7 +34,17 @@ struct AttribTable {
         size_t buf_cap;
         uint64_t *row;
         size_t row_cap;
+        /* Files of the live system kept open: procfs makes their content anew at each read
+         * from offset 0, and opening costs more than reading (a path walk each time). */
+        struct {
+                char path[64];
+                int fd; /* -1: free */
+        } open_files[OPEN_FILES];
+        size_t next_evict;
 };
+
+/* After an MSR could not be opened, it is tried again after this many calls. */
+#define MSR_RETRY_CALLS 64
 
 enum {
         MSR_CLOSED,
@@ -51,6 +64,7 @@ struct AttribSnapshot {
 
         int msr_state;
         int msr_fd;
+        unsigned msr_retry; /* calls to go before the MSR is tried again */
         char msr_path[PATH_MAX];
 };
 
@@ -90,6 +104,9 @@ int attrib_table_new(AttribTable **ret)
         if (!t) {
                 return -ENOMEM;
         }
+        for (size_t i = 0; i < OPEN_FILES; i++) {
+                t->open_files[i].fd = -1;
+        }
         *ret = t;
         return 0;
 }
@@ -101,6 +118,11 @@ AttribTable *attrib_table_free(AttribTable *t)
         }
         for (size_t i = 0; i < t->n; i++) {
                 free(t->descriptions[i]);
+        }
+        for (size_t i = 0; i < OPEN_FILES; i++) {
+                if (t->open_files[i].fd >= 0) {
+                        close(t->open_files[i].fd);
+                }
         }
         free(t->buf);
         free(t->row);
@@ -318,24 +340,53 @@ static const char *root_or_empty(const char *root)
         return root ? root : "";
 }
 
-/* Reads @path below @root into the table's buffer, NUL-terminated, at most ATTRIB_FILE_MAX
- * bytes, cut after the last whole line when the bound was reached. Returns the length or a
- * negative errno. */
-static ssize_t read_bounded(AttribTable *t, const char *root, const char *path)
+/* An open descriptor of the live system's @path, kept for the next calls (see open_files).
+ * Returns it (owned by @t) or a negative errno. */
+static int open_kept(AttribTable *t, const char *path)
 {
-        _cleanup_close_ int fd = -1;
-        char full[PATH_MAX];
-        size_t len = 0;
-        int r;
+        size_t slot;
+        int fd;
 
-        r = snprintf(full, sizeof(full), "%s%s", root_or_empty(root), path);
-        if (r < 0 || (size_t)r >= sizeof(full)) {
+        for (size_t i = 0; i < OPEN_FILES; i++) {
+                if (t->open_files[i].fd >= 0 && strcmp(t->open_files[i].path, path) == 0) {
+                        return t->open_files[i].fd;
+                }
+        }
+        if (strlen(path) >= sizeof(t->open_files[0].path)) {
                 return -ENAMETOOLONG;
         }
-        fd = open(full, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0) {
                 return -errno;
         }
+        slot = t->next_evict;
+        t->next_evict = (t->next_evict + 1) % OPEN_FILES;
+        if (t->open_files[slot].fd >= 0) {
+                close(t->open_files[slot].fd);
+        }
+        t->open_files[slot].fd = fd;
+        strcpy(t->open_files[slot].path, path);
+        return fd;
+}
+
+/* Closes the kept descriptor @fd (a thread's status file once the thread is gone). */
+static void close_kept(AttribTable *t, int fd)
+{
+        for (size_t i = 0; i < OPEN_FILES; i++) {
+                if (t->open_files[i].fd == fd) {
+                        close(fd);
+                        t->open_files[i].fd = -1;
+                }
+        }
+}
+
+/* Reads all of @fd from offset 0 into the table's buffer, NUL-terminated, at most
+ * ATTRIB_FILE_MAX bytes, cut after the last whole line when the bound was reached. Returns the
+ * length or a negative errno. */
+static ssize_t read_all(AttribTable *t, int fd)
+{
+        size_t len = 0;
+
         for (;;) {
                 ssize_t k;
 
@@ -356,7 +407,7 @@ static ssize_t read_bounded(AttribTable *t, const char *root, const char *path)
                         t->buf = b;
                         t->buf_cap = cap;
                 }
-                k = read(fd, t->buf + len, t->buf_cap - 1 - len);
+                k = pread(fd, t->buf + len, t->buf_cap - 1 - len, (off_t)len);
                 if (k < 0) {
                         if (errno == EINTR) {
                                 continue;
@@ -375,6 +426,39 @@ static ssize_t read_bounded(AttribTable *t, const char *root, const char *path)
         }
         t->buf[len] = '\0';
         return (ssize_t)len;
+}
+
+/* Reads @path below @root into the table's buffer (see read_all()). On the live system (@root
+ * NULL or empty) the file stays open for the next call. Returns the length or a negative
+ * errno. */
+static ssize_t read_bounded(AttribTable *t, const char *root, const char *path)
+{
+        _cleanup_close_ int fd = -1;
+        char full[PATH_MAX];
+        ssize_t len;
+        int r;
+
+        if (!root || !root[0]) {
+                int kept = open_kept(t, path);
+
+                if (kept < 0) {
+                        return kept;
+                }
+                len = read_all(t, kept);
+                if (len < 0 && len != -ENOMEM) {
+                        close_kept(t, kept);
+                }
+                return len;
+        }
+        r = snprintf(full, sizeof(full), "%s%s", root, path);
+        if (r < 0 || (size_t)r >= sizeof(full)) {
+                return -ENAMETOOLONG;
+        }
+        fd = open(full, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0) {
+                return -errno;
+        }
+        return read_all(t, fd);
 }
 
 static const char *skip_blanks(const char *p, const char *end)
@@ -736,15 +820,21 @@ static int sample_smi(AttribTable *t, const char *root, AttribRequest *req)
         if (strcmp(path, s->msr_path) != 0) {
                 msr_close(s);
                 strcpy(s->msr_path, path);
+                s->msr_retry = 0;
         }
         if (s->msr_state == MSR_UNSUPPORTED) {
                 return 0;
         }
         if (s->msr_state == MSR_CLOSED) {
-                /* Most machines have no msr module loaded, or we lack CAP_SYS_RAWIO: retried
-                 * each call, which costs one failed open(). */
+                /* Most machines have no msr module loaded, or we lack CAP_SYS_RAWIO: tried
+                 * again every MSR_RETRY_CALLS calls, an open() that fails costing a path walk. */
+                if (s->msr_retry > 0) {
+                        s->msr_retry--;
+                        return 0;
+                }
                 s->msr_fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
                 if (s->msr_fd < 0) {
+                        s->msr_retry = MSR_RETRY_CALLS - 1;
                         return 0;
                 }
                 s->msr_state = MSR_OPEN;

@@ -431,7 +431,9 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata)
                 ProbeState st = probe_state(p->probe);
                 int64_t e;
 
-                p->offline = !cpulist_cpu_online(p->cpu);
+                /* A probe that runs on its CPU needs no look at sysfs to know it is online. */
+                p->offline = st != PROBE_RUNNING && st != PROBE_PREHEATING &&
+                             !cpulist_cpu_online(p->cpu);
                 /* Moved off an online CPU: a cpuset or affinity change that it cannot undo.
                  * Said once per episode; it measures nothing meanwhile. */
                 if (st == PROBE_MIGRATED && !p->offline && !p->migrated) {

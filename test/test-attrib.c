@@ -409,6 +409,34 @@ static void test_smi(void **state)
         free(root);
 }
 
+/* An MSR that does not open is not tried at every call (each try is a path walk) but now and
+ * then: one that appears later is read after some calls, within 64 + 1. */
+static void test_smi_retry(void **state)
+{
+        Fixture *f = *state;
+        AttribTable *t = f->t;
+        char *root = make_root();
+        char msr[PATH_MAX], cmd[PATH_MAX + 16];
+        int calls = 0;
+
+        snprintf(msr, sizeof(msr), "%s/dev/cpu/1/msr", root);
+        assert_int_equal(attrib_sample(t, f->s1, root, 1, 0, 0, f->d1), 0);
+        mkdirs(root, "/dev/cpu/1/msr");
+        do {
+                write_smi(msr, (uint64_t)calls);
+                assert_int_equal(attrib_sample(t, f->s1, root, 1, 0, 0, f->d1), 0);
+                calls++;
+        } while (!delta_has(t, f->d1, "smi") && calls < 100);
+        /* opened on one call, read with a delta on the next */
+        assert_true(calls > 2);
+        assert_true(calls <= 64 + 1);
+        assert_int_equal(count_of(t, f->d1, "smi"), 1);
+
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+        assert_int_equal(system(cmd), 0);
+        free(root);
+}
+
 /* A /proc/interrupts over ATTRIB_FILE_MAX is read up to the bound, without the line the bound
  * cuts through. */
 static void test_bounded(void **state)
@@ -579,6 +607,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_offline_column, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_snapshot_identity, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_smi, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_smi_retry, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_bounded, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_garbage, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_real_system, setup, teardown),
