@@ -242,19 +242,11 @@ int cmd_plot(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                 case 'o':
                         svg = optarg;
                         break;
-                case 'w':
-                        window = optarg;
-                        break;
-                case 'c':
-                        if (ctl_parse_cpus(cmd, optarg, &cpus) < 0) {
-                                return CTL_EXIT_USAGE;
-                        }
-                        break;
                 case 'S':
                         snapshot = optarg;
                         break;
                 default:
-                        r = ctl_parse_common(ctl, cmd, c);
+                        r = ctl_parse_option(ctl, cmd, c, &window, &cpus);
                         if (r != CTL_CONTINUE) {
                                 json_decref(cpus);
                                 return r;

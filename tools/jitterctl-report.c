@@ -97,14 +97,11 @@ int cmd_hist(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 
         while ((c = getopt_long(argc, argv, "w:dh", options, NULL)) >= 0) {
                 switch (c) {
-                case 'w':
-                        window = optarg;
-                        break;
                 case 'd':
                         kind = "diffdiff";
                         break;
                 default:
-                        r = ctl_parse_common(ctl, cmd, c);
+                        r = ctl_parse_option(ctl, cmd, c, &window, NULL);
                         if (r != CTL_CONTINUE) {
                                 return r;
                         }
@@ -249,16 +246,8 @@ int cmd_report(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 
         while ((c = getopt_long(argc, argv, "w:c:h", options, NULL)) >= 0) {
                 switch (c) {
-                case 'w':
-                        window = optarg;
-                        break;
-                case 'c':
-                        if (ctl_parse_cpus(cmd, optarg, &cpus) < 0) {
-                                return CTL_EXIT_USAGE;
-                        }
-                        break;
                 default:
-                        r = ctl_parse_common(ctl, cmd, c);
+                        r = ctl_parse_option(ctl, cmd, c, &window, &cpus);
                         if (r != CTL_CONTINUE) {
                                 json_decref(cpus);
                                 return r;

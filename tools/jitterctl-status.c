@@ -309,19 +309,11 @@ int cmd_stats(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 
         while ((c = getopt_long(argc, argv, "w:c:dh", options, NULL)) >= 0) {
                 switch (c) {
-                case 'w':
-                        window = optarg;
-                        break;
-                case 'c':
-                        if (ctl_parse_cpus(cmd, optarg, &cpus) < 0) {
-                                return CTL_EXIT_USAGE;
-                        }
-                        break;
                 case 'd':
                         kind = "diffdiff";
                         break;
                 default:
-                        r = ctl_parse_common(ctl, cmd, c);
+                        r = ctl_parse_option(ctl, cmd, c, &window, &cpus);
                         if (r != CTL_CONTINUE) {
                                 json_decref(cpus);
                                 return r;
@@ -410,11 +402,6 @@ int cmd_events(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 
         while ((c = getopt_long(argc, argv, "c:s:m:n:h", options, NULL)) >= 0) {
                 switch (c) {
-                case 'c':
-                        if (ctl_parse_cpus(cmd, optarg, &cpus) < 0) {
-                                return CTL_EXIT_USAGE;
-                        }
-                        break;
                 case 's':
                 case 'm':
                         if (duration_parse(optarg, 1000000000ULL, &ns) < 0) {
@@ -432,7 +419,7 @@ int cmd_events(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                         have_limit = true;
                         break;
                 default:
-                        r = ctl_parse_common(ctl, cmd, c);
+                        r = ctl_parse_option(ctl, cmd, c, NULL, &cpus);
                         if (r != CTL_CONTINUE) {
                                 json_decref(cpus);
                                 return r;
@@ -537,16 +524,8 @@ int cmd_check(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                                         cmd, "invalid percentile \"%s\" (e.g. 99.99)", optarg);
                         }
                         break;
-                case 'w':
-                        window = optarg;
-                        break;
-                case 'c':
-                        if (ctl_parse_cpus(cmd, optarg, &cpus) < 0) {
-                                return CTL_EXIT_USAGE;
-                        }
-                        break;
                 default:
-                        r = ctl_parse_common(ctl, cmd, c);
+                        r = ctl_parse_option(ctl, cmd, c, &window, &cpus);
                         if (r != CTL_CONTINUE) {
                                 json_decref(cpus);
                                 return r;

@@ -581,11 +581,6 @@ int cmd_watch(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 
         while ((c = getopt_long(argc, argv, "c:n:h", options, NULL)) >= 0) {
                 switch (c) {
-                case 'c':
-                        if (ctl_parse_cpus(cmd, optarg, &cpus) < 0) {
-                                return CTL_EXIT_USAGE;
-                        }
-                        break;
                 case 'n':
                         if (ctl_parse_uint(optarg, UINT32_MAX, &count) < 0 || count == 0) {
                                 json_decref(cpus);
@@ -593,7 +588,7 @@ int cmd_watch(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                         }
                         break;
                 default:
-                        r = ctl_parse_common(ctl, cmd, c);
+                        r = ctl_parse_option(ctl, cmd, c, NULL, &cpus);
                         if (r != CTL_CONTINUE) {
                                 json_decref(cpus);
                                 return r;

@@ -140,6 +140,19 @@ int ctl_parse_common(Ctl *ctl, const CtlCommand *cmd, int c)
         }
 }
 
+int ctl_parse_option(Ctl *ctl, const CtlCommand *cmd, int c, const char **window,
+                     json_t **cpus)
+{
+        if (c == 'w' && window) {
+                *window = optarg;
+                return CTL_CONTINUE;
+        }
+        if (c == 'c' && cpus) {
+                return ctl_parse_cpus(cmd, optarg, cpus) < 0 ? CTL_EXIT_USAGE : CTL_CONTINUE;
+        }
+        return ctl_parse_common(ctl, cmd, c);
+}
+
 int ctl_usage_error(const CtlCommand *cmd, const char *fmt, ...)
 {
         va_list ap;

@@ -64,6 +64,13 @@ struct Ctl {
  * should go on parsing. */
 int ctl_parse_common(Ctl *ctl, const CtlCommand *cmd, int c);
 
+/* Like ctl_parse_common(), and also --window (-w; its value into @window) and --cpu (-c; the
+ * list into @cpus as a JSON array, replacing one from an earlier --cpu) for the commands that
+ * take them: NULL for one a command does not take. On a bad --cpu prints why and returns
+ * CTL_EXIT_USAGE. */
+int ctl_parse_option(Ctl *ctl, const CtlCommand *cmd, int c, const char **window,
+                     json_t **cpus);
+
 /* Prints "jitterctl NAME: MESSAGE" and the command's usage to stderr; returns CTL_EXIT_USAGE. */
 int ctl_usage_error(const CtlCommand *cmd, const char *fmt, ...)
         __attribute__((format(printf, 2, 3)));
