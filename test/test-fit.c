@@ -16,28 +16,7 @@
 #include <string.h>
 
 #include "fit.h"
-
-/* Deterministic: xorshift64*. */
-static uint64_t rng_state;
-
-static void rng_seed(uint64_t seed)
-{
-        rng_state = seed ? seed : 1;
-}
-
-static uint64_t rng_next(void)
-{
-        rng_state ^= rng_state >> 12;
-        rng_state ^= rng_state << 25;
-        rng_state ^= rng_state >> 27;
-        return rng_state * UINT64_C(2685821657736338717);
-}
-
-/* Uniform in [0, 1). */
-static double rng_uniform(void)
-{
-        return (double)(rng_next() >> 11) / 9007199254740992.0;
-}
+#include "rng.h"
 
 static uint64_t rng_range(uint64_t lo, uint64_t hi)
 {

@@ -9,24 +9,14 @@
 #include <math.h>
 
 #include "histogram.h"
-
-static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
-
-static uint64_t rng(void)
-{
-        /* xorshift64*: deterministic, so a failure reproduces. */
-        rng_state ^= rng_state >> 12;
-        rng_state ^= rng_state << 25;
-        rng_state ^= rng_state >> 27;
-        return rng_state * 0x2545f4914f6cdd1dULL;
-}
+#include "rng.h"
 
 /* Log-uniform over 0 .. 2^44, so every magnitude is exercised. */
 static uint64_t random_value(void)
 {
-        unsigned bits = (unsigned)(rng() % 45);
+        unsigned bits = (unsigned)(rng_next() % 45);
 
-        return bits == 0 ? 0 : rng() & ((1ULL << bits) - 1);
+        return bits == 0 ? 0 : rng_next() & ((1ULL << bits) - 1);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -146,7 +136,7 @@ static void test_signed(void **state)
         for (size_t i = 0; i < n; i++) {
                 int64_t x = (int64_t)random_value();
 
-                v[i] = (rng() & 1) ? -x : x;
+                v[i] = (rng_next() & 1) ? -x : x;
                 signed_histogram_add(h, v[i]);
         }
         signed_histogram_add(h, INT64_MIN);

@@ -12,20 +12,10 @@
 #include <string.h>
 
 #include "history.h"
+#include "rng.h"
 
 #define S 1000000000ULL
 #define MS 1000000ULL
-
-static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
-
-static uint64_t rng(void)
-{
-        /* xorshift64*: deterministic, so a failure reproduces. */
-        rng_state ^= rng_state >> 12;
-        rng_state ^= rng_state << 25;
-        rng_state ^= rng_state >> 27;
-        return rng_state * 0x2545f4914f6cdd1dULL;
-}
 
 /* What the test added, to build the expected windows from. */
 typedef struct Added {
@@ -88,30 +78,30 @@ static void make_interval(Added *a, uint64_t start_ns, uint64_t duration_ns, boo
         if (stalled) {
                 return;
         }
-        s->start_ticks = start_ns * 3 + rng() % 1000;
+        s->start_ticks = start_ns * 3 + rng_next() % 1000;
         s->end_ticks = s->start_ticks + duration_ns * 3;
-        for (unsigned i = 0, n = 20 + (unsigned)(rng() % 200); i < n; i++) {
+        for (unsigned i = 0, n = 20 + (unsigned)(rng_next() % 200); i < n; i++) {
                 uint64_t v;
 
-                if (rng() % 6 == 0) {
-                        unsigned bits = 6 + (unsigned)(rng() % 30);
+                if (rng_next() % 6 == 0) {
+                        unsigned bits = 6 + (unsigned)(rng_next() % 30);
 
-                        v = (1ULL << bits) + rng() % (1ULL << bits);
+                        v = (1ULL << bits) + rng_next() % (1ULL << bits);
                 } else {
-                        v = 20 + rng() % 12;
+                        v = 20 + rng_next() % 12;
                 }
                 add_gap(s, v, 1, &prev, &have_prev);
         }
-        if (rng() % 4 == 0) {
-                add_gap(s, 25, (1ULL << 40) + rng() % 1000000, &prev, &have_prev);
+        if (rng_next() % 4 == 0) {
+                add_gap(s, 25, (1ULL << 40) + rng_next() % 1000000, &prev, &have_prev);
         }
-        if (rng() % 16 == 0) {
-                add_gap(s, UINT64_MAX - rng() % 1000, 1, &prev, &have_prev);
+        if (rng_next() % 16 == 0) {
+                add_gap(s, UINT64_MAX - rng_next() % 1000, 1, &prev, &have_prev);
         }
-        for (unsigned i = 0, n = (unsigned)(rng() % 5); i < n; i++) {
+        for (unsigned i = 0, n = (unsigned)(rng_next() % 5); i < n; i++) {
                 a->attrib.items[a->attrib.n++] = (AttribCount){
-                        .id = (uint16_t)(rng() % 6),
-                        .count = 1 + rng() % (rng() % 2 ? 10 : 1ULL << 40),
+                        .id = (uint16_t)(rng_next() % 6),
+                        .count = 1 + rng_next() % (rng_next() % 2 ? 10 : 1ULL << 40),
                 };
         }
 }
@@ -291,22 +281,22 @@ static void test_window_exact_merge(void **state)
         o.coarse_retention_ns = 600 * S;
         assert_int_equal(history_new(&o, &h), 0);
         for (size_t i = 0; i < n; i++) {
-                uint64_t d = 500 * MS + rng() % (1000 * MS);
+                uint64_t d = 500 * MS + rng_next() % (1000 * MS);
 
                 make_interval(&a[i], t, d, i == 4);
                 assert_int_equal(add(h, 2, &a[i]), 0);
                 t += d + (i == 7 ? 3 * S : 0); /* a hole: the probe was offline */
         }
         for (unsigned trial = 0; trial < 60; trial++) {
-                size_t lo = rng() % n, hi = lo + rng() % (n - lo);
+                size_t lo = rng_next() % n, hi = lo + rng_next() % (n - lo);
                 uint64_t from = a[lo].start_ns, to = end_of(&a[hi]);
 
                 /* Cutting into the first or last interval leaves it out. */
-                if (rng() % 3 == 0 && lo < hi) {
+                if (rng_next() % 3 == 0 && lo < hi) {
                         from += 1;
                         lo++;
                 }
-                if (rng() % 3 == 0 && lo < hi) {
+                if (rng_next() % 3 == 0 && lo < hi) {
                         to -= 1;
                         hi--;
                 }
@@ -995,7 +985,7 @@ static void test_load_corrupt(void **state)
         p = (uint8_t *)file.data;
         /* Every byte, flipped by a random non-zero mask. */
         for (size_t pos = 0; pos < file.size; pos++) {
-                uint8_t mask = (uint8_t)(1 + rng() % 255);
+                uint8_t mask = (uint8_t)(1 + rng_next() % 255);
 
                 p[pos] ^= mask;
                 assert_int_equal(load(h, t, HZ, p, file.size), -EBADMSG);
@@ -1003,7 +993,7 @@ static void test_load_corrupt(void **state)
         }
         /* Random single bits, and random bursts of bytes. */
         for (unsigned trial = 0; trial < 2000; trial++) {
-                size_t pos = rng() % file.size, len = 1 + rng() % 8;
+                size_t pos = rng_next() % file.size, len = 1 + rng_next() % 8;
                 uint8_t saved[8];
 
                 if (pos + len > file.size) {
@@ -1011,10 +1001,10 @@ static void test_load_corrupt(void **state)
                 }
                 memcpy(saved, p + pos, len);
                 if (trial % 2) {
-                        p[pos] ^= (uint8_t)(1u << (rng() % 8));
+                        p[pos] ^= (uint8_t)(1u << (rng_next() % 8));
                 } else {
                         for (size_t k = 0; k < len; k++) {
-                                p[pos + k] = (uint8_t)rng();
+                                p[pos + k] = (uint8_t)rng_next();
                         }
                 }
                 if (memcmp(saved, p + pos, len) != 0) {
@@ -1065,13 +1055,13 @@ static void test_load_crafted(void **state)
                 int r;
 
                 memcpy(p, file.data, size);
-                for (unsigned k = 0, n = 1 + (unsigned)(rng() % 4); k < n; k++) {
-                        size_t pos = 36 + rng() % (size - 40); /* after magic, hz, boot id */
+                for (unsigned k = 0, n = 1 + (unsigned)(rng_next() % 4); k < n; k++) {
+                        size_t pos = 36 + rng_next() % (size - 40); /* after magic, hz, boot id */
 
-                        p[pos] = trial % 3 ? (uint8_t)rng() : (uint8_t)(p[pos] ^ 0x80);
+                        p[pos] = trial % 3 ? (uint8_t)rng_next() : (uint8_t)(p[pos] ^ 0x80);
                 }
                 if (trial % 5 == 0) {
-                        size = 40 + rng() % (file.size - 40); /* cut, then checksummed */
+                        size = 40 + rng_next() % (file.size - 40); /* cut, then checksummed */
                 }
                 fix_crc(p, size);
                 r = load(h, t, HZ, p, size);

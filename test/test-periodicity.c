@@ -19,29 +19,10 @@
 #include <time.h>
 
 #include "periodicity.h"
+#include "rng.h"
 
 #define MS 1000000.0
 #define S 1000000000.0
-
-static uint64_t rng_state;
-
-static void rng_seed(uint64_t seed)
-{
-        rng_state = seed ? seed : 1;
-}
-
-static uint64_t rng_next(void)
-{
-        rng_state ^= rng_state >> 12;
-        rng_state ^= rng_state << 25;
-        rng_state ^= rng_state >> 27;
-        return rng_state * UINT64_C(2685821657736338717);
-}
-
-static double rng_uniform(void)
-{
-        return (double)(rng_next() >> 11) / 9007199254740992.0;
-}
 
 /* A growing, later sorted, list of event times. */
 typedef struct Events {

@@ -18,24 +18,10 @@
 #include <time.h>
 
 #include "history.h"
+#include "rng.h"
 
 #define NSEC_PER_SEC 1000000000ULL
 #define FLOOR_TICKS 60
-
-static uint64_t rng_state = 0x2545f4914f6cdd1dULL;
-
-static uint64_t rng(void)
-{
-        rng_state ^= rng_state >> 12;
-        rng_state ^= rng_state << 25;
-        rng_state ^= rng_state >> 27;
-        return rng_state * 0x2545f4914f6cdd1dULL;
-}
-
-static double rng_unit(void)
-{
-        return (double)(rng() >> 11) / (double)(1ULL << 53);
-}
 
 static uint64_t now_ns(void)
 {
@@ -102,7 +88,7 @@ static const Source sources[] = {
 
 static double rng_normal(void)
 {
-        double u = rng_unit(), v = rng_unit();
+        double u = rng_uniform(), v = rng_uniform();
 
         return sqrt(-2.0 * log(u + 1e-300)) * cos(2.0 * M_PI * v);
 }
@@ -130,13 +116,13 @@ static void synth_interval(ProbeSlot *s, uint64_t start_ticks, AttribDelta *a)
         /* Core: every tick value from just below the floor to well above it. */
         for (int d = -4; d < 36; d++) {
                 double w = exp(-(double)(d * d) / 18.0);
-                uint64_t n = (uint64_t)(30e6 * w * (0.8 + 0.4 * rng_unit())) + 1 + rng() % 50;
+                uint64_t n = (uint64_t)(30e6 * w * (0.8 + 0.4 * rng_uniform())) + 1 + rng_next() % 50;
 
                 add_gap(s, (uint64_t)(FLOOR_TICKS + d), n);
         }
         for (int d = -40; d <= 40; d++) {
                 double w = exp(-(double)(d * d) / 60.0);
-                uint64_t n = (uint64_t)(20e6 * w * (0.8 + 0.4 * rng_unit()));
+                uint64_t n = (uint64_t)(20e6 * w * (0.8 + 0.4 * rng_uniform()));
 
                 if (n > 0) {
                         add_dd(s, d, n);
@@ -147,7 +133,7 @@ static void synth_interval(ProbeSlot *s, uint64_t start_ticks, AttribDelta *a)
         for (uint64_t v = FLOOR_TICKS + 40; v < 250;
              v = histogram_bucket_upper(histogram_index(v)) + 1) {
                 double expect = 4000.0 * exp(-(double)(v - FLOOR_TICKS - 40) / 40.0);
-                uint64_t n = (uint64_t)(expect * (0.7 + 0.6 * rng_unit()));
+                uint64_t n = (uint64_t)(expect * (0.7 + 0.6 * rng_uniform()));
 
                 if (n > 0) {
                         add_gap(s, v, n);
@@ -157,8 +143,8 @@ static void synth_interval(ProbeSlot *s, uint64_t start_ticks, AttribDelta *a)
         }
         for (size_t k = 0; k < sizeof(sources) / sizeof(sources[0]); k++) {
                 const Source *src = &sources[k];
-                uint64_t n = src->rate >= 1 ? (uint64_t)(src->rate * (0.8 + 0.4 * rng_unit()))
-                                            : rng_unit() < src->rate;
+                uint64_t n = src->rate >= 1 ? (uint64_t)(src->rate * (0.8 + 0.4 * rng_uniform()))
+                                            : rng_uniform() < src->rate;
 
                 for (uint64_t i = 0; i < n; i++) {
                         add_interruption(
@@ -170,7 +156,7 @@ static void synth_interval(ProbeSlot *s, uint64_t start_ticks, AttribDelta *a)
                 }
         }
         /* Context switches of the probe thread, now and then. */
-        if (rng() % 8 == 0) {
+        if (rng_next() % 8 == 0) {
                 a->items[a->n++] = (AttribCount){.id = 6, .count = 1};
         }
 }
@@ -209,6 +195,7 @@ int main(void)
                 fprintf(stderr, "out of memory\n");
                 return 1;
         }
+        rng_seed(0x2545f4914f6cdd1dULL); /* the synthetic day the README's figures come from */
         r = history_new(&opt, &h);
         if (r < 0) {
                 fprintf(stderr, "history_new: %s\n", strerror(-r));
@@ -238,7 +225,7 @@ int main(void)
                                 .cpu = 0,
                                 .start_ns = t + e * 1000,
                                 .start_real_ns = t + e * 1000,
-                                .duration_ns = 10000 + rng() % 100000,
+                                .duration_ns = 10000 + rng_next() % 100000,
                         };
 
                         (void)history_add_event(h, &ev);
