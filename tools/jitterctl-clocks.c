@@ -6,22 +6,12 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "clocks.h"
 #include "jitterctl.h"
-
-/* The command's entry point: @argv[0] is the command name, the rest its options; @json is the
- * global --json. Returns the exit status. */
-
-enum {
-        OPT_JSON = 0x100,
-        OPT_NO_COLOR,
-        OPT_SOCKET,
-};
 
 static void clocks_usage(FILE *f)
 {
@@ -37,20 +27,6 @@ static void clocks_usage(FILE *f)
                 "      --json         print JSON instead of text\n"
                 "  -h, --help         this help\n",
                 CLOCKS_BATCH_DEFAULT, CLOCKS_SAMPLES_DEFAULT, CLOCKS_BUDGET_NS / 1e9);
-}
-
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int usage_error(const char *fmt, ...)
-{
-        va_list ap;
-
-        fputs("jitterctl clocks: ", stderr);
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        fputs("\nTry \"jitterctl clocks --help\".\n", stderr);
-        return CTL_EXIT_USAGE;
 }
 
 /* The warning an operator needs about the clocksource, or NULL when there is none. */
@@ -193,17 +169,14 @@ static int clocks_print_text(const ClocksReport *rep, const char *warning)
         return CTL_EXIT_OK;
 }
 
-int jitterctl_clocks(int argc, char **argv, bool json)
+int jitterctl_clocks(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 {
         static const struct option options[] = {
                 {"cpu", required_argument, NULL, 'c'},
                 {"samples", required_argument, NULL, 'n'},
-                {"json", no_argument, NULL, OPT_JSON},
-                /* Accepted like every command's, though nothing here is coloured and no
-                 * daemon is asked. */
-                {"no-color", no_argument, NULL, OPT_NO_COLOR},
-                {"socket", required_argument, NULL, OPT_SOCKET},
-                {"help", no_argument, NULL, 'h'},
+                /* --socket and --no-color are accepted like every command's, though no daemon
+                 * is asked and nothing is coloured. */
+                CTL_COMMON_OPTIONS,
                 {},
         };
         ClocksOptions opts = {.cpu = -1};
@@ -218,35 +191,31 @@ int jitterctl_clocks(int argc, char **argv, bool json)
                 switch (c) {
                 case 'c':
                         if (ctl_parse_uint(optarg, CPU_SETSIZE - 1, &v) < 0) {
-                                return usage_error("invalid CPU \"%s\" (a CPU number)", optarg);
+                                return ctl_usage_error(cmd, "invalid CPU \"%s\" (a CPU number)",
+                                                       optarg);
                         }
                         opts.cpu = (int)v;
                         break;
                 case 'n':
                         if (ctl_parse_uint(optarg, CLOCKS_SAMPLES_MAX, &v) < 0 || v == 0) {
-                                return usage_error("invalid number of samples \"%s\" (1 to %d)",
-                                                   optarg, CLOCKS_SAMPLES_MAX);
+                                return ctl_usage_error(cmd,
+                                                       "invalid number of samples \"%s\" (1 to %d)",
+                                                       optarg, CLOCKS_SAMPLES_MAX);
                         }
                         opts.samples = (unsigned)v;
-                        break;
-                case OPT_JSON:
-                        json = true;
-                        break;
-                case OPT_NO_COLOR:
-                case OPT_SOCKET:
                         break;
                 case 'h':
                         clocks_usage(stdout);
                         return CTL_EXIT_OK;
                 default:
-                        fputs("Usage: jitterctl clocks [--json] [--cpu N] [--samples N]\n"
-                              "Try \"jitterctl clocks --help\".\n",
-                              stderr);
-                        return CTL_EXIT_USAGE;
+                        r = ctl_parse_common(ctl, cmd, c);
+                        if (r != CTL_CONTINUE) {
+                                return r;
+                        }
                 }
         }
         if (optind < argc) {
-                return usage_error("unexpected argument \"%s\"", argv[optind]);
+                return ctl_usage_error(cmd, "unexpected argument \"%s\"", argv[optind]);
         }
 
         r = clocks_measure(&opts, &rep);
@@ -259,7 +228,7 @@ int jitterctl_clocks(int argc, char **argv, bool json)
                 return ctl_fail("cannot measure the clocks: %s", strerror(-r));
         }
         warning = clocksource_warning(&rep, warnbuf, sizeof(warnbuf));
-        if (json) {
+        if (ctl->json) {
                 json_t *root = clocks_to_json(&rep, warning);
 
                 if (!root) {

@@ -19,12 +19,6 @@
 #include "cpulist.h"
 #include "jitterctl-format.h"
 
-static int cmd_clocks(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
-{
-        (void)cmd;
-        return jitterctl_clocks(argc, argv, ctl->json);
-}
-
 static const CtlCommand commands[] = {
         {"status", cmd_status, "", "daemon version, uptime, counter and probes", NULL},
         {"stats", cmd_stats, "[--window W] [--cpu LIST] [--diffdiff]",
@@ -71,7 +65,7 @@ static const CtlCommand commands[] = {
          "  -r, --root DIR     audit locally, reading /proc and /sys below DIR\n"
          "  -C, --cpus LIST    audit locally, these CPUs (default with --root: all online)\n"
          "  -P, --priority N   local audit: the probes' SCHED_FIFO priority (0: SCHED_OTHER)\n"},
-        {"clocks", cmd_clocks, "[--cpu N] [--samples N]",
+        {"clocks", jitterctl_clocks, "[--cpu N] [--samples N]",
          "cost of every way to read time, measured locally",
          "  -c, --cpu N        measure on CPU N (default: the last allowed CPU)\n"
          "  -n, --samples N    trials per clock (default: as many as fit in about 1 s)\n"},

@@ -131,5 +131,5 @@ int cmd_call(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 
 /* Commands in their own files: clock costs (jitterctl-clocks.c) and the Prometheus exposition
  * (jitterctl-export.c). Each returns the exit status. */
-int jitterctl_clocks(int argc, char **argv, bool json);
+int jitterctl_clocks(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 int jitterctl_export(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
