@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "atomic-file.h"
 #include "log.h"
 #include "manager.h"
 #include "summary-json.h"
@@ -867,57 +868,34 @@ out:
         return r;
 }
 
+static int write_exposition(FILE *f, void *userdata)
+{
+        return export_render(userdata, f);
+}
+
 /* Replaces @path atomically: node_exporter reads the file at any moment and must see either
- * the previous or the new content. The temporary file sits in the same directory (rename
- * works only within one file system) under a name that does not end in .prom, which the
- * textfile collector would otherwise read half-written. */
+ * the previous or the new content. The temporary file sits in the same directory under a name
+ * that does not end in .prom, which the textfile collector would otherwise read half-written;
+ * it is readable by the node_exporter's user whatever our umask is. The directory is not
+ * synced: the file is written anew every interval. */
 static int export_write_atomic(Manager *m, const char *path)
 {
         char tmp[CONFIG_PATH_MAX + 16], dir[CONFIG_PATH_MAX], base[CONFIG_PATH_MAX];
-        FILE *f;
-        int fd, r;
+        const char *name;
+        int dfd, r;
 
         snprintf(dir, sizeof(dir), "%s", path);
         snprintf(base, sizeof(base), "%s", path);
-        if ((size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dirname(dir), basename(base)) >=
-            sizeof(tmp)) {
+        name = basename(base);
+        if ((size_t)snprintf(tmp, sizeof(tmp), ".%s.tmp", name) >= sizeof(tmp)) {
                 return -ENAMETOOLONG;
         }
-        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (fd < 0) {
+        dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0) {
                 return -errno;
         }
-        /* Readable by the node_exporter's user whatever our umask is. */
-        if (fchmod(fd, 0644) < 0) {
-                r = -errno;
-                close(fd);
-                goto fail;
-        }
-        f = fdopen(fd, "w");
-        if (!f) {
-                r = -errno;
-                close(fd);
-                goto fail;
-        }
-        r = export_render(m, f);
-        if (r >= 0 && fflush(f) != 0) {
-                r = -errno;
-        }
-        /* Without fsync a crash after the rename could leave an empty file in its place. */
-        if (r >= 0 && fsync(fd) < 0) {
-                r = -errno;
-        }
-        if (fclose(f) != 0 && r >= 0) {
-                r = -errno;
-        }
-        if (r >= 0 && rename(tmp, path) < 0) {
-                r = -errno;
-        }
-        if (r >= 0) {
-                return 0;
-        }
-fail:
-        (void)unlink(tmp);
+        r = atomic_file_write(dfd, tmp, name, 0644, false, write_exposition, m);
+        close(dfd);
         return r;
 }
 

@@ -14,6 +14,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "atomic-file.h"
 #include "cpulist.h"
 #include "duration.h"
 #include "log.h"
@@ -111,11 +112,17 @@ static int state_dir_fd(Manager *m)
         return fd < 0 ? -errno : fd;
 }
 
-/* Writes the history atomically: a temporary file, fsync, rename, fsync of the directory. */
+static int write_history(FILE *f, void *userdata)
+{
+        Manager *m = userdata;
+
+        return history_save(m->history, m->attrib, m->counter.hz, f);
+}
+
+/* Writes the history atomically, the directory synced too: the state must survive a crash. */
 static int checkpoint_write(Manager *m)
 {
-        int dfd, fd, r = 0;
-        FILE *f;
+        int dfd, r;
 
         if (m->config.history_checkpoint_ns == 0) {
                 return 0;
@@ -124,37 +131,7 @@ static int checkpoint_write(Manager *m)
         if (dfd < 0) {
                 return dfd;
         }
-        fd = openat(dfd, STATE_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-        if (fd < 0) {
-                r = -errno;
-                close(dfd);
-                return r;
-        }
-        f = fdopen(fd, "we");
-        if (!f) {
-                r = -errno;
-                close(fd);
-                close(dfd);
-                return r;
-        }
-        r = history_save(m->history, m->attrib, m->counter.hz, f);
-        if (r == 0 && fflush(f) != 0) {
-                r = -errno;
-        }
-        if (r == 0 && fsync(fileno(f)) < 0) {
-                r = -errno;
-        }
-        if (fclose(f) != 0 && r == 0) {
-                r = -errno;
-        }
-        if (r == 0 && renameat(dfd, STATE_TMP, dfd, STATE_FILE) < 0) {
-                r = -errno;
-        }
-        if (r == 0) {
-                (void)fsync(dfd);
-        } else {
-                (void)unlinkat(dfd, STATE_TMP, 0);
-        }
+        r = atomic_file_write(dfd, STATE_TMP, STATE_FILE, 0640, true, write_history, m);
         close(dfd);
         return r;
 }

@@ -1,0 +1,51 @@
+#include "atomic-file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int atomic_file_write(int dfd, const char *tmp, const char *name, mode_t mode, bool sync_dir,
+                      int (*write)(FILE *f, void *userdata), void *userdata)
+{
+        FILE *f;
+        int fd, r;
+
+        fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+        if (fd < 0) {
+                return -errno;
+        }
+        if (fchmod(fd, mode) < 0) {
+                r = -errno;
+                close(fd);
+                goto fail;
+        }
+        f = fdopen(fd, "we");
+        if (!f) {
+                r = -errno;
+                close(fd);
+                goto fail;
+        }
+        r = write(f, userdata);
+        if (r >= 0 && fflush(f) != 0) {
+                r = -errno;
+        }
+        if (r >= 0 && fsync(fd) < 0) {
+                r = -errno;
+        }
+        if (fclose(f) != 0 && r >= 0) {
+                r = -errno;
+        }
+        if (r >= 0 && renameat(dfd, tmp, dfd, name) < 0) {
+                r = -errno;
+        }
+        if (r >= 0) {
+                if (sync_dir) {
+                        (void)fsync(dfd);
+                }
+                return 0;
+        }
+fail:
+        (void)unlinkat(dfd, tmp, 0);
+        return r;
+}
