@@ -25,9 +25,7 @@ static uint64_t rng_range(uint64_t lo, uint64_t hi)
 
 static double rng_gauss(double sigma)
 {
-        double u = rng_uniform(), v = rng_uniform();
-
-        return sigma * sqrt(-2 * log(u > 0 ? u : 1e-300)) * cos(2 * M_PI * v);
+        return sigma * rng_normal();
 }
 
 static const FitSource *source_of(const FitResult *r, uint16_t id)

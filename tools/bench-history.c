@@ -86,13 +86,6 @@ static const Source sources[] = {
         {500000, 1.20, 0.05, 5}, /* rare long ones: SMI, a stray kernel thread */
 };
 
-static double rng_normal(void)
-{
-        double u = rng_uniform(), v = rng_uniform();
-
-        return sqrt(-2.0 * log(u + 1e-300)) * cos(2.0 * M_PI * v);
-}
-
 /* Adds one interruption of @v ticks: a long gap, and the jump up and back down it makes in the
  * diff-of-diff. */
 static void add_interruption(ProbeSlot *s, uint64_t v, uint64_t n)

@@ -3,6 +3,7 @@
 /* Deterministic pseudo-random numbers (xorshift64*) for the tests and benchmarks, so that a
  * failure or a figure reproduces. Each file that includes this has a state of its own. */
 
+#include <math.h>
 #include <stdint.h>
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
@@ -25,4 +26,12 @@ static inline uint64_t rng_next(void)
 static inline double rng_uniform(void)
 {
         return (double)(rng_next() >> 11) / 9007199254740992.0;
+}
+
+/* Standard normal (Box-Muller). */
+static inline double rng_normal(void)
+{
+        double u = rng_uniform(), v = rng_uniform();
+
+        return sqrt(-2 * log(u > 0 ? u : 1e-300)) * cos(2 * M_PI * v);
 }
