@@ -3,7 +3,9 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -36,6 +38,7 @@ struct Probe {
                 _Atomic int tid;
                 _Atomic uint64_t floor_ticks;
                 _Atomic uint64_t band_ticks;
+                char failure[PROBE_FAILURE_MAX]; /* complete before state = PROBE_FAILED */
         } status;
 
         /* Owner only. */
@@ -133,6 +136,21 @@ int probe_new(const ProbeConfig *cfg, Probe **ret)
 static void set_state(Probe *p, ProbeState s)
 {
         atomic_store_explicit(&p->status.state, s, memory_order_release);
+}
+
+/* Ends the probe thread's work with @error; the message is published by the release store of
+ * the state, so an owner that sees PROBE_FAILED reads it whole. */
+static void set_failed(Probe *p, int error, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+static void set_failed(Probe *p, int error, const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(p->status.failure, sizeof(p->status.failure), fmt, ap);
+        va_end(ap);
+        atomic_store(&p->status.error, error);
+        set_state(p, PROBE_FAILED);
 }
 
 /* Which CPU are we on? On x86 with the TSC, rdtscp's TSC_AUX answers without a syscall;
@@ -406,15 +424,21 @@ static void *probe_thread(void *userdata)
 
         atomic_store(&p->status.tid, (int)syscall(SYS_gettid));
         r = pin_self(p->cfg.cpu);
-        if (r == 0 && p->cfg.priority > 0) {
+        if (r < 0) {
+                set_failed(p, r, "CPU %d: cannot pin the probe thread to it: %s", p->cfg.cpu,
+                           strerror(-r));
+                return NULL;
+        }
+        if (p->cfg.priority > 0) {
                 struct sched_param sp = {.sched_priority = p->cfg.priority};
 
                 r = -pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
-        }
-        if (r < 0) {
-                atomic_store(&p->status.error, r);
-                set_state(p, PROBE_FAILED);
-                return NULL;
+                if (r < 0) {
+                        set_failed(p, r,
+                                   "CPU %d: cannot run the probe SCHED_FIFO at priority %d: %s",
+                                   p->cfg.cpu, p->cfg.priority, strerror(-r));
+                        return NULL;
+                }
         }
         if (p->cfg.thread_init) {
                 p->cfg.thread_init(p->cfg.thread_init_userdata);
@@ -535,6 +559,11 @@ ProbeState probe_state(const Probe *p)
 int probe_error(const Probe *p)
 {
         return atomic_load(&((Probe *)p)->status.error);
+}
+
+const char *probe_failure(const Probe *p)
+{
+        return probe_state(p) == PROBE_FAILED ? p->status.failure : "";
 }
 
 int probe_migrated_to(const Probe *p)

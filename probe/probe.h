@@ -88,6 +88,13 @@ const char *probe_state_name(ProbeState s);
 /* The negative errno that made the probe fail, or 0. */
 int probe_error(const Probe *p);
 
+#define PROBE_FAILURE_MAX 192
+
+/* Why the probe failed, in one line that names the CPU and the cause (what was tried, what was
+ * seen), for logs and the API; "" while it has not failed. Written once by the probe thread
+ * before it sets PROBE_FAILED, so it is stable once probe_state() returns PROBE_FAILED. */
+const char *probe_failure(const Probe *p);
+
 /* The CPU the probe last found itself on when it reported PROBE_MIGRATED, or -1. */
 int probe_migrated_to(const Probe *p);
 
