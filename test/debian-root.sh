@@ -12,7 +12,7 @@ DEBIAN_ROOTFS=$DEBIAN_CACHE/$DEBIAN_SUITE-rootfs
 DEBIAN_INCLUDE=systemd,systemd-sysv,dbus,libsystemd0,libjansson4,libcap2,procps
 DEBIAN_STAMP="$DEBIAN_SUITE $DEBIAN_INCLUDE v2"
 # debootstrap of this list takes about a minute from a near mirror.
-DEBOOTSTRAP_TIMEOUT=400
+DEBOOTSTRAP_TIMEOUT=300
 
 # The Debian mirror the host's apt is configured with, for the suite's main component.
 debian_mirror() {

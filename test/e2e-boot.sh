@@ -28,7 +28,8 @@ set -euo pipefail
 : "${SOURCE_DIR:?SOURCE_DIR must point to the source directory}"
 BUILD_DIR=$(realpath "$BUILD_DIR")
 
-BOOT_TIMEOUT=300
+# The boot, the checks and the power-off take about 10 s.
+BOOT_TIMEOUT=120
 
 die() {
     echo "FAIL: $*" >&2
