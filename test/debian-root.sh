@@ -2,7 +2,7 @@
 # A minimal Debian 12 root file system for the tests that install or build in one (e2e-boot,
 # e2e-setup): made once with debootstrap --variant=minbase from the mirror the host's apt
 # uses, cached in $JITTERD_TEST_CACHE (default /var/cache/jitterd-test), and copied for each
-# run. Sourced by those tests; needs root, debootstrap, wget and flock.
+# run. Sourced by those tests; needs root, debootstrap, wget, flock and systemd-nspawn.
 # Env: JITTERD_TEST_CACHE, JITTERD_TEST_MIRROR (optional).
 
 DEBIAN_SUITE=bookworm
@@ -94,4 +94,27 @@ debian_root_copy() {
     cp -a --reflink=auto "$DEBIAN_ROOTFS" "$dest"
     flock -u 9
     exec 9>&-
+}
+
+die() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+
+# debian_root_start NAME [TOOL...]: checks that this runs as root with the tools it needs, then
+# makes the work directory $work (/var/tmp/jitterd-NAME.*, removed on exit) with a copy of the
+# root file system in $root.
+debian_root_start() {
+    local name=$1 tool
+    shift
+    [[ $(id -u) -eq 0 ]] || die "must run as root (debootstrap, chroot, systemd-nspawn)"
+    for tool in debootstrap wget flock systemd-nspawn "$@"; do
+        command -v "$tool" >/dev/null || die "$tool is missing (tools/deps test)"
+    done
+    work=$(mktemp -d "/var/tmp/jitterd-$name.XXXXXX")
+    # shellcheck disable=SC2064 # $work is fixed now
+    trap "rm -rf '$work'" EXIT
+    trap 'exit 143' TERM INT
+    root=$work/root
+    debian_root_copy "$root"
 }

@@ -31,27 +31,10 @@ BUILD_DIR=$(realpath "$BUILD_DIR")
 # The boot, the checks and the power-off take about 10 s.
 BOOT_TIMEOUT=120
 
-die() {
-    echo "FAIL: $*" >&2
-    exit 1
-}
-
-[[ $(id -u) -eq 0 ]] || die "must run as root (debootstrap, chroot, systemd-nspawn)"
-for tool in debootstrap systemd-nspawn cpack dpkg-deb wget flock; do
-    command -v "$tool" >/dev/null || die "$tool is missing (tools/deps test)"
-done
 # shellcheck source=test/debian-root.sh
 source "$SOURCE_DIR/test/debian-root.sh"
-
-# --- This run's copy, with the package and the checks. --------------------------------------
-work=$(mktemp -d /var/tmp/jitterd-boot.XXXXXX)
-cleanup() {
-    rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 143' TERM INT
-root=$work/root
-debian_root_copy "$root"
+# This run's copy of the root, with the package and the checks.
+debian_root_start boot cpack dpkg-deb
 
 cpack -G DEB -B "$work/pkg" --config "$BUILD_DIR/CPackConfig.cmake" >"$work/cpack.log" 2>&1 ||
     { cat "$work/cpack.log" >&2; die "cpack -G DEB failed"; }

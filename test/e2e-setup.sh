@@ -26,26 +26,9 @@ SOURCE_DIR=$(realpath "$SOURCE_DIR")
 # are downloaded from a near mirror.
 RUN_TIMEOUT=240
 
-die() {
-    echo "FAIL: $*" >&2
-    exit 1
-}
-
-[[ $(id -u) -eq 0 ]] || die "must run as root (debootstrap, systemd-nspawn)"
-for tool in debootstrap systemd-nspawn wget flock jq; do
-    command -v "$tool" >/dev/null || die "$tool is missing (tools/deps test)"
-done
 # shellcheck source=test/debian-root.sh
 source "$SOURCE_DIR/test/debian-root.sh"
-
-work=$(mktemp -d /var/tmp/jitterd-setup.XXXXXX)
-cleanup() {
-    rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 143' TERM INT
-root=$work/root
-debian_root_copy "$root"
+debian_root_start setup jq
 
 mirror=$(sed -nE 's/^deb ([^ ]+) .*/\1/p' "$root/etc/apt/sources.list" | head -n 1)
 [[ -n $mirror ]] || die "the root's /etc/apt/sources.list names no mirror"
