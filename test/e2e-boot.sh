@@ -77,14 +77,15 @@ flock 9
 if [[ ! -f $ROOTFS/.jitterd-rootfs || $(cat "$ROOTFS/.jitterd-rootfs") != "$STAMP" ]]; then
     mirror=${JITTERD_TEST_MIRROR:-$(apt_mirror | head -n 1)}
     if [[ -z $mirror ]]; then
-        echo "SKIP: no cached root file system in $ROOTFS, and no Debian $SUITE mirror in the"
-        echo "host's apt sources (set JITTERD_TEST_MIRROR) to debootstrap one from"
+        echo "skipped: booting jitterd under systemd: no cached root file system in $ROOTFS,"
+        echo "and no Debian $SUITE mirror in the host's apt sources (set JITTERD_TEST_MIRROR)"
+        echo "to debootstrap one from"
         exit 77
     fi
     mirror=${mirror%/}
     if ! wget -q -T 30 -t 2 -O /dev/null "$mirror/dists/$SUITE/InRelease"; then
-        echo "SKIP: no cached root file system in $ROOTFS, and debootstrap cannot reach the"
-        echo "package mirror $mirror to make one"
+        echo "skipped: booting jitterd under systemd: no cached root file system in $ROOTFS,"
+        echo "and debootstrap cannot reach the package mirror $mirror to make one"
         exit 77
     fi
     echo "debootstrap $SUITE from $mirror into $ROOTFS (only the first time)"

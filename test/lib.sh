@@ -44,8 +44,10 @@ skip() { echo "skipped: $*" >&2; exit 77; }
 # skip_part PART WHY: one part of the test cannot run here. It is said by name when it is
 # passed over and again when the test ends, so that a log shows what the test did not check.
 skip_part() {
-    echo "skipped: $1: $2"
-    SKIPPED_PARTS+=("$1")
+    local part=$1
+    shift
+    echo "skipped: $part: $*"
+    SKIPPED_PARTS+=("$part")
 }
 
 need_cpu1() {
