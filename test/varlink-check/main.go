@@ -90,18 +90,23 @@ func (c *Checker) alias(iface *idl.IDL, name string) *idl.Type {
 	return nil
 }
 
-// method returns the interface and method declaration of a fully qualified method name.
-func (c *Checker) method(full string) (*idl.IDL, *idl.Method) {
+// split returns the interface a fully qualified name belongs to, and the name within it.
+func (c *Checker) split(full string) (*idl.IDL, string) {
 	i := strings.LastIndex(full, ".")
 	if i < 0 {
-		return nil, nil
+		return nil, ""
 	}
-	iface := c.ifaces[full[:i]]
+	return c.ifaces[full[:i]], full[i+1:]
+}
+
+// method returns the interface and method declaration of a fully qualified method name.
+func (c *Checker) method(full string) (*idl.IDL, *idl.Method) {
+	iface, name := c.split(full)
 	if iface == nil {
 		return nil, nil
 	}
 	for _, m := range iface.Methods {
-		if m.Name == full[i+1:] {
+		if m.Name == name {
 			return iface, m
 		}
 	}
@@ -110,16 +115,12 @@ func (c *Checker) method(full string) (*idl.IDL, *idl.Method) {
 
 // errorDecl returns the declaration of a fully qualified error name, or nil.
 func (c *Checker) errorDecl(full string) (*idl.IDL, *idl.Error) {
-	i := strings.LastIndex(full, ".")
-	if i < 0 {
-		return nil, nil
-	}
-	iface := c.ifaces[full[:i]]
+	iface, name := c.split(full)
 	if iface == nil {
 		return nil, nil
 	}
 	for _, e := range iface.Errors {
-		if e.Name == full[i+1:] {
+		if e.Name == name {
 			return iface, e
 		}
 	}
