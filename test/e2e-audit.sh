@@ -141,7 +141,8 @@ expect_audit() {
     diff <(grep -v '^#' "$want" | cut -f1-4 | $drop_clocksource) \
          <(jq -r '.findings[] | [.check, (.cpu // "-" | tostring), .severity, .seen] | @tsv' "$2" \
            | $drop_clocksource) > "$T/audit.diff" \
-        || fail "$1: Audit() differs from $want (< expected, > daemon):"$'\n'"$(cat "$T/audit.diff")"
+        || fail "$1: Audit() differs from $want (< expected, > daemon):"$'\n' \
+                "$(cat "$T/audit.diff")"
     while IFS=$'\t' read -r check cpu severity seen fix; do
         [[ $check == \#* ]] && continue
         jq -e --arg c "$check" --arg cpu "$cpu" --arg f "$fix" '.findings[]

@@ -134,7 +134,8 @@ for f in "$T/p.svg" "$T/q.svg"; do
         failures=$((failures + 1))
     fi
     if command -v xmllint > /dev/null; then
-        xmllint --noout "$f" || { echo "FAIL: $f is not well-formed" >&2; failures=$((failures + 1)); }
+        xmllint --noout "$f" \
+            || { echo "FAIL: $f is not well-formed" >&2; failures=$((failures + 1)); }
     else
         skip_part "$f well-formed" "no xmllint (libxml2-utils) here"
     fi

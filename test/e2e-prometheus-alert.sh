@@ -87,7 +87,8 @@ query() {
 # nothing while it is inactive.
 alert() {
     curl -sf --max-time 5 "$PROM/api/v1/alerts" \
-        | jq -c --arg n "$1" '.data.alerts[] | select(.labels.alertname == $n and .labels.cpu == "1")'
+        | jq -c --arg n "$1" '.data.alerts[]
+                                | select(.labels.alertname == $n and .labels.cpu == "1")'
 }
 # rules_health: one line per rule of the group, "NAME HEALTH", evaluated at least once.
 rules_health() {
@@ -96,7 +97,9 @@ rules_health() {
                  | select(.lastEvaluation != "0001-01-01T00:00:00Z") | "\(.name) \(.health)"'
 }
 
-SLA_P9999='histogram_quantile(0.9999, sum by (instance, cpu, le) (rate(jitter_gap_seconds_bucket{cpu="1"}[5m])))'
+# The left-hand side of JitterGapAboveSLA's expression, for CPU 1.
+SLA_P9999='histogram_quantile(0.9999,
+    sum by (instance, cpu, le) (rate(jitter_gap_seconds_bucket{cpu="1"}[5m])))'
 
 # ---- the healthy host: scraped, evaluated, and the SLA alert inactive.
 before=
@@ -108,7 +111,8 @@ for _ in $(seq 150); do
 done
 [[ -n $before ]] || fail "no p99.99 of CPU 1's gaps in Prometheus within 15 s"
 first_data=$SECONDS
-[[ $(query 'jitter_probe_up{cpu="1"}') == 1 ]] || fail "jitter_probe_up of CPU 1 is not 1 in Prometheus"
+[[ $(query 'jitter_probe_up{cpu="1"}') == 1 ]] \
+    || fail "jitter_probe_up of CPU 1 is not 1 in Prometheus"
 awk -v v="$before" 'BEGIN { exit !(v <= 50e-6) }' \
     || fail "p99.99 of the gaps is $before s before any theft: this host breaks the SLA by itself"
 # Three evaluations on that data.
@@ -138,7 +142,8 @@ for _ in $(seq 150); do
     value=
     sleep 0.1
 done
-[[ -n $value ]] || fail "JitterWorstGapHigh does not report the ${stolen_ns} ns theft within 15 s: $a"
+[[ -n $value ]] \
+    || fail "JitterWorstGapHigh does not report the ${stolen_ns} ns theft within 15 s: $a"
 jq -e '.labels.severity == "warning"' <<< "$a" > /dev/null || fail "JitterWorstGapHigh: $a"
 pass "JitterWorstGapHigh fires with $value s for a theft of $stolen_ns ns" \
      "(worst gap before it: $worst s)"
@@ -200,16 +205,19 @@ else
         || fail "JitterGapAboveSLA fires with p99.99 $value s, not within (50 us, 100 us]"
     jq -e --arg node "$NODE" '.labels == {alertname: "JitterGapAboveSLA", cpu: "1",
             instance: $node, severity: "warning"}
-        and .annotations.summary == "CPU 1 on \($node): p99.99 gap above 50 us"' <<< "$a" > /dev/null \
+        and .annotations.summary == "CPU 1 on \($node): p99.99 gap above 50 us"' <<< "$a" \
+        > /dev/null \
         || fail "JitterGapAboveSLA with other labels or summary: $a"
     pass "JitterGapAboveSLA fires ${took} s after 60 us began to be taken every $period_us us" \
-         "($long thefts of 50 us or more), p99.99 $(awk -v v="$value" 'BEGIN { printf "%.1f", v * 1e6 }') us"
+         "($long thefts of 50 us or more)," \
+         "p99.99 $(awk -v v="$value" 'BEGIN { printf "%.1f", v * 1e6 }') us"
 fi
 
 # The file was fresh throughout, and nothing broke the rules' evaluation.
 curl -sf --max-time 5 "$PROM/api/v1/alerts" \
     | jq -e '[.data.alerts[] | select(.labels.alertname == "JitterdTextfileStale")] == []' \
-    > /dev/null || fail "JitterdTextfileStale is active while the textfile is rewritten every interval"
+    > /dev/null \
+    || fail "JitterdTextfileStale is active while the textfile is rewritten every interval"
 rules_health | grep -v ' ok$' && fail "rules that no longer evaluate cleanly (above)"
 pass "JitterdTextfileStale inactive; all rules still evaluate without error"
 

@@ -671,7 +671,7 @@ func selfTest(c *Checker, text string) {
 // serviceInterface: org.varlink.service as the specification has it, and io.jitterd as
 // config/io.jitterd.varlink has it.
 func serviceInterface(p *Peer, file string) {
-	r := p.expectReply("org.varlink.service.GetInfo", "", func(r map[string]interface{}) string {
+	p.expectReply("org.varlink.service.GetInfo", "", func(r map[string]interface{}) string {
 		have := map[string]bool{}
 		for _, i := range arr(r, "interfaces") {
 			have[fmt.Sprint(i)] = true
@@ -684,7 +684,6 @@ func serviceInterface(p *Peer, file string) {
 		}
 		return ""
 	})
-	_ = r
 	p.expectReply("org.varlink.service.GetInterfaceDescription", `{"interface": "io.jitterd"}`,
 		func(r map[string]interface{}) string {
 			if r["description"] != file {
