@@ -60,15 +60,16 @@ debian_root_copy() {
           $(cat "$DEBIAN_ROOTFS/.jitterd-rootfs") != "$DEBIAN_STAMP" ]]; then
         mirror=${JITTERD_TEST_MIRROR:-$(debian_mirror | head -n 1)}
         if [[ -z $mirror ]]; then
-            echo "SKIP: no cached root file system in $DEBIAN_ROOTFS, and no Debian" \
-                 "$DEBIAN_SUITE mirror in the host's apt sources (set JITTERD_TEST_MIRROR)" \
+            echo "skipped: Debian root: no cached root file system in $DEBIAN_ROOTFS," \
+                 "and no Debian $DEBIAN_SUITE mirror in the host's apt sources" \
+                 "(set JITTERD_TEST_MIRROR)" \
                  "to debootstrap one from"
             exit 77
         fi
         mirror=${mirror%/}
         if ! debian_mirror_reachable "$mirror"; then
-            echo "SKIP: no cached root file system in $DEBIAN_ROOTFS, and debootstrap cannot" \
-                 "reach the package mirror $mirror to make one"
+            echo "skipped: Debian root: no cached root file system in $DEBIAN_ROOTFS," \
+                 "and debootstrap cannot reach the package mirror $mirror to make one"
             exit 77
         fi
         echo "debootstrap $DEBIAN_SUITE from $mirror into $DEBIAN_ROOTFS (only the first time)"

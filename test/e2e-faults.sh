@@ -13,7 +13,6 @@ preheat = 300ms
 checkpoint = 5s
 CONF
 
-SKIPPED=()
 UNMOUNT=
 CG=
 # On exit: unmount what is mounted over the state directory and put the daemon back in its
@@ -131,7 +130,7 @@ checkpoint = 1s
 CONF
 mkdir -p "$T/mnt-test"
 if ! mount -t tmpfs -o size=64k tmpfs "$T/mnt-test" 2>/dev/null; then
-    SKIPPED+=("read-only and full state directory: mounts are not permitted here")
+    skip_part "read-only and full state directory" "mounts are not permitted here"
 else
     umount "$T/mnt-test"
     UNMOUNT=1
@@ -226,7 +225,7 @@ if [[ -n $CG_PARENT ]] && mkdir "$CG_PARENT/jitterd-e2e-$$" 2>/dev/null; then
     echo 0-1 > "$CG/cpuset.cpus" 2>/dev/null || { rmdir "$CG"; CG=; }
 fi
 if [[ -z $CG ]] || ! echo "$DAEMON_PID" > "$CG/cgroup.procs" 2>/dev/null; then
-    SKIPPED+=("probe CPU taken out of the cpuset: no writable cpuset cgroup here")
+    skip_part "probe CPU taken out of the cpuset" "no writable cpuset cgroup here"
 else
     mark=$(log_mark)
     echo 0 > "$CG/cpuset.cpus"
@@ -266,7 +265,3 @@ else
 fi
 
 stop_daemon || fail "exit status not 0"
-if (( ${#SKIPPED[@]} > 0 )); then
-    printf 'not exercised: %s\n' "${SKIPPED[@]}"
-    skip "${SKIPPED[*]}"
-fi

@@ -17,12 +17,18 @@ STATE=$T/state
 DAEMON_PID=
 LISTEN_PID=
 declare -a CLEANUP_PIDS=()
+declare -a SKIPPED_PARTS=()
 
 cleanup() {
     local rc=$?
     [[ -n $DAEMON_PID ]] && kill "$DAEMON_PID" 2>/dev/null && wait "$DAEMON_PID" 2>/dev/null
     [[ -n $LISTEN_PID ]] && kill "$LISTEN_PID" 2>/dev/null
     for p in "${CLEANUP_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    if (( ${#SKIPPED_PARTS[@]} > 0 )); then
+        local list
+        list=$(printf '%s; ' "${SKIPPED_PARTS[@]}")
+        echo "skipped parts (${#SKIPPED_PARTS[@]}): ${list%; }"
+    fi
     if (( rc != 0 && rc != 77 )); then
         echo "--- daemon log"; cat "$T/daemon.log" 2>/dev/null | tail -40 || true
         echo "--- notifications"; tail -40 "$T/notify.log" 2>/dev/null || true
@@ -35,6 +41,14 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 pass() { echo "ok: $*"; }
 skip() { echo "skipped: $*" >&2; exit 77; }
+# skip_part PART WHY: one part of the test cannot run here. It is said by name when it is
+# passed over and again when the test ends, so that a log shows what the test did not check.
+skip_part() {
+    local part=$1
+    shift
+    echo "skipped: $part: $*"
+    SKIPPED_PARTS+=("$part")
+}
 
 need_cpu1() {
     [[ $(nproc) -ge 2 ]] || skip "needs CPU 1 (this machine has one CPU)"
