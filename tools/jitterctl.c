@@ -83,7 +83,7 @@ static const char common_help[] =
         "      --json         print JSON instead of text\n"
         "      --no-color     no colour even on a terminal (also: NO_COLOR set)\n"
         "      --timeout DUR  give up on a daemon that does not answer within DUR\n"
-        "                     (default 10s; in watch and call --more: for each reply)\n"
+        "                     (default 10s; in a stream, for each reply)\n"
         "  -h, --help         this help\n";
 
 static void usage(FILE *f)
