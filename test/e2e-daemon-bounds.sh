@@ -16,40 +16,13 @@ STOP_S=2  # PROBE_STOP_TIMEOUT_NS
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 probe_tid() { ls /proc/"$DAEMON_PID"/task | grep -vx "$DAEMON_PID" | head -1; }
 probe_state() { jctl --timeout 2s --json status 2>/dev/null | jq -r '.probes[0].state // empty'; }
-# wait_exit SECONDS: the daemon's exit status once it exits by itself within SECONDS.
-wait_exit() {
-    local i
-    for ((i = 0; i < $1 * 10; i++)); do
-        kill -0 "$DAEMON_PID" 2>/dev/null || break
-        sleep 0.1
-    done
-    reap_daemon 0
-}
 
 SKIPPED=()
-# --- A cpuset the daemon can be moved into, to take CPU 1 away from it. ----------------------
-CG_PARENT= CG=
-if [[ -f /sys/fs/cgroup/cpuset/cpuset.cpus ]]; then
-    CG_PARENT=/sys/fs/cgroup/cpuset # cgroup v1
-elif grep -qw cpuset /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
-    CG_PARENT=/sys/fs/cgroup # cgroup v2
-    grep -qw cpuset /sys/fs/cgroup/cgroup.subtree_control \
-        || echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || CG_PARENT=
-fi
-if [[ -n $CG_PARENT ]] && mkdir "$CG_PARENT/jitterd-bounds-$$" 2>/dev/null; then
-    CG=$CG_PARENT/jitterd-bounds-$$
-    if [[ -f $CG_PARENT/cpuset.mems ]]; then
-        cat "$CG_PARENT/cpuset.mems" > "$CG/cpuset.mems" 2>/dev/null || true
-    fi
-    echo 0-1 > "$CG/cpuset.cpus" 2>/dev/null || { rmdir "$CG"; CG=; }
-fi
+cpuset_make
 bounds_exit() {
     local rc=$?
     set +e
-    if [[ -n $CG ]]; then
-        [[ -n $DAEMON_PID ]] && echo "$DAEMON_PID" > "$CG_PARENT/cgroup.procs" 2>/dev/null
-        rmdir "$CG" 2>/dev/null
-    fi
+    cpuset_remove
     (exit $rc)
     cleanup
 }
@@ -61,23 +34,9 @@ launch_preheating() {
     launch_daemon
     T_LAUNCH=$(now_ms)
     echo "$DAEMON_PID" > "$CG/cgroup.procs" || fail "cannot move jitterd into $CG"
-    local i
-    for ((i = 0; i < 100; i++)); do
-        [[ $(probe_state) == preheating ]] && return 0
-        sleep 0.05
-    done
-    fail "the probe was not seen preheating within 5 s"
+    wait_until 5 probe_is preheating || fail "the probe was not seen preheating within 5 s"
 }
-
-# wait_state STATE SECONDS
-wait_state() {
-    local i
-    for ((i = 0; i < $2 * 10; i++)); do
-        [[ $(probe_state) == "$1" ]] && return 0
-        sleep 0.1
-    done
-    return 1
-}
+probe_is() { [[ $(probe_state) == "$1" ]]; }
 
 if [[ -z $CG ]]; then
     SKIPPED+=("READY=1 and a migrated probe: no writable cpuset cgroup here")
@@ -85,7 +44,8 @@ else
     # Migrated during preheat, then back: READY=1 waits for it and comes once it runs.
     launch_preheating
     echo 0 > "$CG/cpuset.cpus"
-    wait_state migrated 3 || fail "the probe did not report migrated with CPU 1 out of its cpuset"
+    wait_until 3 probe_is migrated \
+        || fail "the probe did not report migrated with CPU 1 out of its cpuset"
     sleep 1
     grep -qx 'READY=1' "$T/notify.log" && fail "READY=1 was sent while the probe was migrated"
     echo 0-1 > "$CG/cpuset.cpus"
@@ -100,7 +60,7 @@ else
     echo 0 > "$CG/cpuset.cpus"
     bound=$((PREHEAT_S + GRACE_S))
     rc=0
-    wait_exit $((bound + 10)) || rc=$?
+    reap_daemon $((bound + 10)) || rc=$?
     took=$(( $(now_ms) - T_LAUNCH ))
     echo 0-1 > "$CG/cpuset.cpus"
     (( rc == 1 )) || fail "exit status $rc, not 1, when the probe stayed migrated"
@@ -133,13 +93,9 @@ freeze_probe() {
         syscall($nr, 0x4207, $tid, 0, 0) == 0 or die "PTRACE_INTERRUPT $tid: $!\n";
         1 while waitpid($tid, 0x40000000) > 0;' "$SYS_ptrace" "$tid" &
     CLEANUP_PIDS+=($!)
-    local i
-    for ((i = 0; i < 50; i++)); do
-        [[ $(awk '{print $3}' /proc/"$DAEMON_PID"/task/"$tid"/stat 2>/dev/null) == t ]] && return 0
-        sleep 0.1
-    done
-    fail "could not stop the probe thread $tid with ptrace"
+    wait_until 5 thread_traced "$tid" || fail "could not stop the probe thread $tid with ptrace"
 }
+thread_traced() { [[ $(awk '{print $3}' /proc/"$DAEMON_PID"/task/"$1"/stat 2>/dev/null) == t ]]; }
 
 if [[ -z $SYS_ptrace ]] || ! command -v perl >/dev/null; then
     SKIPPED+=("a probe that cannot stop: no ptrace syscall number for $(uname -m) or no perl")
@@ -168,7 +124,7 @@ else
     t0=$(now_ms)
     kill -HUP "$DAEMON_PID"
     rc=0
-    wait_exit $((STOP_S + 8)) || rc=$?
+    reap_daemon $((STOP_S + 8)) || rc=$?
     took=$(( $(now_ms) - t0 ))
     (( rc == 1 )) || fail "exit status $rc, not 1, after a reload with a probe that did not stop"
     (( took <= (STOP_S + 4) * 1000 )) || fail "the reload took $took ms to give up"

@@ -7,7 +7,9 @@ source "$(dirname "$0")/lib.sh"
 need_cpu1
 printf '[probe]\npreheat = 200ms\n' > "$T/jitterd.conf"
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
-all_samples() { jctl --timeout 2s --json call io.jitterd.GetStats '{"window": "all"}' | jq '.cpus[0].samples'; }
+all_samples() {
+    jctl --timeout 2s --json call io.jitterd.GetStats '{"window": "all"}' | jq '.cpus[0].samples'
+}
 qlen=$(cat /proc/sys/net/unix/max_dgram_qlen)
 
 # --- A reader (abstract address) that stops reading after READY=1, with the watchdog on. ------
@@ -31,18 +33,16 @@ jctl --timeout 2s status > /dev/null || fail "jitterctl status got no answer"
 n=$(grep -c "cannot send to the service manager's notification socket" "$T/daemon.log" || true)
 (( n == 1 )) || fail "the full queue was logged $n times, not once"
 grep -q 'queue is full' "$T/daemon.log" || fail "the warning does not say the queue is full"
-pass "reader stopped: measuring went on for $elapsed ms ($((prev - first)) samples), answers, one warning"
+pass "reader stopped: measuring went on for $elapsed ms ($((prev - first)) samples)," \
+     "answers, one warning"
 
 # SIGTERM: the loop is free to see it; STOPPING=1 waits at most 1 s, a probe stop at most 2 s.
 t0=$(now_ms)
 kill -TERM "$DAEMON_PID"
 rc=0
-for _ in $(seq 100); do kill -0 "$DAEMON_PID" 2>/dev/null || break; sleep 0.1; done
-kill -0 "$DAEMON_PID" 2>/dev/null && fail "jitterd still running 10 s after SIGTERM"
-wait "$DAEMON_PID" || rc=$?
-DAEMON_PID=
+reap_daemon 10 || rc=$?
 took=$(( $(now_ms) - t0 ))
-(( rc == 0 )) || fail "exit status $rc after SIGTERM"
+(( rc == 0 )) || fail "exit status $rc after SIGTERM (124: still running after 10 s)"
 (( took < 6000 )) || fail "stopping took $took ms"
 grep -q 'did not read STOPPING=1' "$T/daemon.log" || fail "the undelivered STOPPING=1 is not logged"
 pass "SIGTERM with the reader stuck: exit 0 in $took ms"
@@ -52,39 +52,31 @@ unset NOTIFY_ADDR
 # --- A reader that pauses: what could not be sent is kept and comes in order. ----------------
 : > "$T/daemon.log"
 NOTIFY_LISTEN_OPTS="--stop-after READY=1 --pause 5" start_daemon
-ok=0
-for _ in $(seq 50); do
-    grep -q 'queue is full' "$T/daemon.log" && { ok=1; break; }
-    sleep 0.1
-done
-(( ok )) || fail "the queue of the pausing reader did not fill within 5 s"
+wait_until 5 grep -q 'queue is full' "$T/daemon.log" \
+    || fail "the queue of the pausing reader did not fill within 5 s"
 kill -HUP "$DAEMON_PID"
 wait_notify 'reading again' 10 || fail "the listener did not read again"
-ok=0
-for _ in $(seq 30); do
-    sed -n '/-- reading again/,$p' "$T/notify.log" | grep -qx 'READY=1' && { ok=1; break; }
-    sleep 0.1
-done
-(( ok )) || fail "READY=1 after the reload never arrived: $(sed -n '/-- reading again/,$p' "$T/notify.log" | tr '\n' ' ')"
-after=$(sed -n '/-- reading again/,$p' "$T/notify.log")
+# since_resume: what the reader printed once it read again.
+since_resume() { sed -n '/-- reading again/,$p' "$T/notify.log"; }
+ready_after_resume() { since_resume | grep -qx 'READY=1'; }
+wait_until 3 ready_after_resume \
+    || fail "READY=1 after the reload never arrived: $(since_resume | tr '\n' ' ')"
+after=$(since_resume)
 rl=$(grep -nx 'RELOADING=1' <<<"$after" | head -1 | cut -d: -f1)
 rd=$(grep -nx 'READY=1' <<<"$after" | head -1 | cut -d: -f1)
-[[ -n $rl && -n $rd ]] && (( rl < rd )) || fail "RELOADING=1 and READY=1 not in order: $(tr '\n' ' ' <<<"$after")"
+[[ -n $rl && -n $rd ]] && (( rl < rd )) \
+    || fail "RELOADING=1 and READY=1 not in order: $(tr '\n' ' ' <<<"$after")"
 grep -q '^MONOTONIC_USEC=[0-9]' <<<"$after" || fail "RELOADING=1 came without MONOTONIC_USEC="
 # What the reader had queued comes first, then the kept state changes: no status update that was
 # dropped meanwhile (the queue held at most $qlen + 1) and nothing in between.
 queued=$(awk '/^--$/ {n++} /^RELOADING=1$/ {print n; exit}' <<<"$after")
 (( queued <= qlen + 1 )) || fail "$queued messages before RELOADING=1: dropped status updates were sent"
-ok=0
-for _ in $(seq 30); do
-    sed -n '/-- reading again/,$p' "$T/notify.log" | sed -n '/^READY=1$/,$p' \
-        | grep -q '^STATUS=CPU 1 running' && { ok=1; break; }
-    sleep 0.1
-done
-(( ok )) || fail "no status update after READY=1 once the reader came back"
+status_after_ready() { since_resume | sed -n '/^READY=1$/,$p' | grep -q '^STATUS=CPU 1 running'; }
+wait_until 3 status_after_ready || fail "no status update after READY=1 once the reader came back"
 grep -q 'notifications reach .* again' "$T/daemon.log" || fail "the recovery is not logged"
 stop_daemon || fail "exit status not 0"
-pass "reader paused 5 s across a reload: RELOADING=1 then READY=1 delivered after $queued queued messages"
+pass "reader paused 5 s across a reload: RELOADING=1 then READY=1 delivered after" \
+     "$queued queued messages"
 stop_listener
 
 # --- Nobody listens on NOTIFY_SOCKET: one warning, measuring as usual. -----------------------
@@ -92,16 +84,13 @@ stop_listener
 NOTIFY_SOCKET=$T/nobody "$JITTERD" --config "$T/jitterd.conf" --cpus 1 --socket "$SOCK" \
     --state-dir "$STATE" --interval 200ms >> "$T/daemon.log" 2>&1 &
 DAEMON_PID=$!
-ok=0
-for _ in $(seq 100); do
-    grep -q '^<6>ready:' "$T/daemon.log" && { ok=1; break; }
-    sleep 0.1
-done
-(( ok )) || fail "not ready within 10 s with nobody on NOTIFY_SOCKET"
+wait_until 10 grep -q '^<6>ready:' "$T/daemon.log" \
+    || fail "not ready within 10 s with nobody on NOTIFY_SOCKET"
 sleep 1
 s=$(all_samples)
 (( s > 0 )) || fail "no samples with nobody on NOTIFY_SOCKET"
-n=$(grep -c "cannot send to the service manager's notification socket $T/nobody" "$T/daemon.log" || true)
+n=$(grep -c "cannot send to the service manager's notification socket $T/nobody" \
+     "$T/daemon.log" || true)
 (( n == 1 )) || fail "the missing reader was logged $n times, not once"
 stop_daemon || fail "exit status not 0"
 pass "nobody on NOTIFY_SOCKET: one warning, measuring as usual"

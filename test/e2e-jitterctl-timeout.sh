@@ -54,8 +54,8 @@ start_fake() {
     perl "$T/fake.pl" "$1" "$SOCK" "${2:-0}" "${3:-0}" > "$T/fake.out" 2>&1 &
     FAKE_PID=$!
     CLEANUP_PIDS+=("$FAKE_PID")
-    for _ in $(seq 50); do grep -q listening "$T/fake.out" 2>/dev/null && return 0; sleep 0.05; done
-    fail "the fake daemon did not start: $(cat "$T/fake.out")"
+    wait_until 5 grep -q listening "$T/fake.out" \
+        || fail "the fake daemon did not start: $(cat "$T/fake.out")"
 }
 stop_fake() { kill "$FAKE_PID" 2>/dev/null || true; wait "$FAKE_PID" 2>/dev/null || true; }
 # timed EXPECTED_RC MIN_MS MAX_MS ARGS...: runs jitterctl and checks its exit status and time.
@@ -100,8 +100,7 @@ start_fake backlog
 perl -MSocket -e 'socket(my $s, PF_UNIX, SOCK_STREAM, 0) or die; connect($s, pack_sockaddr_un($ARGV[0]))
     or die "connect: $!"; $| = 1; print "connected\n"; sleep 100' "$SOCK" > "$T/filler.out" &
 CLEANUP_PIDS+=($!)
-for _ in $(seq 50); do grep -q connected "$T/filler.out" && break; sleep 0.05; done
-grep -q connected "$T/filler.out" || fail "could not fill the listen queue"
+wait_until 5 grep -q connected "$T/filler.out" || fail "could not fill the listen queue"
 timed 1 900 3000 --timeout 1s status
 grep -q 'nothing accepted the connection within 1.00 s' "$T/err" \
     || fail "unclear error for a connection never accepted: $(cat "$T/err")"
@@ -111,9 +110,11 @@ stop_fake
 # --- Streams: exempt while replies keep coming, each awaited for at most the timeout. --------
 start_fake paced 8 300
 timed 0 2000 8000 --timeout 1s --json watch --count 8
-(( $(grep -c '"cpu"' "$T/out") == 8 )) || fail "watch printed $(grep -c '"cpu"' "$T/out") replies, not 8"
+n=$(grep -c '"cpu"' "$T/out")
+(( n == 8 )) || fail "watch printed $n replies, not 8"
 timed 0 2000 8000 --timeout 1s call --more io.jitterd.Monitor
-(( $(grep -c '"cpu"' "$T/out") == 9 )) || fail "call --more printed $(grep -c '"cpu"' "$T/out") replies, not 9"
+n=$(grep -c '"cpu"' "$T/out")
+(( n == 9 )) || fail "call --more printed $n replies, not 9"
 pass "streams of replies 300 ms apart go on past a 1 s timeout ($TOOK ms)"
 stop_fake
 start_fake paced 0 0

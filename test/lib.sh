@@ -31,6 +31,9 @@ cleanup() {
     exit $rc
 }
 trap cleanup EXIT
+# Killed by a signal without a trap, bash would exit without the EXIT trap, and leave the daemon
+# spinning on CPU 1.
+trap 'exit 143' TERM INT HUP
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 pass() { echo "ok: $*"; }
@@ -119,3 +122,46 @@ stop_daemon() {
 }
 
 jctl() { "$JITTERCTL" --socket "$SOCK" "$@"; }
+
+# wait_until SECONDS COMMAND...: runs COMMAND every 0.1 s until it succeeds (status 0) or
+# SECONDS have passed (status 1).
+wait_until() {
+    local i n=$(($1 * 10))
+    shift
+    for ((i = 0; i < n; i++)); do
+        "$@" && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# cpuset_make: a cpuset cgroup of CPUs 0-1 that the test can move the daemon into and then take
+# CPU 1 away from it, in $CG (its parent in $CG_PARENT); CG is empty when this host has no
+# writable cpuset. cpuset_remove moves the daemon back and removes the cgroup.
+CG=''
+CG_PARENT=''
+cpuset_make() {
+    CG=''
+    CG_PARENT=
+    if [[ -f /sys/fs/cgroup/cpuset/cpuset.cpus ]]; then
+        CG_PARENT=/sys/fs/cgroup/cpuset # cgroup v1
+    elif grep -qw cpuset /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
+        CG_PARENT=/sys/fs/cgroup # cgroup v2
+        grep -qw cpuset /sys/fs/cgroup/cgroup.subtree_control \
+            || echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || CG_PARENT=
+    fi
+    [[ -n $CG_PARENT ]] && mkdir "$CG_PARENT/jitterd-e2e-$$" 2>/dev/null || return 0
+    CG=$CG_PARENT/jitterd-e2e-$$
+    # v1 needs the memory nodes set before a task may join; v2 inherits them.
+    if [[ -f $CG_PARENT/cpuset.mems ]]; then
+        cat "$CG_PARENT/cpuset.mems" > "$CG/cpuset.mems" 2>/dev/null || true
+    fi
+    echo 0-1 > "$CG/cpuset.cpus" 2>/dev/null || { rmdir "$CG"; CG=; }
+}
+
+cpuset_remove() {
+    [[ -n $CG ]] || return 0
+    [[ -z $DAEMON_PID ]] || echo "$DAEMON_PID" > "$CG_PARENT/cgroup.procs" 2>/dev/null || true
+    rmdir "$CG" 2>/dev/null || true
+    CG=
+}

@@ -3,9 +3,8 @@
  * own reason. The tick logs that reason once, however many ticks see it; GetStatus shows it as
  * "failure" (and "reason"); READY=1 is not sent and the loop ends with status 1 as soon as a
  * probe failed, each CPU's state logged; stopping a failed probe takes no time. Also a FIFO in
- * place of the checkpoint, which must not hold the start. The module is
- * included to reach its static functions; the log is kept in memory (this file's
- * log_internal() stands in for daemon/log.c). */
+ * place of the checkpoint, which must not hold the start. The module is included to reach its
+ * static functions; the log is kept in memory (log-capture.h). */
 
 #include "../daemon/manager.c"
 
@@ -17,39 +16,7 @@
 
 #include <cmocka.h>
 
-static char log_text[65536];
-static size_t log_len;
-
-void log_internal(int prio, const char *fmt, ...)
-{
-        va_list ap;
-        int w;
-
-        if (log_len >= sizeof(log_text) - 2) {
-                return;
-        }
-        va_start(ap, fmt);
-        w = vsnprintf(log_text + log_len, sizeof(log_text) - log_len - 1, fmt, ap);
-        va_end(ap);
-        if (w > 0) {
-                log_len += (size_t)w < sizeof(log_text) - log_len - 2
-                                   ? (size_t)w
-                                   : sizeof(log_text) - log_len - 2;
-        }
-        log_text[log_len++] = '\n';
-        log_text[log_len] = '\0';
-        (void)prio;
-}
-
-static size_t count_substr(const char *text, const char *needle)
-{
-        size_t c = 0;
-
-        for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) {
-                c++;
-        }
-        return c;
-}
+#include "log-capture.h"
 
 /* This process may no longer make a thread SCHED_FIFO: neither the capability nor the rlimit. */
 static void drop_realtime(void)
@@ -117,8 +84,7 @@ static int setup(void **state)
         assert_int_equal(r, 0);
         assert_int_equal(probe_start(p->probe), -EPERM);
         assert_int_equal(probe_state(p->probe), PROBE_FAILED);
-        log_len = 0;
-        log_text[0] = '\0';
+        log_clear();
         *state = f;
         return 0;
 }

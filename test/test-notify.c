@@ -15,6 +15,8 @@
 
 #include <cmocka.h>
 
+#include "log-capture.h"
+
 #define MAX_GOT 4096
 
 static char sock_path[108];
@@ -132,53 +134,13 @@ static unsigned fill_queue(Notifier *n, int fd)
         return i + 1;
 }
 
-/* The module's log, kept in memory so that the test can count what was logged: this
- * definition stands in for daemon/log.c's. */
-static char log_text[65536];
-static size_t log_len;
-
-void log_internal(int prio, const char *fmt, ...)
-{
-        va_list ap;
-        int w;
-
-        va_start(ap, fmt);
-        w = vsnprintf(log_text + log_len, sizeof(log_text) - log_len, fmt, ap);
-        va_end(ap);
-        if (w > 0) {
-                log_len += (size_t)w < sizeof(log_text) - log_len ? (size_t)w
-                                                                  : sizeof(log_text) - log_len - 1;
-        }
-        if (log_len < sizeof(log_text) - 1) {
-                log_text[log_len++] = '\n';
-                log_text[log_len] = '\0';
-        }
-        (void)prio;
-}
-
-static void log_capture(void)
-{
-        log_len = 0;
-        log_text[0] = '\0';
-}
-
-/* What was logged since log_capture() (free() it). */
+/* What was logged since log_clear() (free() it). */
 static char *log_release(void)
 {
         char *text = strdup(log_text);
 
         assert_non_null(text);
         return text;
-}
-
-static size_t count_substr(const char *text, const char *needle)
-{
-        size_t c = 0;
-
-        for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) {
-                c++;
-        }
-        return c;
 }
 
 static int setup(void **state)
@@ -219,7 +181,7 @@ static void test_unusable_address(void **state)
         char *log;
 
         setenv("NOTIFY_SOCKET", "vsock:2:1234", 1);
-        log_capture();
+        log_clear();
         assert_int_equal(notifier_new(NULL, &n), 0);
         notifier_state(n, "READY=1");
         log = log_release();
@@ -275,7 +237,7 @@ static void test_stuck_reader(void **state)
         int fd = reader_open(sock_path);
 
         assert_int_equal(sd_event_new(&e), 0);
-        log_capture();
+        log_clear();
         assert_int_equal(notifier_new(e, &n), 0);
         sent = fill_queue(n, fd);
         notifier_state(n, "RELOADING=1\nMONOTONIC_USEC=%llu", 42ULL);
@@ -325,7 +287,7 @@ static void test_gives_up(void **state)
         int fd = reader_open(sock_path);
 
         assert_int_equal(sd_event_new(&e), 0);
-        log_capture();
+        log_clear();
         assert_int_equal(notifier_new(e, &n), 0);
         fill_queue(n, fd);
         t0 = mono_usec();
@@ -354,7 +316,7 @@ static void test_flush(void **state)
         char *log;
         int fd = reader_open(sock_path);
 
-        log_capture();
+        log_clear();
         assert_int_equal(notifier_new(NULL, &n), 0);
         fill_queue(n, fd);
         notifier_state(n, "STOPPING=1");
