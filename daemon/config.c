@@ -3,11 +3,13 @@
 #include <assert.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cpulist.h"
 #include "duration.h"
@@ -1016,12 +1018,19 @@ static void load_file(Loader *l, const char *path)
         struct stat st;
         ssize_t n;
         FILE *f;
+        int fd;
 
-        f = fopen(path, "re");
+        /* O_NONBLOCK: opening a FIFO would otherwise wait for a writer, and a reload would
+         * block the event loop with it. On a regular file it changes nothing. */
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        f = fd < 0 ? NULL : fdopen(fd, "re");
         if (!f) {
                 if (errno != ENOENT) {
                         loader_add(l, CONFIG_SEVERITY_ERROR, path, 0, "cannot open: %s",
                                    strerror(errno));
+                }
+                if (fd >= 0) {
+                        close(fd);
                 }
                 return;
         }
@@ -1032,6 +1041,11 @@ static void load_file(Loader *l, const char *path)
         }
         if (S_ISDIR(st.st_mode)) {
                 loader_add(l, CONFIG_SEVERITY_ERROR, path, 0, "is a directory, not a file");
+                fclose(f);
+                return;
+        }
+        if (!S_ISREG(st.st_mode)) {
+                loader_add(l, CONFIG_SEVERITY_ERROR, path, 0, "is not a regular file");
                 fclose(f);
                 return;
         }

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "counter.h"
 #include "history.h"
+#include "notify.h"
 #include "probe.h"
 #include "varlink-server.h"
 
@@ -31,7 +32,8 @@ typedef struct ProbeCtl {
         bool stalled;
         bool stall_pending; /* the next interval harvested ends a stall */
         bool offline;
-        bool migrated;      /* off its CPU while that CPU is online: warned once */
+        bool migrated; /* off its CPU while that CPU is online: warned once */
+        bool failed;   /* its failure was logged */
         RingReader reader;
         AttribSnapshot *attrib_snap;
         uint64_t samples_total; /* since start, for status */
@@ -64,6 +66,7 @@ struct Manager {
         sd_event_source *harvest_source;
         sd_event_source *ready_source;
         sd_event_source *checkpoint_source;
+        Notifier *notifier;
         VarlinkServer *server;
         char socket_path[108];
 
@@ -82,7 +85,10 @@ struct Manager {
         uint64_t start_mono_ns;
         uint64_t start_real_ns;
         bool ready;
-        bool checkpoint_failing; /* an error was logged; log again only once it recovers */
+        uint64_t ready_deadline_usec; /* CLOCK_MONOTONIC: every probe runs by then, or we exit */
+        bool stopping;                /* STOPPING=1 was sent */
+        bool stopped;                 /* manager_run() stopped the probes and checkpointed */
+        bool checkpoint_failing;      /* an error was logged; log again only once it recovers */
         bool export_failing;
         gid_t admin_gid;
         bool have_admin_gid;
@@ -109,7 +115,10 @@ struct Manager {
 int manager_new(const Config *config, const char *config_path, const char *dropin_dir,
                 const Overrides *overrides, Manager **ret);
 
-/* Starts the probes and runs the event loop until SIGTERM/SIGINT. Returns the exit status. */
+/* Starts the probes and runs the event loop until SIGTERM/SIGINT, then checkpoints and stops
+ * the probes. Returns the exit status: 0, or 1 when the probes did not all run within the
+ * preheat and READY_GRACE_USEC (at start or after a reload), or one did not stop within
+ * PROBE_STOP_TIMEOUT_NS. */
 int manager_run(Manager *m);
 
 /* Stops the probes, writes a last checkpoint and frees everything. Accepts NULL. */
@@ -146,6 +155,15 @@ int manager_window(const Manager *m, const char *window, uint64_t *ret_from_ns, 
 
 /* The state of @p for humans and the API: "running", "stalled", "offline", ... */
 const char *manager_probe_state(const ProbeCtl *p);
+
+/* Why @p failed, one line naming its CPU (probe_failure(), or its errno when the probe gave no
+ * text), into @buf; NULL when it has not failed. */
+const char *manager_probe_failure(const ProbeCtl *p, char *buf, size_t size);
+
+/* How long after the probes start READY=1 may wait beyond their preheat, and how long a probe
+ * thread is given to stop. Past either, jitterd logs why and exits with status 1. */
+#define READY_GRACE_USEC (5 * 1000000ULL)
+#define PROBE_STOP_TIMEOUT_NS (2 * 1000000000ULL)
 
 /* Writes the Prometheus textfile if configured (export.c). Returns 0 or a negative errno. */
 int manager_export_textfile(Manager *m);

@@ -119,6 +119,7 @@ int cmd_status(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
         {
                 const char *state = json_get_string(probe, "state", "?");
                 const char *reason = json_get_string(probe, "reason", NULL);
+                const char *failure = json_get_string(probe, "failure", NULL);
                 char policy[48], samples[FORMAT_MAX], floor_ns[FORMAT_MAX], worst[FORMAT_MAX];
                 uint64_t cpu = 0, prio = 0, n = 0, v;
                 json_t *migrated = json_object_get(probe, "migrated_to");
@@ -147,7 +148,11 @@ int cmd_status(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                         printf("  (on CPU %lld)", (long long)json_integer_value(migrated));
                 }
                 fputc('\n', stdout);
-                if (reason) {
+                /* A failure is the probe's own account of why it stopped measuring. */
+                if (failure) {
+                        printf("      %sfailed:%s %s\n", ctl_color(ctl, CTL_RED),
+                               ctl_color(ctl, CTL_RESET), failure);
+                } else if (reason) {
                         printf("      %s\n", reason);
                 }
         }
