@@ -235,3 +235,8 @@ int ksyms_resolve(Ksyms *k)
         k->queued -= n;
         return named;
 }
+
+size_t ksyms_memory_bytes(void)
+{
+        return sizeof(Ksyms);
+}

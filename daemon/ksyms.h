@@ -39,3 +39,6 @@ int ksyms_resolve(Ksyms *k);
 /* The file shows only zero addresses (no CAP_SYSLOG when it was opened): functions get their
  * hex address as name. Known after the first ksyms_resolve() that had work. */
 bool ksyms_hidden(const Ksyms *k);
+
+/* Bytes of memory a Ksyms holds. */
+size_t ksyms_memory_bytes(void);
