@@ -62,6 +62,9 @@ typedef struct Run {
 
 static CounterInfo counter;
 static char instance[64];
+/* The run of the test, stopped by the teardown when the test failed before stopping it:
+ * its probe would go on spinning. */
+static Run *active;
 
 static uint64_t ticks_ns(uint64_t ticks)
 {
@@ -99,6 +102,7 @@ static void run_start(Run *run, uint64_t threshold_ns)
         uint64_t deadline = thief_now_ns() + 5000000000ULL;
 
         *run = (Run){0};
+        active = run;
         run->ev = calloc(MAX_EVENTS, sizeof(Explained));
         assert_non_null(run->ev);
         pin(0);
@@ -157,6 +161,13 @@ static void run_stop(Run *run)
 {
         TraceStats st;
 
+        active = NULL;
+        if (!run->trace || !run->probe) {
+                probe_free(run->probe);
+                trace_recorder_free(run->trace);
+                free(run->ev);
+                return;
+        }
         trace_recorder_stats(run->trace, &st);
         printf("  %zu interruptions explained (%zu with records lost, %zu beyond the test's "
                "store); trace: %" PRIu64 " records, %" PRIu64 " losses, %" PRIu64
@@ -169,6 +180,15 @@ static void run_stop(Run *run)
 }
 
 /* The interruption that covers [@from_ns, @to_ns], or NULL. */
+static int teardown(void **state)
+{
+        (void)state;
+        if (active) {
+                run_stop(active);
+        }
+        return 0;
+}
+
 static const Explained *covering(const Run *run, uint64_t from_ns, uint64_t to_ns)
 {
         for (size_t i = 0; i < run->n; i++) {
@@ -237,14 +257,15 @@ static void *thief_thread(void *arg)
 
 static void test_thief_named(void **state)
 {
-        Thief th = {0};
-        Run run;
+        static Thief th; /* shared with threads that outlive a failed test */
+        static Run run;  /* outlives a failed test, for the teardown */
         pthread_t thr;
         char name[CAUSE_NAME_MAX];
         int named = 0, inside = 0;
         double worst = 0;
 
         (void)state;
+        memset(&th, 0, sizeof(th));
         run_start(&run, 10000);
         for (int k = 0; k < THEFTS; k++) {
                 th.durations[k] = 1500000 + (uint64_t)(k % 8) * 200000; /* 1.5 .. 2.9 ms */
@@ -325,13 +346,14 @@ static void *sleeper_thread(void *arg)
 
 static void test_sleeper_wakeups_named(void **state)
 {
-        Sleeper s = {0};
-        Run run;
+        static Sleeper s; /* shared with threads that outlive a failed test */
+        static Run run;   /* outlives a failed test, for the teardown */
         pthread_t thr;
         char name[CAUSE_NAME_MAX];
         int covered = 0, named = 0, by_hrtimer = 0, by_vector = 0;
 
         (void)state;
+        memset(&s, 0, sizeof(s));
         run_start(&run, 2000);
         usleep(200000);
         assert_int_equal(pthread_create(&thr, NULL, sleeper_thread, &s), 0);
@@ -420,12 +442,13 @@ static void *waker_thread(void *arg)
 
 static void test_futex_wake_ipi_named(void **state)
 {
-        Waker w = {0};
-        Run run;
+        static Waker w; /* shared with threads that outlive a failed test */
+        static Run run; /* outlives a failed test, for the teardown */
         pthread_t a, b;
         int covered = 0, named = 0, res = 0, cfs = 0;
 
         (void)state;
+        memset(&w, 0, sizeof(w));
         run_start(&run, 2000);
         assert_int_equal(pthread_create(&a, NULL, waiter_thread, &w), 0);
         assert_int_equal(pthread_create(&b, NULL, waker_thread, &w), 0);
@@ -484,12 +507,13 @@ static void *membarrier_thread(void *arg)
 
 static void test_membarrier_ipi_named(void **state)
 {
-        Barrier b = {0};
-        Run run;
+        static Barrier b; /* shared with threads that outlive a failed test */
+        static Run run;   /* outlives a failed test, for the teardown */
         pthread_t thr;
         int seen = 0, named = 0, cf = 0, cfs = 0, ipi_mb = 0;
 
         (void)state;
+        memset(&b, 0, sizeof(b));
         run_start(&run, 1000);
         assert_int_equal(pthread_create(&thr, NULL, membarrier_thread, &b), 0);
         run_until(&run, &b.done);
@@ -535,10 +559,10 @@ static void test_membarrier_ipi_named(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_thief_named),
-                cmocka_unit_test(test_sleeper_wakeups_named),
-                cmocka_unit_test(test_futex_wake_ipi_named),
-                cmocka_unit_test(test_membarrier_ipi_named),
+                cmocka_unit_test_teardown(test_thief_named, teardown),
+                cmocka_unit_test_teardown(test_sleeper_wakeups_named, teardown),
+                cmocka_unit_test_teardown(test_futex_wake_ipi_named, teardown),
+                cmocka_unit_test_teardown(test_membarrier_ipi_named, teardown),
         };
 
         if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {

@@ -46,16 +46,32 @@ static void options(TraceOptions *o, const int *cpus)
         };
 }
 
+/* The recorder of the running test, freed by the teardown when the test failed before it
+ * could free it (its instance would stay behind). */
+static TraceRecorder *current;
+
 static TraceRecorder *new_recorder(TraceOptions *o)
 {
         char reason[TRACE_REASON_MAX] = "";
-        TraceRecorder *t = NULL;
-        int r = trace_recorder_new(o, &t, reason, sizeof(reason));
+        int r = trace_recorder_new(o, &current, reason, sizeof(reason));
 
         if (r < 0) {
                 fail_msg("cannot record: %s", reason);
         }
-        return t;
+        return current;
+}
+
+static void drop(TraceRecorder *t)
+{
+        assert_ptr_equal(t, current);
+        current = trace_recorder_free(t);
+}
+
+static int teardown(void **state)
+{
+        (void)state;
+        current = trace_recorder_free(current);
+        return 0;
 }
 
 static void pin(int cpu)
@@ -183,7 +199,7 @@ static void test_instance(void **state)
         assert_true(trace_recorder_kernel_bytes(t) == TRACE_BUFFER_KB_DEFAULT * 1024u);
         assert_true(trace_recorder_memory_bytes(t) >= TRACE_WINDOW_DEFAULT * sizeof(TraceRecord));
         snprintf(path, sizeof(path), "%s", trace_recorder_dir(t));
-        trace_recorder_free(t);
+        drop(t);
         assert_int_equal(access(path, F_OK), -1);
         assert_int_equal(errno, ENOENT);
 }
@@ -204,7 +220,7 @@ static void test_tsc_clock(void **state)
                " ticks (widest tight bracket %" PRIu64 " ticks)\n",
                worst, bracket);
         assert_int_equal(worst, 0);
-        trace_recorder_free(t);
+        drop(t);
 }
 
 /* mono_raw mapped with a counter pair, as on arm64: within the 2 us the analysis allows. */
@@ -225,7 +241,7 @@ static void test_mapped_clock(void **state)
                " ticks (%.0f ns)\n",
                worst, (double)worst * 1e9 / (double)counter.hz);
         assert_true(worst <= counter.hz / 500000);
-        trace_recorder_free(t);
+        drop(t);
 }
 
 /* Only the probed CPUs are recorded. */
@@ -252,7 +268,7 @@ static void test_other_cpu_not_recorded(void **state)
         (void)trace_recorder_read(t);
         assert_non_null(find_mark(t, "from cpu 1"));
         assert_null(find_mark(t, "from cpu 0"));
-        trace_recorder_free(t);
+        drop(t);
 }
 
 /* A tiny kernel buffer overwritten before it is read: the loss is counted, and an
@@ -309,7 +325,7 @@ static void test_losses(void **state)
         assert_int_equal(trace_recorder_explain(t, CPU, getpid(), t1, t2 - t1, &l), 0);
         assert_false(l.flags & CAUSES_LOST);
         assert_int_equal(trace_recorder_explain(t, 0, getpid(), t1, t2 - t1, &l), -ENOENT);
-        trace_recorder_free(t);
+        drop(t);
 }
 
 static void test_reason_no_tracefs(void **state)
@@ -398,9 +414,12 @@ static void test_privileges(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_instance),     cmocka_unit_test(test_tsc_clock),
-                cmocka_unit_test(test_mapped_clock), cmocka_unit_test(test_other_cpu_not_recorded),
-                cmocka_unit_test(test_losses),       cmocka_unit_test(test_privileges),
+                cmocka_unit_test_teardown(test_instance, teardown),
+                cmocka_unit_test_teardown(test_tsc_clock, teardown),
+                cmocka_unit_test_teardown(test_mapped_clock, teardown),
+                cmocka_unit_test_teardown(test_other_cpu_not_recorded, teardown),
+                cmocka_unit_test_teardown(test_losses, teardown),
+                cmocka_unit_test(test_privileges),
         };
         const struct CMUnitTest always[] = {
                 cmocka_unit_test(test_reason_no_tracefs),
