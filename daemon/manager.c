@@ -323,6 +323,7 @@ static void drain_events(Manager *m, ProbeCtl *p)
                                &ev.start_real_ns);
                 ev.duration_ns = tickconv_to_ns(&m->counter.conv, dur);
                 (void)history_add_event(m->history, &ev);
+                manager_trace_explain(m, p, start, dur, ev.start_ns);
         }
 }
 
@@ -381,6 +382,7 @@ static int on_harvest(sd_event_source *s, uint64_t usec, void *userdata)
 {
         Manager *m = userdata;
 
+        manager_trace_read(m);
         for (size_t i = 0; i < m->n_probes; i++) {
                 harvest_probe(m, &m->probes[i]);
         }
@@ -545,6 +547,7 @@ int manager_load_config(const char *path, const char *dropin, const Overrides *o
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
         Manager *m = userdata;
+        bool trace_restart;
         Config c;
         int r;
 
@@ -561,6 +564,8 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         if (!config_equal(&c, &m->config, "history") || !config_equal(&c, &m->config, "server")) {
                 log_notice("changes to [history] and [server] take effect at the next start");
         }
+        trace_restart =
+                !config_equal(&c, &m->config, "trace") || !config_equal(&c, &m->config, "probe");
         if (!config_equal(&c, &m->config, "probe")) {
                 Config old = m->config;
 
@@ -585,6 +590,12 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
                 m->ready = false;
                 sd_event_source_set_time(m->ready_source, manager_now_ns(CLOCK_MONOTONIC) / 1000);
                 sd_event_source_set_enabled(m->ready_source, SD_EVENT_ON);
+        }
+        /* The recorder follows the probed CPUs and [trace]. */
+        if (trace_restart) {
+                m->config.trace_enabled = c.trace_enabled;
+                manager_trace_stop(m);
+                manager_trace_start(m);
         }
         memcpy(m->config.export_prometheus_textfile, c.export_prometheus_textfile,
                sizeof(c.export_prometheus_textfile));
@@ -786,6 +797,7 @@ int manager_run(Manager *m)
                 return 1;
         }
         pin_manager(m);
+        manager_trace_start(m);
         r = privileges_drop(m->config.probe_priority > 0);
         if (r < 0) {
                 log_warning("cannot drop capabilities: %s", strerror(-r));
@@ -833,6 +845,9 @@ Manager *manager_free(Manager *m)
                 checkpoint(m);
         }
         probes_stop(m);
+        manager_trace_stop(m);
+        cause_store_free(m->cause_store);
+        ksyms_free(m->ksyms);
         manager_free_monitors(m);
         for (size_t i = 0; i < sizeof(m->analysis_cache) / sizeof(m->analysis_cache[0]); i++) {
                 json_decref(m->analysis_cache[i].causes);

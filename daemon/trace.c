@@ -137,7 +137,8 @@ struct TraceRecorder {
         size_t n_cpus;
         size_t window;
         unsigned buffer_kb;
-        Ksyms *ksyms;
+        Ksyms *ksyms; /* NULL: functions are named by address */
+        bool own_ksyms;
 
         /* Trace clock → counter ticks. */
         char clock[16];
@@ -733,8 +734,10 @@ int trace_recorder_new(const TraceOptions *opt, TraceRecorder **ret, char *reaso
         if (r == 0) {
                 r = open_cpus(t, reason, reason_size);
         }
-        if (r == 0 && ksyms_new(opt->kallsyms, &t->ksyms) < 0) {
-                t->ksyms = NULL; /* functions are named by address */
+        if (r == 0 && opt->ksyms) {
+                t->ksyms = opt->ksyms;
+        } else if (r == 0 && ksyms_new(opt->kallsyms, &t->ksyms) == 0) {
+                t->own_ksyms = true;
         }
         if (r == 0) {
                 refresh_mapping(t);
@@ -780,7 +783,9 @@ TraceRecorder *trace_recorder_free(TraceRecorder *t)
                 tep_free(t->tep);
         }
         trace_seq_destroy(&t->seq);
-        ksyms_free(t->ksyms);
+        if (t->own_ksyms) {
+                ksyms_free(t->ksyms);
+        }
         free(t->page);
         free(t);
         return NULL;
@@ -1168,7 +1173,7 @@ void trace_recorder_stats(const TraceRecorder *t, TraceStats *ret)
 size_t trace_recorder_memory_bytes(const TraceRecorder *t)
 {
         return sizeof(*t) + t->n_cpus * (sizeof(TraceCpu) + t->window * sizeof(TraceRecord)) +
-               (size_t)t->page_size + (t->ksyms ? ksyms_memory_bytes() : 0);
+               (size_t)t->page_size + (t->own_ksyms ? ksyms_memory_bytes() : 0);
 }
 
 size_t trace_recorder_kernel_bytes(const TraceRecorder *t)

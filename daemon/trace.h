@@ -61,6 +61,8 @@ typedef struct TraceOptions {
         unsigned buffer_kb;      /* kernel buffer per probed CPU; 0: the default */
         unsigned window_records; /* records kept per CPU; 0: the default */
         const char *kallsyms;    /* NULL: /proc/kallsyms */
+        struct Ksyms *ksyms;     /* names to use instead of opening @kallsyms: the caller's
+                                  * (opened while it could see addresses), not freed here */
 } TraceOptions;
 
 typedef struct TraceStats {
