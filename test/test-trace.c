@@ -98,6 +98,18 @@ static char *read_text(const char *path)
         return buf;
 }
 
+/* The instance's trace_marker, open for writing. */
+static int open_marker(TraceRecorder *t)
+{
+        char path[4200];
+        int fd;
+
+        snprintf(path, sizeof(path), "%s/trace_marker", trace_recorder_dir(t));
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        return fd;
+}
+
 static const TraceRecord *find_mark(TraceRecorder *t, const char *text)
 {
         size_t n;
@@ -117,13 +129,11 @@ static const TraceRecord *find_mark(TraceRecorder *t, const char *text)
  * tight (the write was not interrupted: under 5 us), of which there must be half. */
 static uint64_t marks_outside(TraceRecorder *t, uint64_t *ret_bracket)
 {
-        char path[4200], text[32];
+        char text[32];
         uint64_t before[MARKS], after[MARKS], worst = 0, widest = 0, tight = counter.hz / 200000;
         int fd, n_tight = 0;
 
-        snprintf(path, sizeof(path), "%s/trace_marker", trace_recorder_dir(t));
-        fd = open(path, O_WRONLY | O_CLOEXEC);
-        assert_true(fd >= 0);
+        fd = open_marker(t);
         pin(CPU);
         for (int k = 0; k < MARKS; k++) {
                 int len = snprintf(text, sizeof(text), "mark %d", k);
@@ -248,7 +258,6 @@ static void test_mapped_clock(void **state)
 static void test_other_cpu_not_recorded(void **state)
 {
         int cpus[] = {CPU};
-        char path[4200];
         TraceOptions o;
         TraceRecorder *t;
         int fd;
@@ -256,9 +265,7 @@ static void test_other_cpu_not_recorded(void **state)
         (void)state;
         options(&o, cpus);
         t = new_recorder(&o);
-        snprintf(path, sizeof(path), "%s/trace_marker", trace_recorder_dir(t));
-        fd = open(path, O_WRONLY | O_CLOEXEC);
-        assert_true(fd >= 0);
+        fd = open_marker(t);
         pin(0);
         /* The kernel may refuse the write on a CPU the instance does not record. */
         (void)!write(fd, "from cpu 0", 10);
@@ -277,7 +284,6 @@ static void test_other_cpu_not_recorded(void **state)
 static void test_losses(void **state)
 {
         int cpus[] = {CPU};
-        char path[4200];
         TraceOptions o;
         TraceRecorder *t;
         TraceStats st;
@@ -290,9 +296,7 @@ static void test_losses(void **state)
         o.buffer_kb = 8;
         o.window_records = 64;
         t = new_recorder(&o);
-        snprintf(path, sizeof(path), "%s/trace_marker", trace_recorder_dir(t));
-        fd = open(path, O_WRONLY | O_CLOEXEC);
-        assert_true(fd >= 0);
+        fd = open_marker(t);
         pin(CPU);
         t0 = counter_hw_read();
         for (int k = 0; k < 2000; k++) {
