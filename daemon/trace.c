@@ -125,6 +125,7 @@ struct TraceRecorder {
         char root[PATH_MAX];
         char dir[PATH_MAX];
         struct tracefs_instance *inst;
+        int on_fd; /* tracing_on, kept open: it can be switched off after privileges are gone */
         struct tep_handle *tep;
         struct kbuffer *kbuf;
         struct trace_seq seq;
@@ -689,6 +690,7 @@ int trace_recorder_new(const TraceOptions *opt, TraceRecorder **ret, char *reaso
                 return failf(reason, reason_size, ENOMEM, "out of memory");
         }
         trace_seq_init(&t->seq);
+        t->on_fd = -1;
         t->window = opt->window_records ? opt->window_records : TRACE_WINDOW_DEFAULT;
         t->buffer_kb = opt->buffer_kb ? opt->buffer_kb : TRACE_BUFFER_KB_DEFAULT;
         t->cpus = calloc(opt->n_cpus, sizeof(*t->cpus));
@@ -712,6 +714,13 @@ int trace_recorder_new(const TraceOptions *opt, TraceRecorder **ret, char *reaso
         }
         if (r == 0) {
                 r = write_file(t, "tracing_on", "0", reason, reason_size);
+        }
+        if (r == 0) {
+                t->on_fd = tracefs_trace_on_get_fd(t->inst);
+                if (t->on_fd < 0) {
+                        r = access_failed(reason, reason_size, errno ? errno : EIO,
+                                          "cannot open tracing_on");
+                }
         }
         if (r == 0) {
                 r = load_formats(t, reason, reason_size);
@@ -761,8 +770,9 @@ TraceRecorder *trace_recorder_free(TraceRecorder *t)
         if (!t) {
                 return NULL;
         }
-        if (t->inst) {
-                (void)tracefs_instance_file_write(t->inst, "tracing_on", "0");
+        if (t->on_fd >= 0) {
+                (void)tracefs_trace_off_fd(t->on_fd);
+                close(t->on_fd);
         }
         for (size_t i = 0; t->cpus && i < t->n_cpus; i++) {
                 if (t->cpus[i].tcpu) {

@@ -29,7 +29,9 @@
  * 0700), so root needs no capability; another user needs CAP_DAC_OVERRIDE to create the
  * instance and enable events (the gid= mount option gives a group read access only). Function
  * names need /proc/kallsyms to show addresses (CAP_SYSLOG when it is opened, which is at
- * creation); without, they are hex addresses.
+ * creation); without, they are hex addresses. Recording is switched off at the end through a
+ * descriptor opened at creation, so it stops even when the instance can no longer be removed
+ * (a user that dropped CAP_DAC_OVERRIDE); the next start takes such an instance over.
  *
  * One thread uses a recorder (the manager's). This module never logs: what fails is said in
  * the reason strings. */
