@@ -28,7 +28,7 @@ SUITE=bookworm
 CACHE=${JITTERD_TEST_CACHE:-/var/cache/jitterd-test}
 ROOTFS=$CACHE/$SUITE-rootfs
 # What the tree holds besides minbase; a change of this list makes a new tree.
-INCLUDE=systemd,systemd-sysv,dbus,libsystemd0,libjansson4,libcap2,procps
+INCLUDE=systemd,systemd-sysv,dbus,libsystemd0,libjansson4,libcap2,libtracefs1,libtraceevent1,procps
 STAMP="$SUITE $INCLUDE v2"
 BOOT_TIMEOUT=300
 
