@@ -563,11 +563,21 @@ static int method_get_events(VarlinkCallCtx *call, json_t *params, void *userdat
                            (size_t)limit);
         for (size_t i = 0; i < n; i++) {
                 char when[64];
+                json_t *o;
 
                 realtime_format_iso8601(when, sizeof(when), ev[i].start_real_ns);
-                json_array_append_new(arr, json_pack("{si sI ss sI}", "cpu", ev[i].cpu, "start_ns",
-                                                     (json_int_t)ev[i].start_ns, "realtime", when,
-                                                     "duration_ns", (json_int_t)ev[i].duration_ns));
+                o = json_pack("{si sI ss sI}", "cpu", ev[i].cpu, "start_ns",
+                              (json_int_t)ev[i].start_ns, "realtime", when, "duration_ns",
+                              (json_int_t)ev[i].duration_ns);
+                if (!o || manager_trace_event_to_json(m, &ev[i], o) < 0) {
+                        json_decref(o);
+                        o = NULL;
+                }
+                if (json_array_append_new(arr, o) < 0) {
+                        free(ev);
+                        json_decref(arr);
+                        return -ENOMEM;
+                }
         }
         free(ev);
         return varlink_call_reply(call, json_pack("{so}", "events", arr));
@@ -711,7 +721,8 @@ static int method_get_status(VarlinkCallCtx *call, json_t *params, void *userdat
                 return 0;
         }
         reply = api_status(m);
-        if (!reply) {
+        if (!reply || json_object_set_new(reply, "trace", manager_trace_status(m)) < 0) {
+                json_decref(reply);
                 return -ENOMEM;
         }
         return varlink_call_reply(call, reply);
@@ -901,6 +912,7 @@ static int method_reset(VarlinkCallCtx *call, json_t *params, void *userdata)
         for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
                 if (CPU_ISSET(cpu, &cpus)) {
                         history_reset(m->history, cpu);
+                        manager_trace_reset(m, cpu);
                 }
         }
         log_notice("history reset by uid %u", (unsigned)uid);

@@ -47,6 +47,11 @@ static const ConfigEnumName counter_names[] = {
         {NULL, 0},
 };
 
+static const ConfigEnumName boolean_names[] = {
+        {"no", 0}, {"yes", 1}, {"false", 0}, {"true", 1}, {"off", 0},
+        {"on", 1}, {"0", 0},   {"1", 1},     {NULL, 0},
+};
+
 /* Each macro checks at compile time that the field has the C type its ConfigType implies: a
  * comparison of distinct pointer types is an error under -Werror. */
 #define FIELD(field, ctype)                                                                        \
@@ -152,6 +157,10 @@ static const ConfigKey keys[] = {
         KEY_PATH("audit", "root", audit_root, "", FLAG_PATH_PREFIX,
                  "Directory under which /proc and /sys are read for the tuning audit, to audit "
                  "a copy of another host's files. Empty: the real ones."),
+
+        KEY_ENUM("trace", "enabled", trace_enabled, int, boolean_names, "no",
+                 "Record kernel trace events of the probed CPUs (a tracefs instance of the "
+                 "daemon's own) and name the causes of every interruption: yes or no."),
 };
 
 #define N_KEYS ELEMENTSOF(keys)

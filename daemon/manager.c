@@ -386,6 +386,7 @@ static void drain_events(Manager *m, ProbeCtl *p)
                                &ev.start_real_ns);
                 ev.duration_ns = tickconv_to_ns(&m->counter.conv, dur);
                 (void)history_add_event(m->history, &ev);
+                manager_trace_explain(m, p, start, dur, ev.start_ns);
         }
 }
 
@@ -444,6 +445,7 @@ static int on_harvest(sd_event_source *s, uint64_t usec, void *userdata)
 {
         Manager *m = userdata;
 
+        manager_trace_read(m);
         for (size_t i = 0; i < m->n_probes; i++) {
                 harvest_probe(m, &m->probes[i]);
         }
@@ -737,7 +739,7 @@ static int probes_restart(Manager *m, const Config *c)
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
         Manager *m = userdata;
-        bool restart;
+        bool restart, trace_restart;
         Config c;
         int r;
 
@@ -752,6 +754,8 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
                    !config_equal(&c, &m->config, "server")) {
                 log_notice("changes to [history] and [server] take effect at the next start");
         }
+        trace_restart =
+                !config_equal(&c, &m->config, "trace") || !config_equal(&c, &m->config, "probe");
         restart = !config_equal(&c, &m->config, "probe");
         if (restart) {
                 log_info("[probe] changed: restarting the probes");
@@ -764,6 +768,12 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
                 if (r < 0) {
                         return sd_event_exit(m->event, 1);
                 }
+        }
+        /* The recorder follows the probed CPUs and [trace]. */
+        if (trace_restart) {
+                m->config.trace_enabled = c.trace_enabled;
+                manager_trace_stop(m);
+                manager_trace_start(m);
         }
         memcpy(m->config.export_prometheus_textfile, c.export_prometheus_textfile,
                sizeof(c.export_prometheus_textfile));
@@ -970,6 +980,7 @@ int manager_run(Manager *m)
                 return 1;
         }
         pin_manager(m);
+        manager_trace_start(m);
         r = privileges_drop(m->config.probe_priority > 0);
         if (r < 0) {
                 log_warning("cannot drop capabilities: %s", strerror(-r));
@@ -1031,6 +1042,9 @@ Manager *manager_free(Manager *m)
                 }
                 (void)probes_stop(m);
         }
+        manager_trace_stop(m);
+        cause_store_free(m->cause_store);
+        ksyms_free(m->ksyms);
         manager_free_monitors(m);
         for (size_t i = 0; i < sizeof(m->analysis_cache) / sizeof(m->analysis_cache[0]); i++) {
                 json_decref(m->analysis_cache[i].causes);

@@ -11,11 +11,14 @@
 #include <systemd/sd-event.h>
 
 #include "attrib.h"
+#include "cause-store.h"
 #include "config.h"
 #include "counter.h"
 #include "history.h"
+#include "ksyms.h"
 #include "notify.h"
 #include "probe.h"
+#include "trace.h"
 #include "varlink-server.h"
 
 typedef struct Manager Manager;
@@ -93,6 +96,15 @@ struct Manager {
         gid_t admin_gid;
         bool have_admin_gid;
 
+        /* Trace causes (manager-trace.c): the recorder while [trace] enabled and tracing
+         * works, the causes of the interruptions the history keeps, and why tracing is off
+         * although enabled. */
+        TraceRecorder *trace;
+        CauseStore *cause_store;
+        Ksyms *ksyms;
+        char trace_reason[TRACE_REASON_MAX];
+        bool trace_read_failing;
+
         /* Monitor calls waiting for the next interval. */
         struct MonitorClient *monitors;
 
@@ -167,3 +179,31 @@ const char *manager_probe_failure(const ProbeCtl *p, char *buf, size_t size);
 
 /* Writes the Prometheus textfile if configured (export.c). Returns 0 or a negative errno. */
 int manager_export_textfile(Manager *m);
+
+/* --- trace causes (manager-trace.c) --- */
+
+/* With [trace] enabled, starts recording the probed CPUs; when that is not possible, logs why
+ * once and keeps the reason for GetStatus. Call while the daemon still has its privileges
+ * (kallsyms is opened then, for function names). */
+void manager_trace_start(Manager *m);
+
+/* Stops recording (and removes the tracing instance); accepts a manager that does not. */
+void manager_trace_stop(Manager *m);
+
+/* Reads what the kernel recorded since the last call (each interval); logs a failure once. */
+void manager_trace_read(Manager *m);
+
+/* Explains the interruption of @p that began at @start_ticks (@start_ns) and stores its
+ * causes for GetEvents. Does nothing when not recording. */
+void manager_trace_explain(Manager *m, const ProbeCtl *p, uint64_t start_ticks,
+                           uint64_t duration_ticks, uint64_t start_ns);
+
+/* Forgets the stored causes of @cpu (-1: all), as Reset does with the history. */
+void manager_trace_reset(Manager *m, int cpu);
+
+/* GetStatus' "trace" object: state ("off", "recording", "unavailable"), reason, clock... */
+json_t *manager_trace_status(Manager *m);
+
+/* Adds the causes of @ev to its GetEvents object @o ("causes", "unexplained_ns", "other_ns",
+ * "trace_lost") when they are known. Returns 0 or -ENOMEM. */
+int manager_trace_event_to_json(Manager *m, const HistoryEvent *ev, json_t *o);

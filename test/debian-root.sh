@@ -9,7 +9,7 @@ DEBIAN_SUITE=bookworm
 DEBIAN_CACHE=${JITTERD_TEST_CACHE:-/var/cache/jitterd-test}
 DEBIAN_ROOTFS=$DEBIAN_CACHE/$DEBIAN_SUITE-rootfs
 # What the tree holds besides minbase; a change of this list makes a new tree.
-DEBIAN_INCLUDE=systemd,systemd-sysv,dbus,libsystemd0,libjansson4,libcap2,procps
+DEBIAN_INCLUDE=systemd,systemd-sysv,dbus,libsystemd0,libjansson4,libcap2,libtracefs1,libtraceevent1,procps
 DEBIAN_STAMP="$DEBIAN_SUITE $DEBIAN_INCLUDE v2"
 # debootstrap of this list takes about a minute from a near mirror.
 DEBOOTSTRAP_TIMEOUT=300
