@@ -15,8 +15,8 @@ threshold = 10us
 preheat = 300ms
 CONF
 
-MAN=$SOURCE_DIR/tools/jitterctl.1
-COMPLETION=$SOURCE_DIR/tools/jitterctl.bash-completion
+MAN=$SOURCE_DIR/tools/jitterctl/jitterctl.1
+COMPLETION=$SOURCE_DIR/tools/jitterctl/jitterctl.bash-completion
 failures=0
 bad() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 

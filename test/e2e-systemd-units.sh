@@ -16,7 +16,7 @@ SOURCE_DIR=$(realpath "$SOURCE_DIR")
 
 MAX_EXPOSURE=2.0
 JITTERD=$BUILD_DIR/daemon/jitterd
-JITTERCTL=$BUILD_DIR/tools/jitterctl
+JITTERCTL=$BUILD_DIR/tools/jitterctl/jitterctl
 
 failures=0
 fail() {

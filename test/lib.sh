@@ -6,7 +6,7 @@ set -euo pipefail
 BUILD_DIR=${BUILD_DIR:?run through ctest}
 SOURCE_DIR=${SOURCE_DIR:?run through ctest}
 JITTERD=$BUILD_DIR/daemon/jitterd
-JITTERCTL=$BUILD_DIR/tools/jitterctl
+JITTERCTL=$BUILD_DIR/tools/jitterctl/jitterctl
 THIEF=$BUILD_DIR/test/jitter-thief
 NOTIFY_LISTEN=$BUILD_DIR/test/jitter-notify-listen
 HOSTILE=$BUILD_DIR/test/jitter-hostile

@@ -1,5 +1,6 @@
 /* jitterctl export: the daemon's measurements in the Prometheus text format, the same
- * exposition the daemon writes to its node_exporter textfile (daemon/export.h renders both). */
+ * exposition the daemon writes to its node_exporter textfile (daemon/analysis/prometheus.h
+ * renders both). */
 
 #include <errno.h>
 #include <getopt.h>
@@ -7,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "export.h"
+#include "prometheus.h"
 #include "jitterctl.h"
 #include "varlink-client.h"
 

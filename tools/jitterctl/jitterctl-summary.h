@@ -1,7 +1,7 @@
 #pragma once
 
 /* The daemon's JSON statistics (a CpuStats of GetStats) read back into the SlotSummary that
- * probe/report.h prints, so that `jitterctl report` and jitter-probe write the same report. */
+ * probe/format/report.h prints, so that `jitterctl report` and jitter-probe write the same report. */
 
 #include <jansson.h>
 

@@ -1,6 +1,6 @@
-/* The Prometheus exposition (export.h) and the daemon's node_exporter textfile. */
+/* The Prometheus exposition (prometheus.h) and the daemon's node_exporter textfile. */
 
-#include "export.h"
+#include "prometheus.h"
 
 #include <errno.h>
 #include <fcntl.h>
