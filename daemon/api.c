@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api.h"
+
 #include "audit.h"
 #include "fit.h"
 #include "periodicity.h"
@@ -29,6 +31,25 @@ typedef struct MonitorClient {
         struct MonitorClient *next;
 } MonitorClient;
 
+struct Api {
+        Manager *manager;
+
+        /* Monitor calls waiting for the next interval. */
+        MonitorClient *monitors;
+
+        /* Bumped at every harvest: analyses of a window (fit, periods) computed for one
+         * generation are reused until the next, so repeated GetStats calls stay cheap. */
+        uint64_t generation;
+        struct AnalysisCache {
+                uint64_t generation;
+                int cpu;
+                char window[8];
+                json_t *causes;
+                json_t *periods;
+        } analysis_cache[16];
+        unsigned analysis_next;
+};
+
 static const struct {
         const char *name;
         uint64_t ns;
@@ -38,8 +59,7 @@ static const struct {
         {"24h", 86400ULL * 1000000000ULL},
 };
 
-int manager_window(const Manager *m, const char *window, uint64_t *ret_from_ns, uint64_t *ret_to_ns,
-                   bool *ret_all)
+int api_window(const char *window, uint64_t *ret_from_ns, uint64_t *ret_to_ns, bool *ret_all)
 {
         uint64_t now = manager_now_ns(CLOCK_MONOTONIC);
 
@@ -60,14 +80,14 @@ int manager_window(const Manager *m, const char *window, uint64_t *ret_from_ns, 
         return -EINVAL;
 }
 
-static ProbeCtl *find_probe(Manager *m, json_int_t cpu)
+static bool find_probe(const Manager *m, json_int_t cpu)
 {
-        for (size_t i = 0; i < m->n_probes; i++) {
-                if (m->probes[i].cpu == cpu) {
-                        return &m->probes[i];
+        for (size_t i = 0; i < manager_n_probes(m); i++) {
+                if (manager_probe_cpu(m, i) == cpu) {
+                        return true;
                 }
         }
-        return NULL;
+        return false;
 }
 
 static int error_no_such_cpu(VarlinkCallCtx *call, json_int_t cpu)
@@ -83,7 +103,7 @@ static int get_cpus(Manager *m, VarlinkCallCtx *call, json_t *params, cpu_set_t 
         size_t i;
 
         if (!arr || json_is_null(arr)) {
-                *ret = m->cpus;
+                *ret = *manager_cpus(m);
                 return 0;
         }
         CPU_ZERO(ret);
@@ -115,7 +135,7 @@ static int get_window(Manager *m, VarlinkCallCtx *call, json_t *params, const ch
                 varlink_call_error_invalid_parameter(call, "window");
                 return -EINVAL;
         }
-        if (manager_window(m, w, from, to, all) < 0) {
+        if (api_window(w, from, to, all) < 0) {
                 varlink_call_error(call, "io.jitterd.InvalidWindow",
                                    json_pack("{ss}", "window", w));
                 return -EINVAL;
@@ -145,7 +165,7 @@ int api_attrib_to_json(Manager *m, const AttribDelta *d, json_t *o)
                 }
         }
         for (size_t i = 0; i < d->n; i++) {
-                const char *name = attrib_table_name(m->attrib, d->items[i].id);
+                const char *name = attrib_table_name(manager_attrib(m), d->items[i].id);
                 json_t *count = json_integer((json_int_t)d->items[i].count);
                 json_t *into = NULL;
                 const char *key = NULL;
@@ -200,9 +220,10 @@ static json_t *causes_to_json(Manager *m, int cpu, const HistoryWindow *w)
                 return NULL;
         }
         if (w->intervals >= FIT_MIN_INTERVALS && fit_new(w->intervals + 16, &fit) == 0) {
-                FitCtx c = {fit, &m->counter.conv};
+                FitCtx c = {fit, manager_tickconv(m)};
 
-                history_foreach_point(m->history, cpu, w->from_ns, w->to_ns, add_fit_point, &c);
+                history_foreach_point(manager_history(m), cpu, w->from_ns, w->to_ns, add_fit_point,
+                                      &c);
                 res = malloc(sizeof(*res));
                 if (res && fit_solve(fit, res) < 0) {
                         free(res);
@@ -213,7 +234,7 @@ static json_t *causes_to_json(Manager *m, int cpu, const HistoryWindow *w)
         used = calloc(w->attrib.n + 1, sizeof(bool));
         if (res && used) {
                 for (size_t k = 0; k < res->n; k++) {
-                        const char *name = attrib_table_name(m->attrib, res->sources[k].id);
+                        const char *name = attrib_table_name(manager_attrib(m), res->sources[k].id);
                         uint64_t count = attrib_delta_get(&w->attrib, res->sources[k].id);
 
                         if (!name) {
@@ -249,7 +270,8 @@ static json_t *causes_to_json(Manager *m, int cpu, const HistoryWindow *w)
                 }
                 used[best] = true;
                 {
-                        const char *name = attrib_table_name(m->attrib, w->attrib.items[best].id);
+                        const char *name =
+                                attrib_table_name(manager_attrib(m), w->attrib.items[best].id);
                         uint64_t count = w->attrib.items[best].count;
 
                         if (name && count > 0) {
@@ -271,7 +293,7 @@ static json_t *causes_to_json(Manager *m, int cpu, const HistoryWindow *w)
 /* Periods at which the window's interruptions repeat, from their start times. */
 static json_t *periods_to_json(Manager *m, int cpu, const HistoryWindow *w)
 {
-        size_t max = m->config.history_events_per_cpu, n;
+        size_t max = manager_config(m)->history_events_per_cpu, n;
         HistoryEvent *ev = calloc(max ? max : 1, sizeof(*ev));
         uint64_t *starts = calloc(max ? max : 1, sizeof(uint64_t));
         json_t *arr = json_array();
@@ -286,7 +308,7 @@ static json_t *periods_to_json(Manager *m, int cpu, const HistoryWindow *w)
         }
         CPU_ZERO(&one);
         CPU_SET(cpu, &one);
-        n = history_events(m->history, &one, w->from_ns, 0, ev, max);
+        n = history_events(manager_history(m), &one, w->from_ns, 0, ev, max);
         for (size_t i = 0; i < n; i++) {
                 starts[i] = ev[i].start_ns;
         }
@@ -318,40 +340,41 @@ static json_t *periods_to_json(Manager *m, int cpu, const HistoryWindow *w)
 
 /* Adds "causes" and "periods" to @o, from the cache when this window of this CPU was analysed
  * since the last harvest. */
-static void analysis_to_json(Manager *m, int cpu, const char *window, const HistoryWindow *w,
-                             json_t *o)
+static void analysis_to_json(Api *a, int cpu, const char *window, const HistoryWindow *w, json_t *o)
 {
-        const size_t n = sizeof(m->analysis_cache) / sizeof(m->analysis_cache[0]);
+        Manager *m = a->manager;
+        const size_t n = sizeof(a->analysis_cache) / sizeof(a->analysis_cache[0]);
         struct AnalysisCache *c;
 
         for (size_t i = 0; i < n; i++) {
-                c = &m->analysis_cache[i];
-                if (c->causes && c->generation == m->generation && c->cpu == cpu &&
+                c = &a->analysis_cache[i];
+                if (c->causes && c->generation == a->generation && c->cpu == cpu &&
                     strcmp(c->window, window) == 0) {
                         json_object_set(o, "causes", c->causes);
                         json_object_set(o, "periods", c->periods);
                         return;
                 }
         }
-        c = &m->analysis_cache[m->analysis_next++ % n];
+        c = &a->analysis_cache[a->analysis_next++ % n];
         json_decref(c->causes);
         json_decref(c->periods);
         c->causes = causes_to_json(m, cpu, w);
         c->periods = periods_to_json(m, cpu, w);
-        c->generation = m->generation;
+        c->generation = a->generation;
         c->cpu = cpu;
         snprintf(c->window, sizeof(c->window), "%s", window);
         json_object_set(o, "causes", c->causes);
         json_object_set(o, "periods", c->periods);
 }
 
-static json_t *api_cpu_stats(Manager *m, int cpu, const char *window, const HistoryWindow *w,
-                             bool analyses)
+/* With @a, the causes and periods too (from its cache). */
+static json_t *api_cpu_stats(Manager *m, Api *a, int cpu, const char *window,
+                             const HistoryWindow *w)
 {
         SlotSummary s;
         json_t *o;
 
-        slot_summarize(&w->slot, &m->counter.conv, w->duration_ns, &s);
+        slot_summarize(&w->slot, manager_tickconv(m), w->duration_ns, &s);
         /* A stall needs no extra count: the interval that ends it holds its gap, which is an
          * interruption like any other. */
         o = slot_summary_to_json(&s);
@@ -361,20 +384,20 @@ static json_t *api_cpu_stats(Manager *m, int cpu, const char *window, const Hist
         json_object_set_new(o, "to_ns", json_integer((json_int_t)w->to_ns));
         json_object_set_new(o, "stalls", json_integer((json_int_t)w->stalls));
         (void)api_attrib_to_json(m, &w->attrib, o);
-        if (analyses) {
-                analysis_to_json(m, cpu, window, w, o);
+        if (a) {
+                analysis_to_json(a, cpu, window, w, o);
         }
         return o;
 }
 
-json_t *api_stats(Manager *m, const cpu_set_t *cpus, const char *window, bool analyses)
+static json_t *stats_array(Manager *m, Api *a, const cpu_set_t *cpus, const char *window)
 {
         uint64_t from, to;
         bool all;
         HistoryWindow *w;
         json_t *arr;
 
-        if (manager_window(m, window, &from, &to, &all) < 0) {
+        if (api_window(window, &from, &to, &all) < 0) {
                 return NULL;
         }
         w = malloc(sizeof(*w));
@@ -388,11 +411,11 @@ json_t *api_stats(Manager *m, const cpu_set_t *cpus, const char *window, bool an
                 if (!CPU_ISSET(cpu, cpus)) {
                         continue;
                 }
-                if (history_query(m->history, cpu, from, to, all, w) < 0) {
+                if (history_query(manager_history(m), cpu, from, to, all, w) < 0) {
                         memset(w, 0, sizeof(*w));
                         probe_slot_clear(&w->slot);
                 }
-                json_array_append_new(arr, api_cpu_stats(m, cpu, window, w, analyses));
+                json_array_append_new(arr, api_cpu_stats(m, a, cpu, window, w));
         }
         free(w);
         return arr;
@@ -404,7 +427,8 @@ static int method_get_stats(VarlinkCallCtx *call, json_t *params, void *userdata
                 {"cpus", JSON_ARRAY, false},
                 {"window", JSON_STRING, false},
         };
-        Manager *m = userdata;
+        Api *a = userdata;
+        Manager *m = a->manager;
         const char *window;
         uint64_t from, to;
         bool all;
@@ -419,7 +443,7 @@ static int method_get_stats(VarlinkCallCtx *call, json_t *params, void *userdata
         (void)from;
         (void)to;
         (void)all;
-        arr = api_stats(m, &cpus, window, true);
+        arr = stats_array(m, a, &cpus, window);
         if (!arr) {
                 return -ENOMEM;
         }
@@ -434,28 +458,28 @@ json_t *api_histogram(Manager *m, int cpu, const char *window, const char *kind)
         json_t *buckets, *reply;
         double min_ns = 0, max_ns = 0;
 
-        if (manager_window(m, window, &from, &to, &all) < 0) {
+        if (api_window(window, &from, &to, &all) < 0) {
                 return NULL;
         }
         w = malloc(sizeof(*w));
         if (!w) {
                 return NULL;
         }
-        if (history_query(m->history, (int)cpu, from, to, all, w) < 0) {
+        if (history_query(manager_history(m), (int)cpu, from, to, all, w) < 0) {
                 memset(w, 0, sizeof(*w));
                 probe_slot_clear(&w->slot);
         }
         if (strcmp(kind, "gap") == 0) {
-                buckets = histogram_to_json(&w->slot.gap_hist, &m->counter.conv);
+                buckets = histogram_to_json(&w->slot.gap_hist, manager_tickconv(m));
                 if (w->slot.gap.count) {
-                        min_ns = (double)tickconv_to_ns(&m->counter.conv, w->slot.gap.min);
-                        max_ns = (double)tickconv_to_ns(&m->counter.conv, w->slot.gap.max);
+                        min_ns = (double)tickconv_to_ns(manager_tickconv(m), w->slot.gap.min);
+                        max_ns = (double)tickconv_to_ns(manager_tickconv(m), w->slot.gap.max);
                 }
         } else {
-                buckets = signed_histogram_to_json(&w->slot.dd_hist, &m->counter.conv);
+                buckets = signed_histogram_to_json(&w->slot.dd_hist, manager_tickconv(m));
                 if (w->slot.dd.count) {
-                        min_ns = tickconv_signed_to_ns(&m->counter.conv, w->slot.dd.min);
-                        max_ns = tickconv_signed_to_ns(&m->counter.conv, w->slot.dd.max);
+                        min_ns = tickconv_signed_to_ns(manager_tickconv(m), w->slot.dd.min);
+                        max_ns = tickconv_signed_to_ns(manager_tickconv(m), w->slot.dd.max);
                 }
         }
         reply = json_pack(
@@ -473,7 +497,8 @@ static int method_get_histogram(VarlinkCallCtx *call, json_t *params, void *user
                 {"window", JSON_STRING, false},
                 {"kind", JSON_STRING, false},
         };
-        Manager *m = userdata;
+        Api *a = userdata;
+        Manager *m = a->manager;
         const char *window, *kind = "gap";
         uint64_t from, to;
         bool all;
@@ -534,7 +559,8 @@ static int method_get_events(VarlinkCallCtx *call, json_t *params, void *userdat
                 {"min_duration", JSON_STRING, false},
                 {"limit", JSON_INTEGER, false},
         };
-        Manager *m = userdata;
+        Api *a = userdata;
+        Manager *m = a->manager;
         uint64_t since = 0, min = 0, now = manager_now_ns(CLOCK_MONOTONIC);
         json_int_t limit;
         cpu_set_t cpus;
@@ -559,8 +585,8 @@ static int method_get_events(VarlinkCallCtx *call, json_t *params, void *userdat
                 json_decref(arr);
                 return -ENOMEM;
         }
-        n = history_events(m->history, &cpus, since && since < now ? now - since : 0, min, ev,
-                           (size_t)limit);
+        n = history_events(manager_history(m), &cpus, since && since < now ? now - since : 0, min,
+                           ev, (size_t)limit);
         for (size_t i = 0; i < n; i++) {
                 char when[64];
                 json_t *o;
@@ -591,7 +617,7 @@ typedef struct TimelineCtx {
 static int add_point(const HistoryPoint *pt, void *userdata)
 {
         TimelineCtx *c = userdata;
-        const TickConv *conv = &c->m->counter.conv;
+        const TickConv *conv = manager_tickconv(c->m);
 
         return json_array_append_new(
                 c->points, json_pack("{sI sI sI sI sI sI sb}", "start_ns", (json_int_t)pt->start_ns,
@@ -609,7 +635,8 @@ static int method_get_timeline(VarlinkCallCtx *call, json_t *params, void *userd
                 {"cpu", JSON_INTEGER, true},
                 {"window", JSON_STRING, false},
         };
-        Manager *m = userdata;
+        Api *a = userdata;
+        Manager *m = a->manager;
         const char *window;
         uint64_t from, to;
         bool all;
@@ -630,7 +657,7 @@ static int method_get_timeline(VarlinkCallCtx *call, json_t *params, void *userd
         if (!c.points) {
                 return -ENOMEM;
         }
-        history_foreach_point(m->history, (int)cpu, from, to, add_point, &c);
+        history_foreach_point(manager_history(m), (int)cpu, from, to, add_point, &c);
         return varlink_call_reply(
                 call, json_pack("{sI ss so}", "cpu", cpu, "window", window, "points", c.points));
 }
@@ -647,32 +674,33 @@ json_t *api_status(Manager *m)
                 json_decref(probes);
                 return NULL;
         }
-        for (size_t i = 0; i < m->n_probes; i++) {
-                ProbeCtl *p = &m->probes[i];
-                char why[PROBE_FAILURE_MAX + 64];
+        for (size_t i = 0; i < manager_n_probes(m); i++) {
+                ProbeInfo pi, *p = &pi;
                 uint64_t worst = 0;
                 json_t *o;
                 int to;
 
-                if (history_query(m->history, p->cpu, now - 60ULL * 1000000000ULL, now, false, w) ==
-                            0 &&
+                manager_probe_info(m, i, p);
+
+                if (history_query(manager_history(m), p->cpu, now - 60ULL * 1000000000ULL, now,
+                                  false, w) == 0 &&
                     w->slot.gap.count > 0) {
-                        worst = tickconv_to_ns(&m->counter.conv, w->slot.gap.max);
+                        worst = tickconv_to_ns(manager_tickconv(m), w->slot.gap.max);
                 }
-                o = json_pack(
-                        "{si ss ss si sI sI sI}", "cpu", p->cpu, "state", manager_probe_state(p),
-                        "policy", m->config.probe_priority ? "SCHED_FIFO" : "SCHED_OTHER",
-                        "priority", (int)m->config.probe_priority, "samples",
-                        (json_int_t)p->samples_total, "floor_ns",
-                        (json_int_t)tickconv_to_ns(&m->counter.conv, probe_floor_ticks(p->probe)),
-                        "worst_gap_1m_ns", (json_int_t)worst);
+                o = json_pack("{si ss ss si sI sI sI}", "cpu", p->cpu, "state", p->state, "policy",
+                              manager_config(m)->probe_priority ? "SCHED_FIFO" : "SCHED_OTHER",
+                              "priority", (int)manager_config(m)->probe_priority, "samples",
+                              (json_int_t)p->samples_total, "floor_ns",
+                              (json_int_t)tickconv_to_ns(manager_tickconv(m),
+                                                         probe_floor_ticks(p->probe)),
+                              "worst_gap_1m_ns", (json_int_t)worst);
                 to = probe_migrated_to(p->probe);
                 if (to >= 0 && probe_state(p->probe) == PROBE_MIGRATED) {
                         json_object_set_new(o, "migrated_to", json_integer(to));
                 }
-                if (manager_probe_failure(p, why, sizeof(why))) {
-                        json_object_set_new(o, "failure", json_string(why));
-                        json_object_set_new(o, "reason", json_string(why));
+                if (p->failed) {
+                        json_object_set_new(o, "failure", json_string(p->failure));
+                        json_object_set_new(o, "reason", json_string(p->failure));
                 } else if (p->offline) {
                         json_object_set_new(o, "reason", json_string("the CPU is offline"));
                 } else if (probe_state(p->probe) == PROBE_MIGRATED) {
@@ -686,35 +714,39 @@ json_t *api_status(Manager *m)
                 json_array_append_new(probes, o);
         }
         free(w);
-        cfg = json_pack("{ss si sI sI sI sI sI si sI ss ss}", "cpus",
-                        cpulist_format(cpus, sizeof(cpus), &m->cpus), "priority",
-                        (int)m->config.probe_priority, "threshold_ns",
-                        (json_int_t)m->config.probe_threshold_ns, "preheat_ns",
-                        (json_int_t)m->config.probe_preheat_ns, "interval_ns",
-                        (json_int_t)m->config.history_interval_ns, "fine_retention_ns",
-                        (json_int_t)m->config.history_fine_retention_ns, "coarse_retention_ns",
-                        (json_int_t)m->config.history_coarse_retention_ns, "events_per_cpu",
-                        (int)m->config.history_events_per_cpu, "checkpoint_ns",
-                        (json_int_t)m->config.history_checkpoint_ns, "state_dir",
-                        m->config.history_state_dir, "socket", m->socket_path);
-        if (m->config.export_prometheus_textfile[0]) {
+        cfg = json_pack(
+                "{ss si sI sI sI sI sI si sI ss ss}", "cpus",
+                cpulist_format(cpus, sizeof(cpus), manager_cpus(m)), "priority",
+                (int)manager_config(m)->probe_priority, "threshold_ns",
+                (json_int_t)manager_config(m)->probe_threshold_ns, "preheat_ns",
+                (json_int_t)manager_config(m)->probe_preheat_ns, "interval_ns",
+                (json_int_t)manager_config(m)->history_interval_ns, "fine_retention_ns",
+                (json_int_t)manager_config(m)->history_fine_retention_ns, "coarse_retention_ns",
+                (json_int_t)manager_config(m)->history_coarse_retention_ns, "events_per_cpu",
+                (int)manager_config(m)->history_events_per_cpu, "checkpoint_ns",
+                (json_int_t)manager_config(m)->history_checkpoint_ns, "state_dir",
+                manager_config(m)->history_state_dir, "socket", manager_socket_path(m));
+        if (manager_config(m)->export_prometheus_textfile[0]) {
                 json_object_set_new(cfg, "prometheus_textfile",
-                                    json_string(m->config.export_prometheus_textfile));
+                                    json_string(manager_config(m)->export_prometheus_textfile));
         }
-        realtime_format_iso8601(when, sizeof(when), m->start_real_ns);
-        return json_pack(
-                "{ss sI ss s{ss sI ss sf sf} so so sI}", "version", JITTERD_VERSION, "uptime_ns",
-                (json_int_t)(now - m->start_mono_ns), "start_realtime", when, "counter", "source",
-                counter_source_name(m->counter.source), "hz", (json_int_t)m->counter.hz,
-                "hz_source", counter_hz_source_name(m->counter.hz_source), "precision_ppm",
-                m->counter.precision_ppm, "drift_ppm", m->drift_ppm, "probes", probes, "config",
-                cfg, "history_bytes", (json_int_t)history_memory_bytes(m->history));
+        realtime_format_iso8601(when, sizeof(when), manager_start_real_ns(m));
+        return json_pack("{ss sI ss s{ss sI ss sf sf} so so sI}", "version", JITTERD_VERSION,
+                         "uptime_ns", (json_int_t)(now - manager_start_mono_ns(m)),
+                         "start_realtime", when, "counter", "source",
+                         counter_source_name(manager_counter(m)->source), "hz",
+                         (json_int_t)manager_counter(m)->hz, "hz_source",
+                         counter_hz_source_name(manager_counter(m)->hz_source), "precision_ppm",
+                         manager_counter(m)->precision_ppm, "drift_ppm", manager_drift_ppm(m),
+                         "probes", probes, "config", cfg, "history_bytes",
+                         (json_int_t)history_memory_bytes(manager_history(m)));
 }
 
 static int method_get_status(VarlinkCallCtx *call, json_t *params, void *userdata)
 {
         static const VarlinkField fields[] = {{NULL, 0, false}};
-        Manager *m = userdata;
+        Api *a = userdata;
+        Manager *m = a->manager;
         json_t *reply;
 
         if (varlink_call_check_params(call, params, fields, 0) < 0) {
@@ -730,9 +762,9 @@ static int method_get_status(VarlinkCallCtx *call, json_t *params, void *userdat
 
 static void monitor_closed(VarlinkCallCtx *call, void *userdata)
 {
-        Manager *m = userdata;
+        Api *a = userdata;
 
-        for (MonitorClient **c = &m->monitors; *c; c = &(*c)->next) {
+        for (MonitorClient **c = &a->monitors; *c; c = &(*c)->next) {
                 if ((*c)->call == call) {
                         MonitorClient *dead = *c;
 
@@ -747,7 +779,8 @@ static void monitor_closed(VarlinkCallCtx *call, void *userdata)
 static int method_monitor(VarlinkCallCtx *call, json_t *params, void *userdata)
 {
         static const VarlinkField fields[] = {{"cpus", JSON_ARRAY, false}};
-        Manager *m = userdata;
+        Api *a = userdata;
+        Manager *m = a->manager;
         MonitorClient *c;
         cpu_set_t cpus;
 
@@ -761,50 +794,52 @@ static int method_monitor(VarlinkCallCtx *call, json_t *params, void *userdata)
         }
         c->call = varlink_call_ref(call);
         c->cpus = cpus;
-        c->next = m->monitors;
-        m->monitors = c;
-        varlink_call_set_close_callback(call, monitor_closed, m);
+        c->next = a->monitors;
+        a->monitors = c;
+        varlink_call_set_close_callback(call, monitor_closed, a);
         return 0;
 }
 
-void manager_notify_monitors(Manager *m)
+static void notify_monitors(Api *a)
 {
+        Manager *m = a->manager;
         char when[64];
 
-        if (!m->monitors) {
+        if (!a->monitors) {
                 return;
         }
-        for (MonitorClient *c = m->monitors; c; c = c->next) {
+        for (MonitorClient *c = a->monitors; c; c = c->next) {
                 json_t *cpus = json_array();
                 uint64_t start = 0, dur = 0;
 
-                for (size_t i = 0; i < m->n_probes; i++) {
-                        ProbeCtl *p = &m->probes[i];
+                for (size_t i = 0; i < manager_n_probes(m); i++) {
+                        ProbeInfo pi, *p = &pi;
                         SlotSummary s = {0};
                         json_t *o;
 
+                        manager_probe_info(m, i, p);
                         if (!CPU_ISSET(p->cpu, &c->cpus)) {
                                 continue;
                         }
                         if (p->have_last) {
-                                slot_summarize(&p->last, &m->counter.conv, p->last_duration_ns, &s);
+                                slot_summarize(p->last, manager_tickconv(m), p->last_duration_ns,
+                                               &s);
                                 start = p->last_start_ns;
                                 dur = p->last_duration_ns;
                         }
-                        o = json_pack("{si ss sI sI sf sI sI sf}", "cpu", p->cpu, "state",
-                                      manager_probe_state(p), "samples", (json_int_t)s.samples,
-                                      "max_gap_ns", (json_int_t)s.gap.max_ns, "p99_ns",
-                                      s.gap.pct_ns[1], "interruptions", (json_int_t)s.events,
-                                      "lost_ns", (json_int_t)s.lost_ns, "cpu_available_pct",
+                        o = json_pack("{si ss sI sI sf sI sI sf}", "cpu", p->cpu, "state", p->state,
+                                      "samples", (json_int_t)s.samples, "max_gap_ns",
+                                      (json_int_t)s.gap.max_ns, "p99_ns", s.gap.pct_ns[1],
+                                      "interruptions", (json_int_t)s.events, "lost_ns",
+                                      (json_int_t)s.lost_ns, "cpu_available_pct",
                                       s.cpu_available_pct);
                         (void)api_attrib_to_json(
-                                m, p->have_last ? &p->last_attrib : &(AttribDelta){0}, o);
+                                m, p->have_last ? p->last_attrib : &(AttribDelta){0}, o);
                         json_object_del(o, "softirqs");
                         json_object_del(o, "ctxsw");
                         json_object_del(o, "smi");
                         json_array_append_new(cpus, o);
                 }
-                clock_pair_map(&m->clock_ref, &m->counter.conv, m->clock_ref.ticks, NULL, NULL);
                 (void)varlink_call_reply_continue(
                         c->call,
                         json_pack("{sI ss sI so}", "start_ns", (json_int_t)start, "realtime",
@@ -814,12 +849,12 @@ void manager_notify_monitors(Manager *m)
         }
 }
 
-void manager_free_monitors(Manager *m)
+static void free_monitors(Api *a)
 {
-        while (m->monitors) {
-                MonitorClient *c = m->monitors;
+        while (a->monitors) {
+                MonitorClient *c = a->monitors;
 
-                m->monitors = c->next;
+                a->monitors = c->next;
                 varlink_call_set_close_callback(c->call, NULL, NULL);
                 varlink_call_reply(c->call, NULL);
                 varlink_call_unref(c->call);
@@ -830,7 +865,8 @@ void manager_free_monitors(Manager *m)
 static int method_audit(VarlinkCallCtx *call, json_t *params, void *userdata)
 {
         static const VarlinkField fields[] = {{NULL, 0, false}};
-        Manager *m = userdata;
+        Api *a = userdata;
+        Manager *m = a->manager;
         AuditOptions opt;
         json_t *report;
         int r;
@@ -839,8 +875,8 @@ static int method_audit(VarlinkCallCtx *call, json_t *params, void *userdata)
                 return 0;
         }
         audit_options_init(&opt);
-        opt.probe_priority = m->config.probe_priority;
-        r = audit_run(m->config.audit_root, &m->cpus, &opt, &report);
+        opt.probe_priority = manager_config(m)->probe_priority;
+        r = audit_run(manager_config(m)->audit_root, manager_cpus(m), &opt, &report);
         if (r < 0) {
                 return r;
         }
@@ -852,7 +888,7 @@ static int method_audit(VarlinkCallCtx *call, json_t *params, void *userdata)
 static bool peer_is_admin(Manager *m, VarlinkCallCtx *call)
 {
         uid_t uid;
-        gid_t gid;
+        gid_t gid, admin_gid;
         pid_t pid;
         char path[64], line[4096];
         bool ok = false;
@@ -862,10 +898,10 @@ static bool peer_is_admin(Manager *m, VarlinkCallCtx *call)
         if (uid == 0) {
                 return true;
         }
-        if (!m->have_admin_gid) {
+        if (!manager_admin_gid(m, &admin_gid)) {
                 return false;
         }
-        if (gid == m->admin_gid) {
+        if (gid == admin_gid) {
                 return true;
         }
         snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
@@ -883,7 +919,7 @@ static bool peer_is_admin(Manager *m, VarlinkCallCtx *call)
                                 if (end == p) {
                                         break;
                                 }
-                                ok = ok || g == m->admin_gid;
+                                ok = ok || g == admin_gid;
                                 p = end;
                         }
                 }
@@ -895,7 +931,8 @@ static bool peer_is_admin(Manager *m, VarlinkCallCtx *call)
 static int method_reset(VarlinkCallCtx *call, json_t *params, void *userdata)
 {
         static const VarlinkField fields[] = {{"cpus", JSON_ARRAY, false}};
-        Manager *m = userdata;
+        Api *a = userdata;
+        Manager *m = a->manager;
         cpu_set_t cpus;
         uid_t uid;
 
@@ -911,7 +948,7 @@ static int method_reset(VarlinkCallCtx *call, json_t *params, void *userdata)
         varlink_call_peer(call, &uid, NULL, NULL);
         for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
                 if (CPU_ISSET(cpu, &cpus)) {
-                        history_reset(m->history, cpu);
+                        history_reset(manager_history(m), cpu);
                         manager_trace_reset(m, cpu);
                 }
         }
@@ -919,7 +956,33 @@ static int method_reset(VarlinkCallCtx *call, json_t *params, void *userdata)
         return varlink_call_reply(call, NULL);
 }
 
-int manager_add_api(Manager *m)
+json_t *api_stats(Manager *m, const cpu_set_t *cpus, const char *window)
+{
+        return stats_array(m, NULL, cpus, window);
+}
+
+void api_interval(Api *a)
+{
+        a->generation++;
+        notify_monitors(a);
+}
+
+size_t api_n_monitors(const Api *a)
+{
+        size_t n = 0;
+
+        for (const MonitorClient *c = a->monitors; c; c = c->next) {
+                n++;
+        }
+        return n;
+}
+
+static void on_harvest(Manager *m, void *userdata)
+{
+        api_interval(userdata);
+}
+
+int api_new(Manager *m, Api **ret)
 {
         static const VarlinkMethod methods[] = {
                 {"GetStatus", method_get_status, 0},
@@ -931,7 +994,36 @@ int manager_add_api(Manager *m)
                 {"Audit", method_audit, 0},
                 {"Reset", method_reset, 0},
         };
+        Api *a = calloc(1, sizeof(*a));
+        int r;
+
+        if (!a) {
+                return -ENOMEM;
+        }
+        a->manager = m;
         /* The description is config/io.jitterd.varlink, compiled in (interface.c). */
-        return varlink_server_add_interface(m->server, "io.jitterd", jitterd_interface_description,
-                                            methods, sizeof(methods) / sizeof(methods[0]));
+        r = varlink_server_add_interface(manager_server(m), "io.jitterd",
+                                         jitterd_interface_description, methods,
+                                         sizeof(methods) / sizeof(methods[0]));
+        if (r < 0 || (r = manager_add_hook(m, on_harvest, a)) < 0) {
+                free(a);
+                return r;
+        }
+        varlink_server_set_userdata(manager_server(m), a);
+        *ret = a;
+        return 0;
+}
+
+Api *api_free(Api *a)
+{
+        if (!a) {
+                return NULL;
+        }
+        free_monitors(a);
+        for (size_t i = 0; i < sizeof(a->analysis_cache) / sizeof(a->analysis_cache[0]); i++) {
+                json_decref(a->analysis_cache[i].causes);
+                json_decref(a->analysis_cache[i].periods);
+        }
+        free(a);
+        return NULL;
 }

@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api.h"
 #include "config.h"
 #include "log.h"
 #include "manager.h"
-
-int manager_load_config(const char *path, const char *dropin, const Overrides *o, Config *ret);
+#include "textfile.h"
 
 static void usage(FILE *f)
 {
@@ -63,6 +63,8 @@ int main(int argc, char **argv)
         Overrides o = {0};
         bool dump = false;
         Manager *m = NULL;
+        Api *api = NULL;
+        Textfile *textfile = NULL;
         Config c;
         int opt, r;
 
@@ -144,7 +146,25 @@ int main(int argc, char **argv)
                 manager_free(m);
                 return 1;
         }
+        /* The data flows one way: the manager harvests, then the API (Monitor) and the
+         * textfile read what it harvested, each from its hook. The loop only runs in
+         * manager_run(), so no call is served before the interface is registered. */
+        r = api_new(m, &api);
+        if (r < 0) {
+                log_error("cannot register the io.jitterd interface: %s", strerror(-r));
+                manager_free(m);
+                return 1;
+        }
+        r = textfile_new(m, &textfile);
+        if (r < 0) {
+                log_error("cannot set up the Prometheus textfile: %s", strerror(-r));
+                api_free(api);
+                manager_free(m);
+                return 1;
+        }
         r = manager_run(m);
+        textfile_free(textfile);
+        api_free(api);
         manager_free(m);
         return r;
 }

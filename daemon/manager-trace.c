@@ -8,7 +8,7 @@
 
 #include "cpulist.h"
 #include "log.h"
-#include "manager.h"
+#include "manager-private.h"
 
 void manager_trace_start(Manager *m)
 {

@@ -1,4 +1,4 @@
-#include "manager.h"
+#include "manager-private.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -449,10 +449,10 @@ static int on_harvest(sd_event_source *s, uint64_t usec, void *userdata)
         for (size_t i = 0; i < m->n_probes; i++) {
                 harvest_probe(m, &m->probes[i]);
         }
-        m->generation++;
-        manager_notify_monitors(m);
+        for (size_t i = 0; i < m->n_hooks; i++) {
+                m->hooks[i].func(m, m->hooks[i].userdata);
+        }
         update_status(m);
-        (void)manager_export_textfile(m);
         return 0;
 }
 
@@ -661,7 +661,6 @@ static int apply_overrides(Config *c, const Overrides *o)
         return 0;
 }
 
-int manager_load_config(const char *path, const char *dropin, const Overrides *o, Config *ret);
 int manager_load_config(const char *path, const char *dropin, const Overrides *o, Config *ret)
 {
         ConfigDiag diag = {0};
@@ -823,16 +822,10 @@ static int setup_server(Manager *m)
         if (r < 0) {
                 return r;
         }
-        varlink_server_set_userdata(m->server, m);
         /* The URL names the documentation that ships with the package. */
         r = varlink_server_set_info(m->server, "jitterd", "jitterd", JITTERD_VERSION,
                                     "file:///usr/share/man/man8/jitterd.8.gz");
         if (r < 0) {
-                return r;
-        }
-        r = manager_add_api(m);
-        if (r < 0) {
-                log_error("cannot register the io.jitterd interface: %s", strerror(-r));
                 return r;
         }
         n = sd_listen_fds(1);
@@ -1045,11 +1038,6 @@ Manager *manager_free(Manager *m)
         manager_trace_stop(m);
         cause_store_free(m->cause_store);
         ksyms_free(m->ksyms);
-        manager_free_monitors(m);
-        for (size_t i = 0; i < sizeof(m->analysis_cache) / sizeof(m->analysis_cache[0]); i++) {
-                json_decref(m->analysis_cache[i].causes);
-                json_decref(m->analysis_cache[i].periods);
-        }
         varlink_server_free(m->server);
         sd_event_source_unref(m->tick_source);
         sd_event_source_unref(m->harvest_source);
@@ -1061,4 +1049,108 @@ Manager *manager_free(Manager *m)
         attrib_table_free(m->attrib);
         free(m);
         return NULL;
+}
+
+int manager_add_hook(Manager *m, ManagerHook func, void *userdata)
+{
+        if (m->n_hooks >= MANAGER_HOOKS_MAX) {
+                return -ENOSPC;
+        }
+        m->hooks[m->n_hooks].func = func;
+        m->hooks[m->n_hooks].userdata = userdata;
+        m->n_hooks++;
+        return 0;
+}
+
+/* --- accessors ---------------------------------------------------------------------------- */
+
+const Config *manager_config(const Manager *m)
+{
+        return &m->config;
+}
+
+const CounterInfo *manager_counter(const Manager *m)
+{
+        return &m->counter;
+}
+
+const TickConv *manager_tickconv(const Manager *m)
+{
+        return &m->counter.conv;
+}
+
+double manager_drift_ppm(const Manager *m)
+{
+        return m->drift_ppm;
+}
+
+History *manager_history(Manager *m)
+{
+        return m->history;
+}
+
+AttribTable *manager_attrib(Manager *m)
+{
+        return m->attrib;
+}
+
+VarlinkServer *manager_server(Manager *m)
+{
+        return m->server;
+}
+
+const char *manager_socket_path(const Manager *m)
+{
+        return m->socket_path;
+}
+
+uint64_t manager_start_mono_ns(const Manager *m)
+{
+        return m->start_mono_ns;
+}
+
+uint64_t manager_start_real_ns(const Manager *m)
+{
+        return m->start_real_ns;
+}
+
+bool manager_admin_gid(const Manager *m, gid_t *ret)
+{
+        *ret = m->admin_gid;
+        return m->have_admin_gid;
+}
+
+const cpu_set_t *manager_cpus(const Manager *m)
+{
+        return &m->cpus;
+}
+
+size_t manager_n_probes(const Manager *m)
+{
+        return m->n_probes;
+}
+
+int manager_probe_cpu(const Manager *m, size_t i)
+{
+        return m->probes[i].cpu;
+}
+
+void manager_probe_info(const Manager *m, size_t i, ProbeInfo *ret)
+{
+        const ProbeCtl *p = &m->probes[i];
+
+        *ret = (ProbeInfo){
+                .cpu = p->cpu,
+                .probe = p->probe,
+                .state = manager_probe_state(p),
+                .offline = p->offline,
+                .stalled = p->stalled,
+                .samples_total = p->samples_total,
+                .have_last = p->have_last,
+                .last = &p->last,
+                .last_attrib = &p->last_attrib,
+                .last_start_ns = p->last_start_ns,
+                .last_duration_ns = p->last_duration_ns,
+        };
+        ret->failed = manager_probe_failure(p, ret->failure, sizeof(ret->failure)) != NULL;
 }

@@ -9,12 +9,13 @@
 
 #include <cmocka.h>
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 
-#include "jitterctl-buckets.c"
-#include "jitterctl-format.c"
-#include "jitterctl-summary.c"
+#include "jitterctl-buckets.h"
+#include "jitterctl-format.h"
+#include "jitterctl-summary.h"
 
 static json_t *bucket(json_int_t lo, json_int_t hi, json_int_t count)
 {

@@ -8,11 +8,12 @@
 
 #include <cmocka.h>
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "jitterctl-format.c"
+#include "jitterctl-format.h"
 
 static void check_ns(double ns, const char *want)
 {

@@ -8,10 +8,11 @@
 
 #include <cmocka.h>
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 
-#include "jitterctl-significance.c"
+#include "jitterctl-significance.h"
 
 #define assert_near(a, b, eps)                                                                     \
         do {                                                                                       \
@@ -29,7 +30,7 @@ static void test_textbook(void **state)
 {
         const double a[] = {1, 7, 8, 9, 10, 11};
         const double b[] = {2, 3, 4, 5, 6, 12};
-        MannWhitney mw = { 0 };
+        MannWhitney mw = {0};
 
         assert_int_equal(mann_whitney(a, 6, b, 6, &mw), 0);
         assert_int_equal(mw.n_a, 6);
@@ -56,7 +57,7 @@ static void test_ties(void **state)
         const double a[] = {3, 2, 1, 2};
         const double b[] = {5, 2, 4, 3};
         double sigma = sqrt(16.0 / 12 * (9 - 30.0 / 56));
-        MannWhitney mw = { 0 };
+        MannWhitney mw = {0};
 
         assert_int_equal(mann_whitney(a, 4, b, 4, &mw), 0);
         assert_near(mw.u_a, 2.5, 1e-12);
@@ -68,7 +69,7 @@ static void test_ties(void **state)
 static void test_identical(void **state)
 {
         double a[40], b[40];
-        MannWhitney mw = { 0 };
+        MannWhitney mw = {0};
 
         for (int i = 0; i < 40; i++) {
                 a[i] = b[i] = 1000 + (i % 7) * 13;
@@ -91,7 +92,7 @@ static void test_identical(void **state)
 static void test_shifted(void **state)
 {
         double a[50], b[50];
-        MannWhitney mw = { 0 };
+        MannWhitney mw = {0};
 
         /* Before: 0..49, after: 100..149; every pair has a < b. */
         for (int i = 0; i < 50; i++) {
@@ -123,7 +124,7 @@ static void test_against_pair_count(void **state)
 
         for (int round = 0; round < 20; round++) {
                 double pairs = 0;
-                MannWhitney mw = { 0 };
+                MannWhitney mw = {0};
 
                 for (int i = 0; i < 37; i++) {
                         seed = seed * 1103515245u + 12345u;
@@ -149,7 +150,7 @@ static void test_invalid(void **state)
 {
         const double a[] = {1, 2};
         const double n[] = {1, NAN};
-        MannWhitney mw = { 0 };
+        MannWhitney mw = {0};
 
         assert_int_equal(mann_whitney(a, 0, a, 2, &mw), -EINVAL);
         assert_int_equal(mann_whitney(a, 2, a, 0, &mw), -EINVAL);

@@ -9,11 +9,12 @@
 
 #include <cmocka.h>
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "jitterctl-svg.c"
+#include "jitterctl-svg.h"
 
 /* gcc 12 takes the buffer open_memstream() hands back for a pointer to the local that received
  * it, and warns on every later use; the buffer is on the heap. */

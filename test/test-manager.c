@@ -8,6 +8,8 @@
 
 #include "../daemon/manager.c"
 
+#include "api.h"
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,7 +1,7 @@
 #pragma once
 
 /* The Prometheus text exposition of what jitterd measures, shared by the daemon (the
- * node_exporter textfile it rewrites every interval, manager_export_textfile() in manager.h)
+ * node_exporter textfile it rewrites every interval, daemon/textfile.h)
  * and `jitterctl export`, so that both print the same metrics from the same Varlink replies.
  *
  * Every metric is prefixed jitter_, in base units (seconds, bytes, Hz), counters end in

@@ -21,11 +21,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api.h"
 #include "attrib.h"
 #include "config.h"
 #include "history.h"
 #include "log.h"
-#include "manager.h"
+#include "manager-private.h"
 #include "varlink-server.h"
 #include "varlink.h"
 
@@ -41,6 +42,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static Manager *dispatch_manager;
+static Api *dispatch_api;
 static uint64_t dispatch_filled_ns;
 static struct sockaddr_un dispatch_addr;
 static socklen_t dispatch_addr_len;
@@ -88,8 +90,8 @@ static void dispatch_make_slot(unsigned i, ProbeSlot *s, AttribDelta *d, const u
 
 static void dispatch_fill_history(Manager *m)
 {
-        static const char *const sources[] = { "irq:LOC", "softirq:TIMER", "ctxsw:involuntary",
-                                               "smi" };
+        static const char *const sources[] = {"irq:LOC", "softirq:TIMER", "ctxsw:involuntary",
+                                              "smi"};
         HistoryOptions ho = {
                 .interval_ns = m->config.history_interval_ns,
                 .fine_retention_ns = m->config.history_fine_retention_ns,
@@ -152,13 +154,13 @@ static bool dispatch_history_intact(Manager *m)
 
         return history_query(m->history, DISPATCH_CPU, 0, 0, true, &w) == 0 &&
                w.slot.gap.count == DISPATCH_INTERVALS * 64ULL &&
-               history_events(m->history, NULL, 0, 0, &(HistoryEvent){ 0 }, 1) == 1;
+               history_events(m->history, NULL, 0, 0, &(HistoryEvent){0}, 1) == 1;
 }
 
 static Manager *dispatch_setup(void)
 {
         VarlinkServerLimits lim;
-        ProbeConfig pc = { 0 };
+        ProbeConfig pc = {0};
         Manager *m;
         ProbeCtl *p;
         int fd, r;
@@ -214,9 +216,8 @@ static Manager *dispatch_setup(void)
         if (varlink_server_new(m->event, &lim, &m->server) < 0) {
                 abort();
         }
-        varlink_server_set_userdata(m->server, m);
         if (varlink_server_set_info(m->server, "jitterd", "jitterd", "fuzz", NULL) < 0 ||
-            manager_add_api(m) < 0) {
+            api_new(m, &dispatch_api) < 0) {
                 abort();
         }
 
@@ -347,8 +348,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         break;
                 }
         }
-        if (!closed && m->monitors) {
-                manager_notify_monitors(m);
+        if (!closed && api_n_monitors(dispatch_api) > 0) {
+                api_interval(dispatch_api);
                 (void)dispatch_run(m);
                 closed = dispatch_read(fd, replies);
         }
@@ -361,7 +362,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 }
                 (void)dispatch_run(m);
         }
-        if (m->monitors) {
+        if (api_n_monitors(dispatch_api) > 0) {
                 fprintf(stderr, "fuzz-varlink-dispatch: a Monitor client outlived its "
                                 "connection\n");
                 abort();

@@ -1,0 +1,45 @@
+#pragma once
+
+/* The io.jitterd Varlink interface over a Manager: one handler per method, the Monitor calls,
+ * and the replies the Prometheus textfile renders too. */
+
+#include <jansson.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "attrib.h"
+#include "manager.h"
+
+typedef struct Api Api;
+
+/* Registers io.jitterd on manager_server(@m), and a harvest hook that sends each interval to
+ * the Monitor calls. Returns 0 or a negative errno. */
+int api_new(Manager *m, Api **ret);
+
+/* Ends the open Monitor calls and frees @a; before manager_free(), which frees the server.
+ * Accepts NULL. */
+Api *api_free(Api *a);
+
+/* What the harvest hook does: the analyses cached for the previous interval expire, and every
+ * Monitor call gets the interval just harvested. */
+void api_interval(Api *a);
+
+/* How many Monitor calls are open. */
+size_t api_n_monitors(const Api *a);
+
+/* The replies of GetStatus, of GetStats for @cpus over @window (the "cpus" array, without the
+ * causes and periods: they cost milliseconds per CPU over long windows, too much for the
+ * textfile each interval, which does not use them), and of GetHistogram. NULL on OOM or a bad
+ * window. */
+json_t *api_status(Manager *m);
+json_t *api_stats(Manager *m, const cpu_set_t *cpus, const char *window);
+json_t *api_histogram(Manager *m, int cpu, const char *window, const char *kind);
+
+/* Adds the attribution counters of @d to @o as GetStats has them: "interrupts", "softirqs"
+ * and "ctxsw" maps keyed by source without its prefix, and "smi". Returns 0 or -ENOMEM. */
+int api_attrib_to_json(Manager *m, const AttribDelta *d, json_t *o);
+
+/* Parses a window name ("10s", "1m", "5m", "1h", "24h", "all") into a time range ending now.
+ * Returns 0 or -EINVAL. */
+int api_window(const char *window, uint64_t *ret_from_ns, uint64_t *ret_to_ns, bool *ret_all);

@@ -1,0 +1,116 @@
+#pragma once
+
+/* The Manager's own state, shared by the two files of the manager (manager.c and
+ * manager-trace.c) and by the white-box tests that build a Manager by hand. Everything else
+ * goes through manager.h. */
+
+#include "manager.h"
+
+#include <jansson.h>
+#include <systemd/sd-event.h>
+
+#include "cause-store.h"
+#include "ksyms.h"
+#include "notify.h"
+#include "trace.h"
+#include "varlink-server.h"
+
+#define MANAGER_HOOKS_MAX 4
+
+/* Per probed CPU. */
+struct ProbeCtl {
+        Manager *manager;
+        int cpu;
+        Probe *probe;
+        uint64_t harvest_epoch;  /* next epoch to harvest */
+        uint64_t epoch_start_ns; /* CLOCK_MONOTONIC when the current epoch began */
+        uint64_t advanced_epoch; /* the epoch set at the last tick */
+        unsigned missed;         /* ticks in a row the probe did not acknowledge */
+        bool stalled;
+        bool stall_pending; /* the next interval harvested ends a stall */
+        bool offline;
+        bool migrated; /* off its CPU while that CPU is online: warned once */
+        bool failed;   /* its failure was logged */
+        RingReader reader;
+        AttribSnapshot *attrib_snap;
+        uint64_t samples_total; /* since start, for status */
+        /* The last harvested interval, for Monitor and the textfile. */
+        uint64_t last_start_ns;
+        uint64_t last_duration_ns;
+        ProbeSlot last;
+        AttribDelta last_attrib;
+        bool have_last;
+};
+
+struct Manager {
+        Config config;
+        const char *config_path;
+        const char *dropin_dir;
+        Overrides overrides;
+
+        sd_event *event;
+        sd_event_source *tick_source;
+        sd_event_source *harvest_source;
+        sd_event_source *ready_source;
+        sd_event_source *checkpoint_source;
+        Notifier *notifier;
+        VarlinkServer *server;
+        char socket_path[108];
+
+        CounterInfo counter;
+        ClockPair clock_ref;
+        bool have_clock_ref;
+        double drift_ppm;
+
+        ProbeCtl *probes;
+        size_t n_probes;
+        cpu_set_t cpus;
+
+        History *history;
+        AttribTable *attrib;
+
+        uint64_t start_mono_ns;
+        uint64_t start_real_ns;
+        bool ready;
+        uint64_t ready_deadline_usec; /* CLOCK_MONOTONIC: every probe runs by then, or we exit */
+        bool stopping;                /* STOPPING=1 was sent */
+        bool stopped;                 /* manager_run() stopped the probes and checkpointed */
+        bool checkpoint_failing;      /* an error was logged; log again only once it recovers */
+        gid_t admin_gid;
+        bool have_admin_gid;
+
+        /* Trace causes (manager-trace.c): the recorder while [trace] enabled and tracing
+         * works, the causes of the interruptions the history keeps, and why tracing is off
+         * although enabled. */
+        TraceRecorder *trace;
+        CauseStore *cause_store;
+        Ksyms *ksyms;
+        char trace_reason[TRACE_REASON_MAX];
+        bool trace_read_failing;
+
+        /* Called after every harvest, in the order they were added (main.c adds the API's
+         * Monitor and the textfile). */
+        struct {
+                ManagerHook func;
+                void *userdata;
+        } hooks[MANAGER_HOOKS_MAX];
+        size_t n_hooks;
+};
+
+/* --- trace causes (manager-trace.c) --- */
+
+/* With [trace] enabled, starts recording the probed CPUs; when that is not possible, logs why
+ * once and keeps the reason for GetStatus. Call while the daemon still has its privileges
+ * (kallsyms is opened then, for function names). */
+void manager_trace_start(Manager *m);
+
+/* Stops recording (and removes the tracing instance); accepts a manager that does not. */
+void manager_trace_stop(Manager *m);
+
+/* Reads what the kernel recorded since the last call (each interval); logs a failure once. */
+void manager_trace_read(Manager *m);
+
+/* Explains the interruption of @p that began at @start_ticks (@start_ns) and stores its
+ * causes for GetEvents. Does nothing when not recording. */
+void manager_trace_explain(Manager *m, const ProbeCtl *p, uint64_t start_ticks,
+                           uint64_t duration_ticks, uint64_t start_ns);

@@ -1,0 +1,20 @@
+#pragma once
+
+/* The Prometheus textfile for node_exporter ([export] prometheus_textfile), rewritten after
+ * every harvest from the GetStatus, GetStats and GetHistogram replies. */
+
+#include "manager.h"
+
+typedef struct Textfile Textfile;
+
+/* Adds a harvest hook to @m that writes the textfile when one is configured (the path is read
+ * from the running configuration each time, so a reload takes effect at once). Returns 0 or a
+ * negative errno. */
+int textfile_new(Manager *m, Textfile **ret);
+
+/* Frees @t; with manager_free(), once the loop no longer runs. Accepts NULL. */
+Textfile *textfile_free(Textfile *t);
+
+/* Writes the textfile if configured; a failure is logged once until writing works again.
+ * Returns 0 or a negative errno. */
+int textfile_write(Textfile *t);
