@@ -77,15 +77,6 @@ static const CtlCommand commands[] = {
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
-static const char common_help[] =
-        "      --socket PATH  the daemon's socket (default: " SYSTEM_SOCKET " for root,\n"
-        "                     else $XDG_RUNTIME_DIR/jitterd/io.jitterd)\n"
-        "      --json         print JSON instead of text\n"
-        "      --no-color     no colour even on a terminal (also: NO_COLOR set)\n"
-        "      --timeout DUR  give up on a daemon that does not answer within DUR\n"
-        "                     (default 10s; in a stream, for each reply)\n"
-        "  -h, --help         this help\n";
-
 static void usage(FILE *f)
 {
         fprintf(f, "Usage: jitterctl [--socket PATH] [--json] [--timeout DUR] COMMAND [OPTIONS] "
@@ -98,255 +89,7 @@ static void usage(FILE *f)
         fprintf(f,
                 "\nGlobal options (before or after the command):\n%s\n"
                 "\"jitterctl COMMAND --help\" describes each command.\n",
-                common_help);
-}
-
-static void command_usage(FILE *f, const CtlCommand *cmd)
-{
-        fprintf(f, "Usage: jitterctl %s%s%s\n", cmd->name, cmd->synopsis[0] ? " " : "",
-                cmd->synopsis);
-}
-
-static void command_help(const CtlCommand *cmd)
-{
-        command_usage(stdout, cmd);
-        printf("\n%c%s.\n\nOptions:\n%s%s", toupper((unsigned char)cmd->summary[0]),
-               cmd->summary + 1, cmd->help ? cmd->help : "", common_help);
-}
-
-/* Parses a --timeout value: a positive duration ("500ms", "10s", "2m"; a bare number is in
- * seconds). Returns 0 or -EINVAL after saying why. */
-static int parse_timeout(Ctl *ctl, const char *text)
-{
-        uint64_t ns;
-
-        if (duration_parse(text, 1000000000ULL, &ns) < 0 || ns < 1000) {
-                fprintf(stderr,
-                        "jitterctl: invalid timeout \"%s\": a positive duration such as 500ms, "
-                        "10s or 2m\n",
-                        text);
-                return -EINVAL;
-        }
-        ctl->timeout_usec = ns / 1000;
-        if (ctl->client) {
-                varlink_client_set_timeout(ctl->client, ctl->timeout_usec);
-        }
-        return 0;
-}
-
-int ctl_parse_common(Ctl *ctl, const CtlCommand *cmd, int c)
-{
-        switch (c) {
-        case CTL_OPT_TIMEOUT:
-                return parse_timeout(ctl, optarg) < 0 ? CTL_EXIT_USAGE : CTL_CONTINUE;
-        case CTL_OPT_SOCKET:
-                ctl->socket_path = optarg;
-                return CTL_CONTINUE;
-        case CTL_OPT_JSON:
-                ctl->json = true;
-                return CTL_CONTINUE;
-        case CTL_OPT_NO_COLOR:
-                ctl->color = false;
-                return CTL_CONTINUE;
-        case 'h':
-                command_help(cmd);
-                return CTL_EXIT_OK;
-        default:
-                command_usage(stderr, cmd);
-                fprintf(stderr, "Try \"jitterctl %s --help\".\n", cmd->name);
-                return CTL_EXIT_USAGE;
-        }
-}
-
-int ctl_parse_option(Ctl *ctl, const CtlCommand *cmd, int c, const char **window, json_t **cpus)
-{
-        if (c == 'w' && window) {
-                *window = optarg;
-                return CTL_CONTINUE;
-        }
-        if (c == 'c' && cpus) {
-                return ctl_parse_cpus(cmd, optarg, cpus) < 0 ? CTL_EXIT_USAGE : CTL_CONTINUE;
-        }
-        return ctl_parse_common(ctl, cmd, c);
-}
-
-int ctl_usage_error(const CtlCommand *cmd, const char *fmt, ...)
-{
-        va_list ap;
-
-        fprintf(stderr, "jitterctl %s: ", cmd->name);
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        fputc('\n', stderr);
-        command_usage(stderr, cmd);
-        return CTL_EXIT_USAGE;
-}
-
-int ctl_fail(const char *fmt, ...)
-{
-        va_list ap;
-
-        fputs("jitterctl: ", stderr);
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        fputc('\n', stderr);
-        return CTL_EXIT_FAILURE;
-}
-
-const char *ctl_color(const Ctl *ctl, const char *escape)
-{
-        return ctl->color ? escape : "";
-}
-
-/* "10.0 s": the timeout, for messages. */
-static char *timeout_text(const Ctl *ctl, char *buf, size_t size)
-{
-        return duration_format(buf, size, ctl->timeout_usec * 1000);
-}
-
-int ctl_connect(Ctl *ctl)
-{
-        char t[32];
-        int r;
-
-        if (ctl->client) {
-                return 0;
-        }
-        r = varlink_client_connect_timeout(ctl->socket_path, ctl->timeout_usec, &ctl->client);
-        if (r == -ETIMEDOUT) {
-                fprintf(stderr,
-                        "jitterctl: cannot connect to %s: nothing accepted the connection within "
-                        "%s (the daemon is stuck or overloaded; --timeout DUR waits longer)\n",
-                        ctl->socket_path, timeout_text(ctl, t, sizeof(t)));
-        } else if (r < 0) {
-                fprintf(stderr,
-                        "jitterctl: cannot connect to %s: %s — is jitterd running? (systemctl "
-                        "start jitterd.socket, or --socket PATH)\n",
-                        ctl->socket_path, strerror(-r));
-        }
-        return r;
-}
-
-const char *ctl_call_strerror(const Ctl *ctl, int r, char *buf, size_t size)
-{
-        char t[32];
-
-        switch (r) {
-        case -ECONNRESET:
-                return "jitterd closed the connection";
-        case -ETIMEDOUT:
-                snprintf(buf, size, "no reply from jitterd within %s (--timeout DUR waits longer)",
-                         timeout_text(ctl, t, sizeof(t)));
-                return buf;
-        case -EBADMSG:
-        case -EPROTO:
-                return "the reply is not valid Varlink (is this socket jitterd's?)";
-        case -EMSGSIZE:
-                return "the reply is too large";
-        default:
-                return strerror(-r);
-        }
-}
-
-int ctl_call_full(Ctl *ctl, const char *method, json_t *params, json_t **ret, char **ret_error,
-                  json_t **ret_error_params, bool quiet_error)
-{
-        char full[256], msg[512], why[128];
-        char *error = NULL;
-        json_t *reply = NULL;
-        int r;
-
-        snprintf(full, sizeof(full), "%s%s", strchr(method, '.') ? "" : "io.jitterd.", method);
-        r = ctl_connect(ctl);
-        if (r < 0) {
-                json_decref(params);
-                return r;
-        }
-        r = varlink_client_call(ctl->client, full, params, &reply, &error);
-        json_decref(params);
-        if (r < 0) {
-                fprintf(stderr, "jitterctl: %s failed: %s\n", full,
-                        ctl_call_strerror(ctl, r, why, sizeof(why)));
-                return r;
-        }
-        if (error) {
-                if (!quiet_error) {
-                        fprintf(stderr, "jitterctl: %s\n",
-                                format_error(msg, sizeof(msg), error, reply));
-                }
-                if (ret_error) {
-                        *ret_error = error;
-                } else {
-                        free(error);
-                }
-                if (ret_error_params) {
-                        *ret_error_params = reply;
-                } else {
-                        json_decref(reply);
-                }
-                return -EREMOTEIO;
-        }
-        *ret = reply;
-        return 0;
-}
-
-int ctl_call(Ctl *ctl, const char *method, json_t *params, json_t **ret)
-{
-        return ctl_call_full(ctl, method, params, ret, NULL, NULL, false);
-}
-
-int ctl_print_json(json_t *v)
-{
-        if (json_dumpf(v, stdout, JSON_INDENT(2)) < 0 || fputc('\n', stdout) == EOF ||
-            fflush(stdout) != 0) {
-                return ctl_fail("cannot write to standard output: %s", strerror(errno));
-        }
-        return CTL_EXIT_OK;
-}
-
-int ctl_parse_uint(const char *text, unsigned long long max, unsigned long long *ret)
-{
-        unsigned long long v;
-        char *end;
-
-        if (!text || text[0] < '0' || text[0] > '9') {
-                return -EINVAL;
-        }
-        errno = 0;
-        v = strtoull(text, &end, 10);
-        if (errno != 0 || *end != '\0' || v > max) {
-                return -EINVAL;
-        }
-        *ret = v;
-        return 0;
-}
-
-int ctl_parse_cpus(const CtlCommand *cmd, const char *text, json_t **ret)
-{
-        cpu_set_t set;
-        json_t *a;
-
-        if (cpulist_parse(text, &set) < 0 || CPU_COUNT(&set) == 0) {
-                ctl_usage_error(cmd, "invalid CPU list \"%s\" (e.g. 1, 2-5 or 0,3,8-11)", text);
-                return -EINVAL;
-        }
-        a = json_array();
-        if (!a) {
-                ctl_fail("out of memory");
-                return -ENOMEM;
-        }
-        for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-                if (CPU_ISSET(cpu, &set) && json_array_append_new(a, json_integer(cpu)) < 0) {
-                        json_decref(a);
-                        ctl_fail("out of memory");
-                        return -ENOMEM;
-                }
-        }
-        json_decref(*ret);
-        *ret = a;
-        return 0;
+                ctl_common_help);
 }
 
 static void print_error(const char *method, const char *error, json_t *params)
@@ -515,7 +258,7 @@ int main(int argc, char **argv)
                         ctl.color = false;
                         break;
                 case CTL_OPT_TIMEOUT:
-                        if (parse_timeout(&ctl, optarg) < 0) {
+                        if (ctl_parse_timeout(&ctl, optarg) < 0) {
                                 return CTL_EXIT_USAGE;
                         }
                         break;
@@ -536,7 +279,7 @@ int main(int argc, char **argv)
         }
         if (strcmp(argv[optind], "help") == 0) {
                 if (optind + 1 < argc && (cmd = command_find(argv[optind + 1]))) {
-                        command_help(cmd);
+                        ctl_command_help(cmd);
                         return CTL_EXIT_OK;
                 }
                 usage(stdout);

@@ -1,8 +1,9 @@
 #pragma once
 
 /* jitterctl: what the command files share. main() in jitterctl.c parses the global options and
- * dispatches from a table to one handler per command (jitterctl-*.c); each handler parses its
- * own options with ctl_parse_common() for the global ones and returns the exit status. */
+ * dispatches from a table to one handler per command (jitterctl-*.c); what they share is in
+ * jitterctl-common.c. Each handler parses its own options with ctl_parse_common() for the
+ * global ones and returns the exit status. */
 
 #include <getopt.h>
 #include <jansson.h>
@@ -59,6 +60,16 @@ struct Ctl {
         uint64_t timeout_usec; /* --timeout: every wait for the daemon */
         VarlinkClient *client;
 };
+
+/* The help of the common options, which every command's --help ends with. */
+extern const char ctl_common_help[];
+
+/* Prints the --help of @cmd: its usage, summary, options and the common ones. */
+void ctl_command_help(const CtlCommand *cmd);
+
+/* Parses a --timeout value: a positive duration ("500ms", "10s", "2m"; a bare number is in
+ * seconds). Returns 0 or -EINVAL after saying why. */
+int ctl_parse_timeout(Ctl *ctl, const char *text);
 
 /* Returned by ctl_parse_common() for an option that is not a common one. */
 #define CTL_CONTINUE (-1)

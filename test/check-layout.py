@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""Checks that the sources keep the layout of README "How the code is laid out".
+
+  check-layout.py SOURCE_DIR [BUILD_DIR]
+
+1. No include cycle between modules. A module is a .c file with the .h of the same name;
+   module A depends on module B when a file of A includes a header of B.
+2. With BUILD_DIR: no call cycle between the object files of the libraries and programs
+   (what `nm` says each object defines and uses), so a header cannot hide a call that goes
+   back up the flow.
+3. The layers: a library folder includes nothing from the layers above it (probe/ nothing of
+   daemon/ or tools/, daemon/varlink/ and daemon/analysis/ nothing of the service, jitterctl
+   nothing of the service).
+4. struct Manager and struct ProbeCtl are defined in daemon/manager-private.h only, which only
+   the manager's own files and white-box tests include.
+5. No test includes a jitterctl .c file.
+
+Prints every violation and exits 1 if there is one."""
+
+import os
+import re
+import subprocess
+import sys
+
+SOURCE_FOLDERS = ["probe", "daemon", "tools"]
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+# Folder (its own files, not its subfolders') -> what it must not include: folders by prefix,
+# or "FOLDER/*" for the files directly in FOLDER (the service at the daemon/ root).
+FORBIDDEN = {
+    "probe": ["probe/format/", "daemon/", "tools/"],
+    "probe/format": ["daemon/", "tools/"],
+    "daemon/varlink": ["daemon/analysis/", "daemon/*", "probe/", "tools/"],
+    "daemon/analysis": ["daemon/varlink/", "daemon/*", "tools/"],
+    "tools/jitterctl": ["daemon/*", "tools/benchmarks/"],
+}
+# jitter-probe, the CLI, sits on top of the engine and its formats.
+EXEMPT = {("probe/jitter-probe.c", "probe/format/")}
+MANAGER_PRIVATE = "daemon/manager-private.h"
+MANAGER_FILES = {"daemon/manager.c", "daemon/manager-trace.c"}
+
+
+def sources(root, folders, exts=(".c", ".h")):
+    out = []
+    for folder in folders:
+        for dirpath, dirnames, filenames in os.walk(os.path.join(root, folder)):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("build"))
+            for name in sorted(filenames):
+                if name.endswith(exts):
+                    out.append(os.path.relpath(os.path.join(dirpath, name), root))
+    return out
+
+
+def resolve(root, src, name, by_base):
+    """The file an #include "name" in src means: next to src, else the one file with that
+    base name (the include path lists the folders; base names are unique)."""
+    here = os.path.normpath(os.path.join(os.path.dirname(src), name))
+    if os.path.exists(os.path.join(root, here)):
+        return here
+    hits = by_base.get(os.path.basename(name), [])
+    return hits[0] if len(hits) == 1 else None
+
+
+def module(path):
+    """X.c, X.h and X-private.h (the state X's own files share) are one module."""
+    stem = os.path.splitext(path)[0]
+    return stem[: -len("-private")] if stem.endswith("-private") else stem
+
+
+def find_cycles(graph):
+    """Every elementary cycle found by a depth-first search, once per back edge."""
+    cycles, state, stack = [], {}, []
+
+    def visit(node):
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                cycles.append(stack[stack.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    sys.setrecursionlimit(10000)
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+    return cycles
+
+
+def folder_of(path):
+    return os.path.dirname(path)
+
+
+def forbidden(src, dst):
+    for folder, rules in FORBIDDEN.items():
+        if folder_of(src) != folder:
+            continue
+        for rule in rules:
+            if (src, rule) in EXEMPT:
+                continue
+            if rule.endswith("/*"):
+                # The files directly in that folder (the service at the daemon/ root).
+                if folder_of(dst) == rule[:-2]:
+                    return True
+            elif dst.startswith(rule):
+                return True
+    return False
+
+
+def check_includes(root, problems):
+    files = sources(root, SOURCE_FOLDERS)
+    by_base = {}
+    for f in files:
+        by_base.setdefault(os.path.basename(f), []).append(f)
+    graph = {}
+    for src in files:
+        with open(os.path.join(root, src), encoding="utf-8") as fh:
+            text = fh.read()
+        graph.setdefault(module(src), set())
+        for name in INCLUDE.findall(text):
+            dst = resolve(root, src, name, by_base)
+            if dst is None:
+                continue
+            if forbidden(src, dst):
+                problems.append(f"layer: {src} includes {dst}, a layer above it")
+            if module(dst) != module(src):
+                graph[module(src)].add(module(dst))
+    for cycle in find_cycles(graph):
+        problems.append("include cycle: " + " -> ".join(cycle))
+    return len(files)
+
+
+def check_calls(build, problems):
+    # The object files each target of probe/, daemon/ and tools/ links now, from the link
+    # commands CMake wrote (a build directory may keep objects of files that moved).
+    objects = []
+    for dirpath, _, filenames in os.walk(build):
+        rel = os.path.relpath(dirpath, build)
+        if "link.txt" not in filenames or rel.split(os.sep)[0] not in SOURCE_FOLDERS:
+            continue
+        target_dir = os.path.dirname(os.path.dirname(dirpath))  # above CMakeFiles/T.dir
+        with open(os.path.join(dirpath, "link.txt"), encoding="utf-8") as fh:
+            for token in fh.read().split():
+                token = token.strip('"')
+                if token.endswith(".c.o"):
+                    objects.append(os.path.normpath(os.path.join(target_dir, token)))
+    defined, used = {}, {}
+    for obj in objects:
+        out = subprocess.run(["nm", obj], capture_output=True, text=True, check=True).stdout
+        name = os.path.basename(obj)[: -len(".c.o")]
+        # An executable's main() file and a library's file of the same name are different.
+        unit = os.path.relpath(obj, build).split("/CMakeFiles/")[0] + "/" + name
+        used.setdefault(unit, set())
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[1] in "TDRB":
+                defined.setdefault(parts[2], set()).add(unit)
+            elif len(parts) == 2 and parts[0] == "U":
+                used[unit].add(parts[1])
+    graph = {}
+    for unit, symbols in used.items():
+        graph.setdefault(unit, set())
+        for sym in symbols:
+            for target in defined.get(sym, ()):
+                # Link to the definition in the same target when there are two (the
+                # executables that define main-side helpers).
+                if target != unit and target.split("/")[:-1] == unit.split("/")[:-1]:
+                    graph[unit].add(target)
+                elif target != unit and len(defined[sym]) == 1:
+                    graph[unit].add(target)
+    for cycle in find_cycles(graph):
+        problems.append("call cycle: " + " -> ".join(cycle))
+    return len(objects)
+
+
+def check_manager_private(root, problems):
+    files = sources(root, SOURCE_FOLDERS + ["test"])
+    for src in files:
+        with open(os.path.join(root, src), encoding="utf-8") as fh:
+            text = fh.read()
+        for struct in ("Manager", "ProbeCtl"):
+            if re.search(r"^\s*struct\s+%s\s*\{" % struct, text, re.M) and src != MANAGER_PRIVATE:
+                problems.append(f"opaque: struct {struct} is defined in {src}")
+        if re.search(r'#\s*include\s+"(.*/)?manager-private\.h"', text) and not (
+            src in MANAGER_FILES or src.startswith("test/")
+        ):
+            problems.append(f"opaque: {src} includes manager-private.h")
+        if src.startswith("test/"):
+            for name in INCLUDE.findall(text):
+                if re.match(r"(.*/)?jitterctl[^/]*\.c$", name):
+                    problems.append(f"test: {src} includes the jitterctl source {name}")
+
+
+def main():
+    if len(sys.argv) not in (2, 3):
+        print(__doc__, file=sys.stderr)
+        return 2
+    root = sys.argv[1]
+    problems = []
+    n_files = check_includes(root, problems)
+    n_objects = check_calls(sys.argv[2], problems) if len(sys.argv) == 3 else 0
+    check_manager_private(root, problems)
+    for p in problems:
+        print(p)
+    if n_files == 0 or (len(sys.argv) == 3 and n_objects == 0):
+        print("check-layout: found no sources or no object files: wrong directory?")
+        return 1
+    print(f"check-layout: {n_files} source files, {n_objects} object files, "
+          f"{len(problems)} problems")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
