@@ -21,6 +21,7 @@
 #include "manager.h"
 #include "summary-json.h"
 #include "summary.h"
+#include "util.h"
 
 #define EVENTS_LIMIT_DEFAULT 1000
 #define EVENTS_LIMIT_MAX 10000
@@ -61,7 +62,7 @@ static const struct {
 
 int api_window(const char *window, uint64_t *ret_from_ns, uint64_t *ret_to_ns, bool *ret_all)
 {
-        uint64_t now = manager_now_ns(CLOCK_MONOTONIC);
+        uint64_t now = now_ns(CLOCK_MONOTONIC);
 
         *ret_to_ns = now;
         *ret_all = false;
@@ -561,7 +562,7 @@ static int method_get_events(VarlinkCallCtx *call, json_t *params, void *userdat
         };
         Api *a = userdata;
         Manager *m = a->manager;
-        uint64_t since = 0, min = 0, now = manager_now_ns(CLOCK_MONOTONIC);
+        uint64_t since = 0, min = 0, now = now_ns(CLOCK_MONOTONIC);
         json_int_t limit;
         cpu_set_t cpus;
         HistoryEvent *ev;
@@ -664,7 +665,7 @@ static int method_get_timeline(VarlinkCallCtx *call, json_t *params, void *userd
 
 json_t *api_status(Manager *m)
 {
-        uint64_t now = manager_now_ns(CLOCK_MONOTONIC);
+        uint64_t now = now_ns(CLOCK_MONOTONIC);
         json_t *probes = json_array(), *cfg;
         char cpus[256], when[64];
         HistoryWindow *w = malloc(sizeof(*w));
@@ -844,7 +845,7 @@ static void notify_monitors(Api *a)
                         c->call,
                         json_pack("{sI ss sI so}", "start_ns", (json_int_t)start, "realtime",
                                   realtime_format_iso8601(when, sizeof(when),
-                                                          manager_now_ns(CLOCK_REALTIME) - dur),
+                                                          now_ns(CLOCK_REALTIME) - dur),
                                   "duration_ns", (json_int_t)dur, "cpus", cpus));
         }
 }

@@ -18,6 +18,7 @@
 #include "duration.h"
 #include "log.h"
 #include "privileges.h"
+#include "util.h"
 
 #define STATE_FILE "history.state"
 #define STATE_TMP "history.state.tmp"
@@ -26,14 +27,6 @@
 /* At exit, how long the last state change (STOPPING=1) may wait for a reader that has stopped
  * reading. */
 #define NOTIFY_EXIT_FLUSH_USEC 1000000ULL
-
-uint64_t manager_now_ns(clockid_t clock)
-{
-        struct timespec ts;
-
-        clock_gettime(clock, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 const char *manager_probe_state(const ProbeCtl *p)
 {
@@ -210,7 +203,7 @@ static void checkpoint_load(Manager *m)
                 return;
         }
         snprintf(aside, sizeof(aside), "%s.%s-%llu", path, r == -ESTALE ? "foreign" : "corrupt",
-                 (unsigned long long)(manager_now_ns(CLOCK_REALTIME) / 1000000000ULL));
+                 (unsigned long long)(now_ns(CLOCK_REALTIME) / 1000000000ULL));
         if (rename(path, aside) < 0) {
                 log_warning("checkpoint %s is unusable (%s) and cannot be moved aside: %s", path,
                             strerror(-r), strerror(errno));
@@ -323,7 +316,7 @@ static void abandon(Probe *p)
  * thread still spins on its CPU. */
 static int probes_stop(Manager *m)
 {
-        uint64_t deadline = manager_now_ns(CLOCK_MONOTONIC) + PROBE_STOP_TIMEOUT_NS;
+        uint64_t deadline = now_ns(CLOCK_MONOTONIC) + PROBE_STOP_TIMEOUT_NS;
         int r = 0;
 
         for (size_t i = 0; i < m->n_probes; i++) {
@@ -333,7 +326,7 @@ static int probes_stop(Manager *m)
         }
         for (size_t i = 0; i < m->n_probes; i++) {
                 ProbeCtl *p = &m->probes[i];
-                uint64_t now = manager_now_ns(CLOCK_MONOTONIC);
+                uint64_t now = now_ns(CLOCK_MONOTONIC);
 
                 if (p->probe &&
                     probe_stop_timeout(p->probe, deadline > now ? deadline - now : 0) < 0) {
@@ -616,7 +609,7 @@ static int on_ready_poll(sd_event_source *s, uint64_t usec, void *userdata)
  * end the start first. */
 static void arm_ready(Manager *m)
 {
-        uint64_t now = manager_now_ns(CLOCK_MONOTONIC) / 1000;
+        uint64_t now = now_ns(CLOCK_MONOTONIC) / 1000;
         uint64_t wait = m->config.probe_preheat_ns / 1000 + READY_GRACE_USEC;
 
         m->ready = false;
@@ -743,7 +736,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         int r;
 
         notifier_state(m->notifier, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64 "\nSTATUS=reloading",
-                       manager_now_ns(CLOCK_MONOTONIC) / 1000);
+                       now_ns(CLOCK_MONOTONIC) / 1000);
         log_info("reloading the configuration from %s", m->config_path);
         r = manager_load_config(m->config_path, m->dropin_dir, &m->overrides, &c);
         if (r < 0) {
@@ -873,8 +866,8 @@ int manager_new(const Config *config, const char *config_path, const char *dropi
         m->config_path = config_path;
         m->dropin_dir = dropin_dir;
         m->overrides = *overrides;
-        m->start_mono_ns = manager_now_ns(CLOCK_MONOTONIC);
-        m->start_real_ns = manager_now_ns(CLOCK_REALTIME);
+        m->start_mono_ns = now_ns(CLOCK_MONOTONIC);
+        m->start_real_ns = now_ns(CLOCK_REALTIME);
         *ret = m;
 
         r = resolve_cpus(m);
@@ -958,7 +951,7 @@ int manager_new(const Config *config, const char *config_path, const char *dropi
 
 int manager_run(Manager *m)
 {
-        uint64_t now = manager_now_ns(CLOCK_MONOTONIC) / 1000;
+        uint64_t now = now_ns(CLOCK_MONOTONIC) / 1000;
         int r, status;
 
         r = privileges_lock_memory();

@@ -73,9 +73,6 @@ int manager_run(Manager *m);
 /* Stops the probes, writes a last checkpoint and frees everything. Accepts NULL. */
 Manager *manager_free(Manager *m);
 
-/* Monotonic and realtime now, in ns. */
-uint64_t manager_now_ns(clockid_t clock);
-
 /* Adds @func to the hooks called after every harvest (the API's Monitor, the textfile), in the
  * order they were added. Returns 0 or -ENOSPC. */
 int manager_add_hook(Manager *m, ManagerHook func, void *userdata);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "util.h"
 
 #define NOTIFY_MESSAGE_MAX 2048
 
@@ -34,14 +35,6 @@ struct Notifier {
         bool failing;          /* the failure of this episode was logged */
         unsigned long dropped; /* status updates dropped in this episode */
 };
-
-static uint64_t now_usec(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000;
-}
 
 /* Parses @value as sd_notify() does: an absolute path, or "@name" for an abstract socket. */
 static int parse_address(Notifier *n, const char *value)
@@ -160,7 +153,7 @@ static int on_retry(sd_event_source *s, uint64_t usec, void *userdata)
                 episode_recovered(n);
                 return 0;
         }
-        if (now_usec() - n->pending_since_usec >= NOTIFY_GIVE_UP_USEC) {
+        if (now_ns(CLOCK_MONOTONIC) / 1000 - n->pending_since_usec >= NOTIFY_GIVE_UP_USEC) {
                 give_up(n);
                 return 0;
         }
@@ -170,7 +163,7 @@ static int on_retry(sd_event_source *s, uint64_t usec, void *userdata)
 
 static void arm_retry(Notifier *n)
 {
-        uint64_t t = now_usec() + NOTIFY_RETRY_USEC;
+        uint64_t t = now_ns(CLOCK_MONOTONIC) / 1000 + NOTIFY_RETRY_USEC;
 
         if (!n->event) {
                 return;
@@ -234,7 +227,8 @@ int notifier_new(sd_event *event, Notifier **ret)
         if (event && sd_watchdog_enabled(0, &wd) > 0 && wd > 0) {
                 n->watchdog_usec = wd;
                 r = sd_event_add_time(event, &n->watchdog_source, CLOCK_MONOTONIC,
-                                      now_usec() + wd / 2, wd / 20, on_watchdog, n);
+                                      now_ns(CLOCK_MONOTONIC) / 1000 + wd / 2, wd / 20, on_watchdog,
+                                      n);
                 if (r < 0) {
                         log_error("cannot set up the watchdog timer: %s", strerror(-r));
                         return r;
@@ -297,7 +291,7 @@ void notifier_state(Notifier *n, const char *fmt, ...)
                 return;
         }
         if (n->n_pending == 0) {
-                n->pending_since_usec = now_usec();
+                n->pending_since_usec = now_ns(CLOCK_MONOTONIC) / 1000;
         }
         n->pending[n->n_pending++] = copy;
         arm_retry(n);
@@ -331,7 +325,7 @@ void notifier_status(Notifier *n, const char *fmt, ...)
 
 int notifier_flush(Notifier *n, uint64_t timeout_usec)
 {
-        uint64_t deadline = now_usec() + timeout_usec;
+        uint64_t deadline = now_ns(CLOCK_MONOTONIC) / 1000 + timeout_usec;
 
         if (!n) {
                 return 0;
@@ -344,7 +338,7 @@ int notifier_flush(Notifier *n, uint64_t timeout_usec)
                         episode_recovered(n);
                         return 0;
                 }
-                if (now_usec() >= deadline) {
+                if (now_ns(CLOCK_MONOTONIC) / 1000 >= deadline) {
                         return -ETIMEDOUT;
                 }
                 nanosleep(&ts, NULL);

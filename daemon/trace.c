@@ -20,6 +20,7 @@
 #include <tracefs.h>
 
 #include "ksyms.h"
+#include "util.h"
 
 #define TRACEFS_MAGIC_NUMBER 0x74726163
 #define DEFAULT_ROOT "/sys/kernel/tracing"
@@ -169,14 +170,6 @@ static int failf(char *buf, size_t size, int err, const char *fmt, ...)
                 va_end(ap);
         }
         return -err;
-}
-
-static uint64_t mono_ns(clockid_t id)
-{
-        struct timespec ts;
-
-        clock_gettime(id, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 /* --- where tracefs is ------------------------------------------------------------------- */
@@ -359,7 +352,7 @@ static void refresh_mapping(TraceRecorder *t)
                 return;
         }
         for (int i = 0; i < 5; i++) {
-                uint64_t a = counter_read(t->counter), ns = mono_ns(t->clock_id),
+                uint64_t a = counter_read(t->counter), ns = now_ns(t->clock_id),
                          b = counter_read(t->counter);
 
                 if (b - a < best) {
@@ -1068,7 +1061,7 @@ static int read_cpu(TraceRecorder *t, TraceCpu *c)
 
 int trace_recorder_read(TraceRecorder *t)
 {
-        uint64_t t0 = mono_ns(CLOCK_MONOTONIC), dt;
+        uint64_t t0 = now_ns(CLOCK_MONOTONIC), dt;
         int total = 0;
 
         refresh_mapping(t);
@@ -1086,7 +1079,7 @@ int trace_recorder_read(TraceRecorder *t)
                 t->stats.symbol_passes++;
                 patch_names(t);
         }
-        dt = mono_ns(CLOCK_MONOTONIC) - t0;
+        dt = now_ns(CLOCK_MONOTONIC) - t0;
         t->stats.reads++;
         t->stats.read_ns += dt;
         if (dt > t->stats.max_read_ns) {

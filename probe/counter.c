@@ -7,6 +7,8 @@
 #include <cpuid.h>
 #endif
 
+#include "util.h"
+
 void tickconv_init(TickConv *ret, uint64_t hz)
 {
         unsigned shift;
@@ -114,14 +116,6 @@ static uint64_t hw_exact_hz(CounterHzSource *ret_src)
         return 0;
 }
 
-static uint64_t raw_ns(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /* Reads the counter bracketed by two CLOCK_MONOTONIC_RAW reads, keeping the tightest of a few
  * tries, so an interruption between the reads does not skew the pair. */
 static void raw_pair(CounterSource source, uint64_t *ret_ticks, uint64_t *ret_ns)
@@ -129,9 +123,9 @@ static void raw_pair(CounterSource source, uint64_t *ret_ticks, uint64_t *ret_ns
         uint64_t best = UINT64_MAX;
 
         for (int i = 0; i < 16; i++) {
-                uint64_t a = raw_ns();
+                uint64_t a = now_ns(CLOCK_MONOTONIC_RAW);
                 uint64_t t = counter_read(source);
-                uint64_t b = raw_ns();
+                uint64_t b = now_ns(CLOCK_MONOTONIC_RAW);
 
                 if (b - a < best) {
                         best = b - a;

@@ -22,6 +22,7 @@
 #include "report.h"
 #include "summary-json.h"
 #include "summary.h"
+#include "util.h"
 
 #define MAX_EVENTS_KEPT 100000
 
@@ -283,14 +284,6 @@ static void harvest(Run *run)
                 }
                 run->harvest_epoch++;
         }
-}
-
-static uint64_t now_ns(clockid_t id)
-{
-        struct timespec ts;
-
-        clock_gettime(id, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 static void progress(const Run *runs, size_t n, const CounterInfo *ci, uint64_t elapsed,

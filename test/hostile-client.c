@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "varlink-client.h"
+#include "util.h"
 
 #define HOLD_MAX 48
 
@@ -40,7 +41,7 @@ static const char *const valid_calls[] = {
 
 static int dial(void)
 {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
         int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
         snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
@@ -63,7 +64,7 @@ static void send_all(int fd, const void *buf, size_t len)
 
                 if (n <= 0) {
                         if (n < 0 && errno == EAGAIN) {
-                                struct pollfd pfd = { fd, POLLOUT, 0 };
+                                struct pollfd pfd = {fd, POLLOUT, 0};
 
                                 if (poll(&pfd, 1, 100) > 0) {
                                         continue;
@@ -79,7 +80,7 @@ static void send_all(int fd, const void *buf, size_t len)
 static void drain_and_close(int fd)
 {
         char buf[65536];
-        struct pollfd pfd = { fd, POLLIN, 0 };
+        struct pollfd pfd = {fd, POLLIN, 0};
 
         while (poll(&pfd, 1, 20) > 0 && recv(fd, buf, sizeof(buf), MSG_DONTWAIT) > 0) {
         }
@@ -167,7 +168,8 @@ static void junk_nested(size_t depth)
                 }
                 return;
         }
-        len += (size_t)sprintf(buf, "{\"method\":\"io.jitterd.GetStats\",\"parameters\":{\"cpus\":");
+        len += (size_t)sprintf(buf,
+                               "{\"method\":\"io.jitterd.GetStats\",\"parameters\":{\"cpus\":");
         for (size_t i = 0; i < depth; i++) {
                 buf[len++] = '[';
         }
@@ -240,14 +242,6 @@ static int never_reads(void)
         return fd;
 }
 
-static uint64_t now_us(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000;
-}
-
 /* The slowest GetStatus answer seen, in microseconds: latency under load, for the log. */
 static uint64_t slowest_us;
 
@@ -257,7 +251,7 @@ static uint64_t slowest_us;
 
 static int check_answers(void)
 {
-        uint64_t t0 = now_us();
+        uint64_t t0 = now_ns(CLOCK_MONOTONIC) / 1000;
         VarlinkClient *c = NULL;
         json_t *reply = NULL;
         char *err = NULL;
@@ -278,8 +272,8 @@ static int check_answers(void)
         json_decref(reply);
         free(err);
         varlink_client_free(c);
-        if (now_us() - t0 > slowest_us) {
-                slowest_us = now_us() - t0;
+        if (now_ns(CLOCK_MONOTONIC) / 1000 - t0 > slowest_us) {
+                slowest_us = now_ns(CLOCK_MONOTONIC) / 1000 - t0;
         }
         return r < 0 ? -1 : 0;
 }
@@ -287,8 +281,15 @@ static int check_answers(void)
 int main(int argc, char **argv)
 {
         static const char *const texts[] = {
-                "{", "}", "[]", "null", "\"str\"", "{\"method\":1}", "{\"method\":\"x\"}",
-                "{\"method\":\"io.jitterd.Nope\"}", "{\"method\":\"nope.Nope\"}",
+                "{",
+                "}",
+                "[]",
+                "null",
+                "\"str\"",
+                "{\"method\":1}",
+                "{\"method\":\"x\"}",
+                "{\"method\":\"io.jitterd.Nope\"}",
+                "{\"method\":\"nope.Nope\"}",
                 "{\"method\":\"io.jitterd.GetStats\",\"parameters\":{\"bogus\":1}}",
                 "{\"method\":\"io.jitterd.GetStats\",\"parameters\":{\"cpus\":[99999]}}",
                 "{\"method\":\"io.jitterd.GetStats\",\"parameters\":{\"window\":\"7y\"}}",
@@ -300,7 +301,8 @@ int main(int argc, char **argv)
                 "{\"method\":\"io.jitterd.Monitor\",\"more\":true,\"oneway\":true}",
                 "{\"method\":\"io.jitterd.Reset\",\"oneway\":true,\"extra\":1}",
                 "{\"method\":\"io.jitterd.GetStatus\",\"upgrade\":true}",
-                "{\"method\":\"io.jitterd.GetStatus\"\x01}", "\xff\xfe\xfd",
+                "{\"method\":\"io.jitterd.GetStatus\"\x01}",
+                "\xff\xfe\xfd",
         };
         int held[HOLD_MAX];
         size_t n_held = 0, hold = HOLD_MAX;

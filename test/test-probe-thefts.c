@@ -43,7 +43,7 @@ static json_t *run_probe_with_thief(const char *counter, Theft *thefts)
                 _exit(127);
         }
         /* Calibration and preheat take well under 2 s; the thefts run from 2 s to 4.4 s. */
-        assert_int_equal(thief_run(1, 50, thief_now_ns() + 2000000000ULL, 150000000ULL,
+        assert_int_equal(thief_run(1, 50, now_ns(CLOCK_MONOTONIC) + 2000000000ULL, 150000000ULL,
                                    durations, THEFTS, thefts),
                          0);
         assert_int_equal(waitpid(pid, &status, 0), pid);
@@ -104,8 +104,8 @@ static void check_thefts_found(const char *counter)
          * proved nothing and must say so. */
         assert_true(inside >= THEFTS - 1);
         /* Interruption count covers at least our thefts, and the stats saw the longest. */
-        assert_true(json_integer_value(json_object_get(
-                            json_object_get(cpu, "interruptions"), "count")) >= inside);
+        assert_true(json_integer_value(json_object_get(json_object_get(cpu, "interruptions"),
+                                                       "count")) >= inside);
         assert_true(json_integer_value(json_object_get(json_object_get(cpu, "gap"), "max_ns")) >=
                     800000);
         json_decref(root);

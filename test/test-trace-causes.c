@@ -99,7 +99,7 @@ static void run_start(Run *run, uint64_t threshold_ns)
                 .counter = counter.source,
                 .counter_hz = counter.hz,
         };
-        uint64_t deadline = thief_now_ns() + 5000000000ULL;
+        uint64_t deadline = now_ns(CLOCK_MONOTONIC) + 5000000000ULL;
 
         *run = (Run){0};
         active = run;
@@ -112,7 +112,7 @@ static void run_start(Run *run, uint64_t threshold_ns)
         assert_int_equal(probe_new(&cfg, &run->probe), 0);
         assert_int_equal(probe_start(run->probe), 0);
         while (probe_state(run->probe) != PROBE_RUNNING) {
-                assert_true(thief_now_ns() < deadline);
+                assert_true(now_ns(CLOCK_MONOTONIC) < deadline);
                 assert_int_not_equal(probe_state(run->probe), PROBE_FAILED);
                 usleep(10000);
         }
@@ -146,10 +146,10 @@ static void run_collect(Run *run)
 /* Collects every 100 ms until @done is set (and once more after). */
 static void run_until(Run *run, atomic_bool *done)
 {
-        uint64_t deadline = thief_now_ns() + 30000000000ULL;
+        uint64_t deadline = now_ns(CLOCK_MONOTONIC) + 30000000000ULL;
 
         while (!atomic_load(done)) {
-                assert_true(thief_now_ns() < deadline);
+                assert_true(now_ns(CLOCK_MONOTONIC) < deadline);
                 usleep(100000);
                 run_collect(run);
         }
@@ -270,7 +270,7 @@ static void test_thief_named(void **state)
         for (int k = 0; k < THEFTS; k++) {
                 th.durations[k] = 1500000 + (uint64_t)(k % 8) * 200000; /* 1.5 .. 2.9 ms */
         }
-        th.first_ns = thief_now_ns() + 300000000ULL;
+        th.first_ns = now_ns(CLOCK_MONOTONIC) + 300000000ULL;
         assert_int_equal(pthread_create(&thr, NULL, thief_thread, &th), 0);
         run_until(&run, &th.done);
         pthread_join(thr, NULL);
@@ -336,7 +336,7 @@ static void *sleeper_thread(void *arg)
         for (int k = 0; s->result == 0 && k < WAKEUPS; k++) {
                 while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ms, NULL) == EINTR) {
                 }
-                s->woke_ns[k] = thief_now_ns();
+                s->woke_ns[k] = now_ns(CLOCK_MONOTONIC);
         }
         sp.sched_priority = 0;
         pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
@@ -417,7 +417,7 @@ static void *waiter_thread(void *arg)
                 while (atomic_load(&w->word) == k) {
                         futex(&w->word, FUTEX_WAIT_PRIVATE, k);
                 }
-                w->woke_ns[k] = thief_now_ns();
+                w->woke_ns[k] = now_ns(CLOCK_MONOTONIC);
         }
         sp.sched_priority = 0;
         pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
@@ -496,9 +496,9 @@ static void *membarrier_thread(void *arg)
         b->result = (int)syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0);
         usleep(100000);
         for (int k = 0; b->result == 0 && k < IPIS; k++) {
-                b->from_ns[k] = thief_now_ns();
+                b->from_ns[k] = now_ns(CLOCK_MONOTONIC);
                 b->result = (int)syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
-                b->to_ns[k] = thief_now_ns();
+                b->to_ns[k] = now_ns(CLOCK_MONOTONIC);
                 usleep(2000);
         }
         atomic_store(&b->done, true);

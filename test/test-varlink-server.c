@@ -1,6 +1,6 @@
-/* Unit tests of daemon/varlink/varlink-server.c and daemon/varlink/varlink-client.c: a server on sd-event with a
- * toy interface, driven with sd_event_run() against raw sockets (to see the exact bytes and to
- * misbehave), and the blocking client against a server running in a second thread. */
+/* Unit tests of daemon/varlink/varlink-server.c and daemon/varlink/varlink-client.c: a server on
+ * sd-event with a toy interface, driven with sd_event_run() against raw sockets (to see the exact
+ * bytes and to misbehave), and the blocking client against a server running in a second thread. */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,21 +24,21 @@
 #include "varlink-client.h"
 #include "varlink-server.h"
 #include "varlink.h"
+#include "util.h"
 
 #define TOY "org.example.toy"
 #define WAIT_USEC (10 * 1000000ULL) /* generous: the VM is noisy */
 
-static const char toy_description[] =
-        "# A toy interface for tests.\n"
-        "interface org.example.toy\n"
-        "method Echo(text: string, count: ?int) -> (text: string)\n"
-        "method Big(size: int) -> (data: string)\n"
-        "method Bump() -> ()\n"
-        "method Delay(ms: int) -> ()\n"
-        "method Count(n: int, interval_ms: ?int) -> (i: int)\n"
-        "method Never() -> ()\n"
-        "method Peer() -> (uid: int, gid: int, pid: int)\n"
-        "method Fail() -> ()\n";
+static const char toy_description[] = "# A toy interface for tests.\n"
+                                      "interface org.example.toy\n"
+                                      "method Echo(text: string, count: ?int) -> (text: string)\n"
+                                      "method Big(size: int) -> (data: string)\n"
+                                      "method Bump() -> ()\n"
+                                      "method Delay(ms: int) -> ()\n"
+                                      "method Count(n: int, interval_ms: ?int) -> (i: int)\n"
+                                      "method Never() -> ()\n"
+                                      "method Peer() -> (uid: int, gid: int, pid: int)\n"
+                                      "method Fail() -> ()\n";
 
 /* ---- the toy interface ---- */
 
@@ -105,8 +105,8 @@ static int stream_start(VarlinkCallCtx *call, Toy *toy, json_int_t n, uint64_t i
         st->toy = toy;
         st->n = n;
         st->interval_usec = interval_usec;
-        if (sd_event_add_time_relative(toy->event, &st->timer, CLOCK_MONOTONIC, interval_usec,
-                                       1000, stream_on_timer, st) < 0) {
+        if (sd_event_add_time_relative(toy->event, &st->timer, CLOCK_MONOTONIC, interval_usec, 1000,
+                                       stream_on_timer, st) < 0) {
                 free(st);
                 return -ENOMEM;
         }
@@ -119,8 +119,8 @@ static int stream_start(VarlinkCallCtx *call, Toy *toy, json_int_t n, uint64_t i
 static int toy_echo(VarlinkCallCtx *call, json_t *params, void *userdata)
 {
         static const VarlinkField fields[] = {
-                { "text", JSON_STRING, true },
-                { "count", JSON_INTEGER, false },
+                {"text", JSON_STRING, true},
+                {"count", JSON_INTEGER, false},
         };
         json_int_t count;
         const char *text;
@@ -150,7 +150,7 @@ static int toy_echo(VarlinkCallCtx *call, json_t *params, void *userdata)
 
 static int toy_big(VarlinkCallCtx *call, json_t *params, void *userdata)
 {
-        static const VarlinkField fields[] = { { "size", JSON_INTEGER, true } };
+        static const VarlinkField fields[] = {{"size", JSON_INTEGER, true}};
         json_int_t size;
         char *data;
         int r;
@@ -185,7 +185,7 @@ static int toy_bump(VarlinkCallCtx *call, json_t *params, void *userdata)
 
 static int toy_delay(VarlinkCallCtx *call, json_t *params, void *userdata)
 {
-        static const VarlinkField fields[] = { { "ms", JSON_INTEGER, true } };
+        static const VarlinkField fields[] = {{"ms", JSON_INTEGER, true}};
         json_int_t ms;
 
         if (varlink_call_check_params(call, params, fields, 1) < 0) {
@@ -200,8 +200,8 @@ static int toy_delay(VarlinkCallCtx *call, json_t *params, void *userdata)
 static int toy_count(VarlinkCallCtx *call, json_t *params, void *userdata)
 {
         static const VarlinkField fields[] = {
-                { "n", JSON_INTEGER, true },
-                { "interval_ms", JSON_INTEGER, false },
+                {"n", JSON_INTEGER, true},
+                {"interval_ms", JSON_INTEGER, false},
         };
         json_int_t n, ms;
 
@@ -233,9 +233,8 @@ static int toy_peer(VarlinkCallCtx *call, json_t *params, void *userdata)
         pid_t pid;
 
         assert_int_equal(varlink_call_peer(call, &uid, &gid, &pid), 0);
-        return varlink_call_reply(call, json_pack("{s:I, s:I, s:I}", "uid", (json_int_t)uid,
-                                                  "gid", (json_int_t)gid, "pid",
-                                                  (json_int_t)pid));
+        return varlink_call_reply(call, json_pack("{s:I, s:I, s:I}", "uid", (json_int_t)uid, "gid",
+                                                  (json_int_t)gid, "pid", (json_int_t)pid));
 }
 
 static int toy_fail(VarlinkCallCtx *call, json_t *params, void *userdata)
@@ -244,14 +243,14 @@ static int toy_fail(VarlinkCallCtx *call, json_t *params, void *userdata)
 }
 
 static const VarlinkMethod toy_methods[] = {
-        { "Echo", toy_echo, 0 },
-        { "Big", toy_big, 0 },
-        { "Bump", toy_bump, 0 },
-        { "Delay", toy_delay, 0 },
-        { "Count", toy_count, VARLINK_METHOD_REQUIRES_MORE },
-        { "Never", toy_never, 0 },
-        { "Peer", toy_peer, 0 },
-        { "Fail", toy_fail, 0 },
+        {"Echo", toy_echo, 0},
+        {"Big", toy_big, 0},
+        {"Bump", toy_bump, 0},
+        {"Delay", toy_delay, 0},
+        {"Count", toy_count, VARLINK_METHOD_REQUIRES_MORE},
+        {"Never", toy_never, 0},
+        {"Peer", toy_peer, 0},
+        {"Fail", toy_fail, 0},
 };
 
 /* ---- fixture ---- */
@@ -303,25 +302,16 @@ static void start_server(Fixture *f, const VarlinkServerLimits *limits)
         varlink_server_set_userdata(f->server, &f->toy);
         assert_int_equal(varlink_server_set_info(f->server, "Example", "toyd", "1.2", NULL), 0);
         assert_int_equal(varlink_server_add_interface(f->server, TOY, toy_description, toy_methods,
-                                                      sizeof(toy_methods) /
-                                                              sizeof(toy_methods[0])),
+                                                      sizeof(toy_methods) / sizeof(toy_methods[0])),
                          0);
         assert_int_equal(varlink_server_listen_path(f->server, f->path, 0660), 0);
-}
-
-static uint64_t now_usec(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000;
 }
 
 /* Runs the loop until @cond holds (checked between iterations) or the wait expires. */
 #define PUMP_UNTIL(f, cond)                                                                        \
         do {                                                                                       \
-                uint64_t end_ = now_usec() + WAIT_USEC;                                            \
-                while (!(cond) && now_usec() < end_) {                                             \
+                uint64_t end_ = now_ns(CLOCK_MONOTONIC) / 1000 + WAIT_USEC;                        \
+                while (!(cond) && now_ns(CLOCK_MONOTONIC) / 1000 < end_) {                         \
                         assert_true(sd_event_run((f)->event, 5000) >= 0);                          \
                 }                                                                                  \
                 assert_true(cond);                                                                 \
@@ -337,7 +327,7 @@ typedef struct Peer {
 
 static void peer_connect(Fixture *f, Peer *p)
 {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
 
         p->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         assert_true(p->fd >= 0);
@@ -391,7 +381,7 @@ static void peer_poll(Peer *p)
 /* Runs the loop until a message arrives; NULL at end of stream. */
 static json_t *peer_recv(Fixture *f, Peer *p)
 {
-        uint64_t end = now_usec() + WAIT_USEC;
+        uint64_t end = now_ns(CLOCK_MONOTONIC) / 1000 + WAIT_USEC;
         json_t *msg = NULL;
 
         for (;;) {
@@ -404,7 +394,7 @@ static json_t *peer_recv(Fixture *f, Peer *p)
                 if (p->eof) {
                         return NULL;
                 }
-                assert_true(now_usec() < end);
+                assert_true(now_ns(CLOCK_MONOTONIC) / 1000 < end);
                 assert_true(sd_event_run(f->event, 5000) >= 0);
                 peer_poll(p);
         }
@@ -493,8 +483,8 @@ static void test_get_interface_description(void **state)
                       "\"parameters\":{\"interface\":\"org.varlink.service\"}}");
         msg = peer_recv(f, &p);
         assert_non_null(msg);
-        text = json_string_value(json_object_get(json_object_get(msg, "parameters"),
-                                                 "description"));
+        text = json_string_value(
+                json_object_get(json_object_get(msg, "parameters"), "description"));
         assert_non_null(text);
         assert_non_null(strstr(text, "interface org.varlink.service\n"));
         assert_non_null(strstr(text, "method GetInterfaceDescription(interface: string)"));
@@ -696,13 +686,12 @@ static void test_protocol_errors_close(void **state)
                 const char *message;
                 const char *parameter;
         } cases[] = {
-                { "{\"method\":", "message" },
-                { "[\"org.example.toy.Bump\"]", "message" },
-                { "{\"method\":\"org.example.toy.Bump\",\"id\":1}", "id" },
-                { "{\"method\":\"org.example.toy.Bump\",\"more\":true,\"oneway\":true}",
-                  "oneway" },
-                { "{\"method\":\"Bump\"}", "method" },
-                { "{\"method\":\"org.example.toy.Bump\",\"parameters\":[]}", "parameters" },
+                {"{\"method\":", "message"},
+                {"[\"org.example.toy.Bump\"]", "message"},
+                {"{\"method\":\"org.example.toy.Bump\",\"id\":1}", "id"},
+                {"{\"method\":\"org.example.toy.Bump\",\"more\":true,\"oneway\":true}", "oneway"},
+                {"{\"method\":\"Bump\"}", "method"},
+                {"{\"method\":\"org.example.toy.Bump\",\"parameters\":[]}", "parameters"},
         };
         Fixture *f = *state;
 
@@ -756,8 +745,8 @@ static void test_oversize_closes(void **state)
                 const char *text;
 
                 assert_non_null(msg);
-                text = json_string_value(json_object_get(json_object_get(msg, "parameters"),
-                                                         "text"));
+                text = json_string_value(
+                        json_object_get(json_object_get(msg, "parameters"), "text"));
                 assert_non_null(text);
                 assert_int_equal(strlen(text), 1024 - prefix - 3);
                 json_decref(msg);
@@ -925,17 +914,17 @@ static void test_idle_timeout(void **state)
         peer_connect(f, &idle);
         peer_send(&idle, "{\"method\":\"org.example.toy.Echo\",\"parameters\":{\"text\":\"x\"}}");
         peer_expect(f, &idle, "{\"parameters\":{\"text\":\"x\"}}");
-        start = now_usec();
+        start = now_ns(CLOCK_MONOTONIC) / 1000;
 
         /* Closed after the timeout, not before it. */
         peer_expect_eof(f, &idle);
-        elapsed = now_usec() - start;
+        elapsed = now_ns(CLOCK_MONOTONIC) / 1000 - start;
         assert_true(elapsed >= 250000);
         peer_expect_eof(f, &silent);
 
         /* The stream is a call in progress, not idleness: it keeps going well past the
          * timeout. */
-        while (now_usec() - start < 900000) {
+        while (now_ns(CLOCK_MONOTONIC) / 1000 - start < 900000) {
                 json_t *msg = peer_recv(f, &stream);
 
                 assert_non_null(msg);
@@ -964,9 +953,8 @@ static void test_peer_credentials(void **state)
         start_server(f, NULL);
         peer_connect(f, &p);
         peer_send(&p, "{\"method\":\"org.example.toy.Peer\"}");
-        snprintf(expected, sizeof(expected),
-                 "{\"parameters\":{\"uid\":%u,\"gid\":%u,\"pid\":%d}}", (unsigned)getuid(),
-                 (unsigned)getgid(), (int)getpid());
+        snprintf(expected, sizeof(expected), "{\"parameters\":{\"uid\":%u,\"gid\":%u,\"pid\":%d}}",
+                 (unsigned)getuid(), (unsigned)getgid(), (int)getpid());
         peer_expect(f, &p, expected);
         peer_close(&p);
 }
@@ -998,7 +986,7 @@ static void test_handler_failures(void **state)
 static void test_listen(void **state)
 {
         Fixture *f = *state;
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
         VarlinkServer *other;
         int fd, fds[2];
         Peer p;
@@ -1050,12 +1038,12 @@ static void test_listen(void **state)
         {
                 /* A listening socket in the abstract namespace, as socket activation might
                  * pass one. */
-                struct sockaddr_un abstract = { .sun_family = AF_UNIX };
+                struct sockaddr_un abstract = {.sun_family = AF_UNIX};
                 int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
                 socklen_t len;
 
-                snprintf(abstract.sun_path + 1, sizeof(abstract.sun_path) - 1,
-                         "test-varlink-%d", (int)getpid());
+                snprintf(abstract.sun_path + 1, sizeof(abstract.sun_path) - 1, "test-varlink-%d",
+                         (int)getpid());
                 len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
                                   strlen(abstract.sun_path + 1));
                 assert_int_equal(bind(lfd, (struct sockaddr *)&abstract, len), 0);
@@ -1075,20 +1063,19 @@ static void test_listen(void **state)
         varlink_server_free(other);
 
         /* The bad registrations are refused. */
-        assert_int_equal(varlink_server_add_interface(f->server, TOY, "", toy_methods, 1),
-                         -EEXIST);
+        assert_int_equal(varlink_server_add_interface(f->server, TOY, "", toy_methods, 1), -EEXIST);
         assert_int_equal(varlink_server_add_interface(f->server, "toy", "", toy_methods, 1),
                          -EINVAL);
         {
-                const VarlinkMethod bad[] = { { "lower", toy_bump, 0 } };
-                const VarlinkMethod dup[] = { { "A", toy_bump, 0 }, { "A", toy_bump, 0 } };
+                const VarlinkMethod bad[] = {{"lower", toy_bump, 0}};
+                const VarlinkMethod dup[] = {{"A", toy_bump, 0}, {"A", toy_bump, 0}};
 
-                assert_int_equal(varlink_server_add_interface(f->server, "org.example.bad", "",
-                                                              bad, 1),
-                                 -EINVAL);
-                assert_int_equal(varlink_server_add_interface(f->server, "org.example.dup", "",
-                                                              dup, 2),
-                                 -EINVAL);
+                assert_int_equal(
+                        varlink_server_add_interface(f->server, "org.example.bad", "", bad, 1),
+                        -EINVAL);
+                assert_int_equal(
+                        varlink_server_add_interface(f->server, "org.example.dup", "", dup, 2),
+                        -EINVAL);
         }
 }
 
@@ -1117,9 +1104,8 @@ static void *server_thread_main(void *userdata)
 static void server_thread_start(Fixture *f, ServerThread *t)
 {
         assert_int_equal(pipe2(t->stop, O_CLOEXEC), 0);
-        assert_int_equal(sd_event_add_io(f->event, &t->stop_source, t->stop[0], EPOLLIN, on_stop,
-                                         NULL),
-                         0);
+        assert_int_equal(
+                sd_event_add_io(f->event, &t->stop_source, t->stop[0], EPOLLIN, on_stop, NULL), 0);
         assert_int_equal(pthread_create(&t->thread, NULL, server_thread_main, f), 0);
 }
 
@@ -1174,9 +1160,8 @@ static void test_client(void **state)
         assert_int_equal(varlink_client_connect("/nonexistent/io.example", &c), -ENOENT);
         assert_int_equal(varlink_client_connect(f->path, &c), 0);
 
-        assert_int_equal(varlink_client_call(c, "org.varlink.service.GetInfo", NULL, &reply,
-                                             &error),
-                         0);
+        assert_int_equal(
+                varlink_client_call(c, "org.varlink.service.GetInfo", NULL, &reply, &error), 0);
         assert_null(error);
         assert_string_equal(json_string_value(json_object_get(reply, "product")), "toyd");
         assert_int_equal(json_array_size(json_object_get(reply, "interfaces")), 2);
@@ -1282,8 +1267,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_get_info, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_get_interface_description, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_unknown_method_and_interface, setup,
-                                                teardown),
+                cmocka_unit_test_setup_teardown(test_unknown_method_and_interface, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_invalid_parameter, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pipelined_in_order, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_more_stream, setup, teardown),

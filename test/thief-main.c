@@ -15,12 +15,12 @@
 int main(int argc, char **argv)
 {
         static const struct option longopts[] = {
-                { "cpu", required_argument, NULL, 'c' },
-                { "priority", required_argument, NULL, 'p' },
-                { "delay", required_argument, NULL, 'D' },
-                { "period", required_argument, NULL, 'P' },
-                { "durations", required_argument, NULL, 'd' },
-                { "count", required_argument, NULL, 'n' },
+                {"cpu", required_argument, NULL, 'c'},
+                {"priority", required_argument, NULL, 'p'},
+                {"delay", required_argument, NULL, 'D'},
+                {"period", required_argument, NULL, 'P'},
+                {"durations", required_argument, NULL, 'd'},
+                {"count", required_argument, NULL, 'n'},
                 {},
         };
         static uint64_t durations[MAX_THEFTS];
@@ -76,7 +76,7 @@ int main(int argc, char **argv)
                 }
                 n = count;
         }
-        r = thief_run(cpu, priority, thief_now_ns() + delay, period, durations, n, thefts);
+        r = thief_run(cpu, priority, now_ns(CLOCK_MONOTONIC) + delay, period, durations, n, thefts);
         if (r < 0) {
                 fprintf(stderr, "jitter-thief: cannot run SCHED_FIFO on CPU %d: %s\n", cpu,
                         strerror(-r));

@@ -5,18 +5,10 @@
 #include <sched.h>
 #include <time.h>
 
-uint64_t thief_now_ns(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 int thief_run(int cpu, int priority, uint64_t first_ns, uint64_t period_ns,
               const uint64_t *durations_ns, size_t n, Theft *ret)
 {
-        struct sched_param sp = { .sched_priority = priority };
+        struct sched_param sp = {.sched_priority = priority};
         cpu_set_t set;
         int r;
 
@@ -31,13 +23,13 @@ int thief_run(int cpu, int priority, uint64_t first_ns, uint64_t period_ns,
         }
         for (size_t k = 0; k < n; k++) {
                 uint64_t at = first_ns + k * period_ns, now;
-                struct timespec ts = { (time_t)(at / 1000000000ULL), (long)(at % 1000000000ULL) };
+                struct timespec ts = {(time_t)(at / 1000000000ULL), (long)(at % 1000000000ULL)};
 
                 while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
                 }
-                ret[k].start_ns = now = thief_now_ns();
+                ret[k].start_ns = now = now_ns(CLOCK_MONOTONIC);
                 while (now - ret[k].start_ns < durations_ns[k]) {
-                        now = thief_now_ns();
+                        now = now_ns(CLOCK_MONOTONIC);
                 }
                 ret[k].end_ns = now;
         }

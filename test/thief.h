@@ -3,6 +3,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util.h"
+
 /* Ground truth for end-to-end tests: a SCHED_FIFO thread on the probe's CPU that takes the CPU
  * away for known durations at known times, and records exactly when. */
 
@@ -16,6 +18,3 @@ typedef struct Theft {
  * it in @ret[k]. Returns 0, or a negative errno when it cannot pin or get SCHED_FIFO. */
 int thief_run(int cpu, int priority, uint64_t first_ns, uint64_t period_ns,
               const uint64_t *durations_ns, size_t n, Theft *ret);
-
-/* CLOCK_MONOTONIC now, in ns. */
-uint64_t thief_now_ns(void);

@@ -1,4 +1,5 @@
 #include "attrib.h"
+#include "util.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -67,20 +68,6 @@ struct AttribSnapshot {
         unsigned msr_retry; /* calls to go before the MSR is tried again */
         char msr_path[PATH_MAX];
 };
-
-static inline void freep(void *p)
-{
-        free(*(void **)p);
-}
-#define _cleanup_free_ __attribute__((cleanup(freep)))
-
-static inline void closep(int *fd)
-{
-        if (*fd >= 0) {
-                close(*fd);
-        }
-}
-#define _cleanup_close_ __attribute__((cleanup(closep)))
 
 /* FNV-1a: short names, no adversary (names come from the kernel). */
 static uint32_t name_hash(const char *s)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cpulist.h"
+#include "util.h"
 
 /* Task flags from /proc/PID/stat (include/linux/sched.h); stable ABI for years. */
 #define PF_KTHREAD 0x00200000u
@@ -26,20 +27,6 @@
 
 /* How many IRQs or kthreads are named in "seen" before "and N more". */
 #define SEEN_NAMES_MAX 8
-
-static inline void freep(void *p)
-{
-        free(*(void **)p);
-}
-#define _cleanup_free_ __attribute__((cleanup(freep)))
-
-static inline void closedirp(DIR **d)
-{
-        if (*d) {
-                closedir(*d);
-        }
-}
-#define _cleanup_closedir_ __attribute__((cleanup(closedirp)))
 
 /* A growing string. Allocation failure is remembered and reported once, at the end. */
 typedef struct StrBuf {

@@ -1,4 +1,5 @@
 #include "clocks.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -55,14 +56,6 @@ static inline uint64_t timespec_to_ns(const struct timespec *ts)
         return (uint64_t)ts->tv_sec * 1000000000ULL + (uint64_t)ts->tv_nsec;
 }
 
-static inline uint64_t gettime_ns(clockid_t id)
-{
-        struct timespec ts;
-
-        clock_gettime(id, &ts);
-        return timespec_to_ns(&ts);
-}
-
 /* Each way to read time is a read function (its value: ticks for a counter, ns otherwise) and
  * a batch function that times @k reads of it inline, so that no indirect call is charged to
  * the clock. */
@@ -116,15 +109,15 @@ CLOCKS_DEFINE(cntvct_isb, counter_hw_read())
 CLOCKS_DEFINE(cntvct, cntvct_bare_read())
 #endif
 
-CLOCKS_DEFINE(realtime, gettime_ns(CLOCK_REALTIME))
-CLOCKS_DEFINE(realtime_coarse, gettime_ns(CLOCK_REALTIME_COARSE))
-CLOCKS_DEFINE(monotonic, gettime_ns(CLOCK_MONOTONIC))
-CLOCKS_DEFINE(monotonic_coarse, gettime_ns(CLOCK_MONOTONIC_COARSE))
-CLOCKS_DEFINE(monotonic_raw, gettime_ns(CLOCK_MONOTONIC_RAW))
-CLOCKS_DEFINE(boottime, gettime_ns(CLOCK_BOOTTIME))
-CLOCKS_DEFINE(tai, gettime_ns(CLOCK_TAI))
-CLOCKS_DEFINE(process_cputime, gettime_ns(CLOCK_PROCESS_CPUTIME_ID))
-CLOCKS_DEFINE(thread_cputime, gettime_ns(CLOCK_THREAD_CPUTIME_ID))
+CLOCKS_DEFINE(realtime, now_ns(CLOCK_REALTIME))
+CLOCKS_DEFINE(realtime_coarse, now_ns(CLOCK_REALTIME_COARSE))
+CLOCKS_DEFINE(monotonic, now_ns(CLOCK_MONOTONIC))
+CLOCKS_DEFINE(monotonic_coarse, now_ns(CLOCK_MONOTONIC_COARSE))
+CLOCKS_DEFINE(monotonic_raw, now_ns(CLOCK_MONOTONIC_RAW))
+CLOCKS_DEFINE(boottime, now_ns(CLOCK_BOOTTIME))
+CLOCKS_DEFINE(tai, now_ns(CLOCK_TAI))
+CLOCKS_DEFINE(process_cputime, now_ns(CLOCK_PROCESS_CPUTIME_ID))
+CLOCKS_DEFINE(thread_cputime, now_ns(CLOCK_THREAD_CPUTIME_ID))
 
 static inline uint64_t gettimeofday_ns(void)
 {
@@ -266,7 +259,7 @@ static double clock_def_resolution_ns(const ClockDef *def, const CounterInfo *co
  * 0 when it did not move within the budget. */
 static uint64_t clock_def_min_step(const ClockDef *def)
 {
-        uint64_t start = gettime_ns(CLOCK_MONOTONIC_RAW);
+        uint64_t start = now_ns(CLOCK_MONOTONIC_RAW);
         uint64_t prev = def->read(), best = 0;
         unsigned changes = 0;
 
@@ -284,7 +277,7 @@ static uint64_t clock_def_min_step(const ClockDef *def)
                 if (n >= STEP_MIN_READS && changes >= STEP_MIN_CHANGES) {
                         break;
                 }
-                if (n % 64 == 0 && gettime_ns(CLOCK_MONOTONIC_RAW) - start > STEP_BUDGET_NS) {
+                if (n % 64 == 0 && now_ns(CLOCK_MONOTONIC_RAW) - start > STEP_BUDGET_NS) {
                         break;
                 }
         }
@@ -411,13 +404,13 @@ static int last_allowed_cpu(const cpu_set_t *set)
 static unsigned run_rounds(const ClockDef **defs, size_t n_rows, bool hw, unsigned batch,
                            unsigned samples, uint64_t budget_ns, uint64_t *ticks)
 {
-        uint64_t start = gettime_ns(CLOCK_MONOTONIC_RAW);
+        uint64_t start = now_ns(CLOCK_MONOTONIC_RAW);
         size_t n_all = n_rows + 1;
         unsigned round;
 
         for (round = 0; round < WARMUP_ROUNDS + samples; round++) {
                 if (budget_ns > 0 && round >= WARMUP_ROUNDS + CLOCKS_SAMPLES_MIN &&
-                    gettime_ns(CLOCK_MONOTONIC_RAW) - start > budget_ns) {
+                    now_ns(CLOCK_MONOTONIC_RAW) - start > budget_ns) {
                         break;
                 }
                 /* Start each round at another clock, so none always follows the same one. */

@@ -181,75 +181,6 @@ static const char *value_double(char *buf, double v)
 
 /* --- reading the replies: every member is checked, a bad one refuses the whole input --- */
 
-static int get_int(json_t *o, const char *key, json_int_t min, json_int_t max, json_int_t *ret)
-{
-        json_t *v = json_object_get(o, key);
-        json_int_t x;
-
-        if (!json_is_integer(v)) {
-                return -EBADMSG;
-        }
-        x = json_integer_value(v);
-        if (x < min || x > max) {
-                return -EBADMSG;
-        }
-        *ret = x;
-        return 0;
-}
-
-static int get_u64(json_t *o, const char *key, uint64_t *ret)
-{
-        json_int_t x;
-        int r = get_int(o, key, 0, INT64_MAX, &x);
-
-        if (r < 0) {
-                return r;
-        }
-        *ret = (uint64_t)x;
-        return 0;
-}
-
-/* A finite number, integer or real (the daemon sends whole ns values as integers). */
-static int get_number(json_t *o, const char *key, double *ret)
-{
-        json_t *v = json_object_get(o, key);
-
-        if (!json_is_number(v) || !isfinite(json_number_value(v))) {
-                return -EBADMSG;
-        }
-        *ret = json_number_value(v);
-        return 0;
-}
-
-/* A non-negative whole number of ns, integer or real. */
-static int get_ns(json_t *o, const char *key, uint64_t *ret)
-{
-        double v;
-        int r = get_number(o, key, &v);
-
-        if (r < 0) {
-                return r;
-        }
-        /* 2^63 ns is 292 years: anything above is not a duration the daemon measured. */
-        if (v < 0 || v >= 9.2e18) {
-                return -EBADMSG;
-        }
-        *ret = (uint64_t)llround(v);
-        return 0;
-}
-
-static int get_string(json_t *o, const char *key, const char **ret)
-{
-        json_t *v = json_object_get(o, key);
-
-        if (!json_is_string(v) || json_string_length(v) > LABEL_VALUE_MAX ||
-            strlen(json_string_value(v)) != json_string_length(v)) {
-                return -EBADMSG;
-        }
-        *ret = json_string_value(v);
-        return 0;
-}
-
 /* The parsed input: one entry per CPU of each array. */
 typedef struct ProbeEntry {
         char cpu[16];
@@ -351,7 +282,7 @@ static int parse_cpu_array(json_t *arr, size_t size, void **ret, size_t *n_ret)
         json_array_foreach(arr, i, o)
         {
                 json_int_t cpu;
-                int r = get_int(o, "cpu", 0, CPU_SETSIZE - 1, &cpu);
+                int r = json_read_int(o, "cpu", 0, CPU_SETSIZE - 1, &cpu);
 
                 if (r < 0) {
                         return r;
@@ -382,15 +313,15 @@ static int parse_status(Input *in, json_t *status)
         size_t i;
         int r;
 
-        if ((r = get_string(status, "version", &in->version)) < 0 ||
-            (r = get_u64(status, "uptime_ns", &in->uptime_ns)) < 0 ||
-            (r = get_u64(status, "history_bytes", &in->history_bytes)) < 0 ||
-            (r = get_string(counter, "source", &in->source)) < 0 ||
-            (r = get_string(counter, "hz_source", &in->hz_source)) < 0 ||
-            (r = get_u64(counter, "hz", &in->hz)) < 0 ||
-            (r = get_number(counter, "drift_ppm", &in->drift_ppm)) < 0 ||
-            (r = get_u64(config, "threshold_ns", &in->threshold_ns)) < 0 ||
-            (r = get_u64(config, "interval_ns", &in->interval_ns)) < 0 ||
+        if ((r = json_read_string(status, "version", LABEL_VALUE_MAX, &in->version)) < 0 ||
+            (r = json_read_u64(status, "uptime_ns", &in->uptime_ns)) < 0 ||
+            (r = json_read_u64(status, "history_bytes", &in->history_bytes)) < 0 ||
+            (r = json_read_string(counter, "source", LABEL_VALUE_MAX, &in->source)) < 0 ||
+            (r = json_read_string(counter, "hz_source", LABEL_VALUE_MAX, &in->hz_source)) < 0 ||
+            (r = json_read_u64(counter, "hz", &in->hz)) < 0 ||
+            (r = json_read_number(counter, "drift_ppm", &in->drift_ppm)) < 0 ||
+            (r = json_read_u64(config, "threshold_ns", &in->threshold_ns)) < 0 ||
+            (r = json_read_u64(config, "interval_ns", &in->interval_ns)) < 0 ||
             (r = parse_cpu_array(probes, sizeof(ProbeEntry), (void **)&in->probes, &in->n_probes)) <
                     0) {
                 return r;
@@ -400,8 +331,8 @@ static int parse_status(Input *in, json_t *status)
                 ProbeEntry *p = &in->probes[i];
 
                 cpu_label(o, p->cpu);
-                if ((r = get_string(o, "state", &p->state)) < 0 ||
-                    (r = get_ns(o, "floor_ns", &p->floor_ns)) < 0) {
+                if ((r = json_read_string(o, "state", LABEL_VALUE_MAX, &p->state)) < 0 ||
+                    (r = json_read_ns(o, "floor_ns", &p->floor_ns)) < 0) {
                         return r;
                 }
         }
@@ -448,7 +379,7 @@ static int parse_totals(Input *in, json_t *stats)
                         json_t *from =
                                 counters[k].object ? json_object_get(o, counters[k].object) : o;
 
-                        if ((r = get_u64(from, counters[k].key, &t->counters[k])) < 0) {
+                        if ((r = json_read_u64(from, counters[k].key, &t->counters[k])) < 0) {
                                 return r;
                         }
                 }
@@ -458,7 +389,7 @@ static int parse_totals(Input *in, json_t *stats)
                                 return r;
                         }
                 }
-                r = get_number(json_object_get(o, "gap"), "mean_ns", &t->mean_ns);
+                r = json_read_number(json_object_get(o, "gap"), "mean_ns", &t->mean_ns);
                 if (r < 0) {
                         return r;
                 }
@@ -466,7 +397,7 @@ static int parse_totals(Input *in, json_t *stats)
                         return -EBADMSG;
                 }
                 t->have_smi = smi && !json_is_null(smi);
-                if (t->have_smi && (r = get_u64(o, "smi", &t->smi)) < 0) {
+                if (t->have_smi && (r = json_read_u64(o, "smi", &t->smi)) < 0) {
                         return r;
                 }
         }
@@ -488,11 +419,11 @@ static int parse_recent(Input *in, json_t *stats_1m, json_t *intervals_last)
                 Recent *t = &in->recent[i];
 
                 cpu_label(o, t->cpu);
-                if ((r = get_u64(o, "samples", &t->samples)) < 0 ||
-                    (r = get_u64(o, "stalls", &t->stalls)) < 0 ||
-                    (r = get_u64(o, "duration_ns", &t->duration_ns)) < 0 ||
-                    (r = get_ns(json_object_get(o, "gap"), "max_ns", &t->max_gap_ns)) < 0 ||
-                    (r = get_number(o, "cpu_available_pct", &t->available_pct)) < 0) {
+                if ((r = json_read_u64(o, "samples", &t->samples)) < 0 ||
+                    (r = json_read_u64(o, "stalls", &t->stalls)) < 0 ||
+                    (r = json_read_u64(o, "duration_ns", &t->duration_ns)) < 0 ||
+                    (r = json_read_ns(json_object_get(o, "gap"), "max_ns", &t->max_gap_ns)) < 0 ||
+                    (r = json_read_number(o, "cpu_available_pct", &t->available_pct)) < 0) {
                         return r;
                 }
                 if (t->available_pct < 0 || t->available_pct > 100) {
@@ -507,7 +438,7 @@ static int parse_recent(Input *in, json_t *stats_1m, json_t *intervals_last)
         json_array_foreach(intervals_last, i, o)
         {
                 cpu_label(o, in->intervals[i].cpu);
-                if ((r = get_ns(o, "max_gap_ns", &in->intervals[i].max_gap_ns)) < 0) {
+                if ((r = json_read_ns(o, "max_gap_ns", &in->intervals[i].max_gap_ns)) < 0) {
                         return r;
                 }
         }
@@ -534,8 +465,9 @@ static int parse_gaps(Gaps *g, json_t *hist)
                 uint64_t lower, upper, count;
                 size_t le = 0;
 
-                if (get_u64(b, "lower_ns", &lower) < 0 || get_u64(b, "upper_ns", &upper) < 0 ||
-                    get_u64(b, "count", &count) < 0 || lower > upper) {
+                if (json_read_u64(b, "lower_ns", &lower) < 0 ||
+                    json_read_u64(b, "upper_ns", &upper) < 0 ||
+                    json_read_u64(b, "count", &count) < 0 || lower > upper) {
                         return -EBADMSG;
                 }
                 while (le < GAP_LE_COUNT && gap_le[le].ns < upper) {

@@ -1,6 +1,7 @@
 #include "varlink-client.h"
 
 #include "varlink.h"
+#include "util.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -20,14 +21,6 @@ struct VarlinkClient {
         uint64_t timeout_usec;
         bool broken; /* out of sync with the server: no further calls */
 };
-
-static uint64_t now_usec(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000;
-}
 
 int varlink_client_new_from_fd(int fd, VarlinkClient **ret)
 {
@@ -144,7 +137,7 @@ int varlink_client_set_max_message(VarlinkClient *c, size_t max)
 
 static uint64_t client_deadline(const VarlinkClient *c)
 {
-        return c->timeout_usec == 0 ? UINT64_MAX : now_usec() + c->timeout_usec;
+        return c->timeout_usec == 0 ? UINT64_MAX : now_ns(CLOCK_MONOTONIC) / 1000 + c->timeout_usec;
 }
 
 /* Waits for @events until @deadline; returns 0 when ready, -ETIMEDOUT or -errno. */
@@ -156,7 +149,7 @@ static int client_wait(VarlinkClient *c, short events, uint64_t deadline)
                 int n;
 
                 if (deadline != UINT64_MAX) {
-                        uint64_t now = now_usec();
+                        uint64_t now = now_ns(CLOCK_MONOTONIC) / 1000;
 
                         if (now >= deadline) {
                                 return -ETIMEDOUT;

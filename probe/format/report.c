@@ -92,6 +92,35 @@ void report_sanity(FILE *f, const ReportSanity *s)
                 s->realtime_ns > 0 ? diff / s->realtime_ns * 1e6 : 0.0);
 }
 
+static bool same_sign(int64_t a, int64_t b)
+{
+        return (a >= 0 && b >= 0) || (a <= 0 && b <= 0);
+}
+
+size_t report_buckets_join(ReportBucket *b, size_t n)
+{
+        size_t out = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                if (out > 0) {
+                        ReportBucket *row = &b[out - 1];
+                        int64_t lo = row->lower_ns, hi = b[i].upper_ns;
+                        double small = fmin(fabs((double)lo), fabs((double)hi));
+                        double large = fmax(fabs((double)lo), fabs((double)hi));
+
+                        /* Rows of at most ~25 % relative width read better than the ~3 % buckets
+                         * of the histogram. */
+                        if (same_sign(lo, hi) && small > 0 && large * 4 <= small * 5) {
+                                row->upper_ns = hi;
+                                row->count += b[i].count;
+                                continue;
+                        }
+                }
+                b[out++] = b[i];
+        }
+        return out;
+}
+
 typedef struct Collect {
         ReportBucket *b;
         size_t n;
@@ -101,18 +130,10 @@ typedef struct Collect {
 static int collect(uint64_t lower, uint64_t upper, uint64_t count, void *userdata)
 {
         Collect *c = userdata;
-        int64_t lo = (int64_t)tickconv_to_ns(c->conv, lower);
-        int64_t hi = (int64_t)tickconv_to_ns(c->conv, upper);
 
-        /* Rows of at most ~25 % relative width read better than the raw 3 % buckets. */
-        if (c->n > 0 && hi * 4 <= c->b[c->n - 1].lower_ns * 5) {
-                c->b[c->n - 1].upper_ns = hi;
-                c->b[c->n - 1].count += count;
-                return 0;
-        }
         c->b[c->n++] = (ReportBucket){
-                .lower_ns = lo,
-                .upper_ns = hi,
+                .lower_ns = (int64_t)tickconv_to_ns(c->conv, lower),
+                .upper_ns = (int64_t)tickconv_to_ns(c->conv, upper),
                 .count = count,
         };
         return 0;
@@ -128,5 +149,5 @@ int report_buckets_from_histogram(const Histogram *h, const TickConv *conv, Repo
         }
         histogram_foreach(h, collect, &c);
         *ret = c.b;
-        return (int)c.n;
+        return (int)report_buckets_join(c.b, c.n);
 }

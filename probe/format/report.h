@@ -31,7 +31,11 @@ void report_bars(FILE *f, const ReportBucket *b, size_t n, bool color);
 /* Writes the counter-vs-clock elapsed time check. */
 void report_sanity(FILE *f, const ReportSanity *s);
 
-/* Collects the non-empty buckets of @h in ns into a newly allocated array (free() it),
- * joining neighbours into rows at most ~25 % wide for display. Returns the number of rows, or
- * -ENOMEM. */
+/* The one rule for the rows of a bar chart: joins neighbouring buckets (sorted, in ns) of the
+ * same sign into rows whose larger edge is at most 25 % above the smaller one (in magnitude), in
+ * place. Returns the new number of rows. */
+size_t report_buckets_join(ReportBucket *b, size_t n);
+
+/* Collects the non-empty buckets of @h in ns into a newly allocated array (free() it), joined
+ * into rows by report_buckets_join(). Returns the number of rows, or -ENOMEM. */
 int report_buckets_from_histogram(const Histogram *h, const TickConv *conv, ReportBucket **ret);

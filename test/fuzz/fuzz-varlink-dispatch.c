@@ -29,6 +29,7 @@
 #include "manager-private.h"
 #include "varlink-server.h"
 #include "varlink.h"
+#include "util.h"
 
 #ifndef TEST_SOURCE_DIR
 #error "TEST_SOURCE_DIR must name the test/ directory (for the audit fixture)"
@@ -46,14 +47,6 @@ static Api *dispatch_api;
 static uint64_t dispatch_filled_ns;
 static struct sockaddr_un dispatch_addr;
 static socklen_t dispatch_addr_len;
-
-static uint64_t dispatch_now_ns(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 /* A probe-like interval @i: a core of 20-32 ticks, a few long gaps, attribution counts that
  * vary so that the fit of time lost against them has something to solve. */
@@ -102,7 +95,7 @@ static void dispatch_fill_history(Manager *m)
         static ProbeSlot slot;
         static AttribDelta delta;
         unsigned ids[4];
-        uint64_t now = dispatch_now_ns();
+        uint64_t now = now_ns(CLOCK_MONOTONIC);
         uint64_t start = now - (uint64_t)DISPATCH_INTERVALS * ho.interval_ns;
 
         dispatch_filled_ns = now;
@@ -176,7 +169,7 @@ static Manager *dispatch_setup(void)
         snprintf(m->config.audit_root, sizeof(m->config.audit_root), "%s",
                  TEST_SOURCE_DIR "/audit/base");
         m->config_path = "/dev/null";
-        m->start_mono_ns = dispatch_now_ns();
+        m->start_mono_ns = now_ns(CLOCK_MONOTONIC);
         m->start_real_ns = 1700000000000000000ULL;
         m->counter.source = COUNTER_CLOCK;
         m->counter.hz_source = COUNTER_HZ_NOMINAL;
@@ -309,7 +302,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         m = dispatch_manager;
         /* Also now and then, so that the short windows ("10s") keep their data. */
-        if (!dispatch_history_intact(m) || dispatch_now_ns() - dispatch_filled_ns > 5000000000ULL) {
+        if (!dispatch_history_intact(m) ||
+            now_ns(CLOCK_MONOTONIC) - dispatch_filled_ns > 5000000000ULL) {
                 dispatch_fill_history(m);
         }
 

@@ -19,17 +19,10 @@
 
 #include "history.h"
 #include "rng.h"
+#include "util.h"
 
 #define NSEC_PER_SEC 1000000000ULL
 #define FLOOR_TICKS 60
-
-static uint64_t now_ns(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
-}
 
 static void add_gap(ProbeSlot *s, uint64_t v, uint64_t n)
 {
@@ -109,7 +102,8 @@ static void synth_interval(ProbeSlot *s, uint64_t start_ticks, AttribDelta *a)
         /* Core: every tick value from just below the floor to well above it. */
         for (int d = -4; d < 36; d++) {
                 double w = exp(-(double)(d * d) / 18.0);
-                uint64_t n = (uint64_t)(30e6 * w * (0.8 + 0.4 * rng_uniform())) + 1 + rng_next() % 50;
+                uint64_t n =
+                        (uint64_t)(30e6 * w * (0.8 + 0.4 * rng_uniform())) + 1 + rng_next() % 50;
 
                 add_gap(s, (uint64_t)(FLOOR_TICKS + d), n);
         }
@@ -206,9 +200,9 @@ int main(void)
                                       count_buckets(&slot->dd_hist.pos);
                 }
                 samples += slot->gap.count;
-                start = now_ns();
+                start = now_ns(CLOCK_MONOTONIC);
                 r = history_add_interval(h, 0, t, NSEC_PER_SEC, slot, false, a);
-                t_add += now_ns() - start;
+                t_add += now_ns(CLOCK_MONOTONIC) - start;
                 if (r < 0) {
                         fprintf(stderr, "history_add_interval: %s\n", strerror(-r));
                         return 1;
@@ -231,22 +225,22 @@ int main(void)
                 uint64_t now = t0 + (uint64_t)seconds * NSEC_PER_SEC;
                 const unsigned reps = 20;
 
-                start = now_ns();
+                start = now_ns(CLOCK_MONOTONIC);
                 for (unsigned i = 0; i < reps; i++) {
                         r = history_query(h, 0, now - 86400 * NSEC_PER_SEC, now, false, w);
                 }
-                q24 = (double)(now_ns() - start) / reps / 1000.0;
+                q24 = (double)(now_ns(CLOCK_MONOTONIC) - start) / reps / 1000.0;
                 if (r < 0) {
                         fprintf(stderr, "history_query: %s\n", strerror(-r));
                         return 1;
                 }
                 printf("24h window: %u intervals, %" PRIu64 " samples, %.0f us\n", w->intervals,
                        w->slot.gap.count, q24);
-                start = now_ns();
+                start = now_ns(CLOCK_MONOTONIC);
                 for (unsigned i = 0; i < reps; i++) {
                         r = history_query(h, 0, now - 60 * NSEC_PER_SEC, now, false, w);
                 }
-                q1 = (double)(now_ns() - start) / reps / 1000.0;
+                q1 = (double)(now_ns(CLOCK_MONOTONIC) - start) / reps / 1000.0;
                 printf("1m window: %u intervals, %" PRIu64 " samples, %.0f us; %u gap and %u "
                        "dd buckets\n",
                        w->intervals, w->slot.gap.count, q1, count_buckets(&w->slot.gap_hist),

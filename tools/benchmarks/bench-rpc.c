@@ -9,14 +9,7 @@
 #include <time.h>
 
 #include "varlink-client.h"
-
-static uint64_t now_ns(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
+#include "util.h"
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -48,10 +41,10 @@ int main(int argc, char **argv)
         for (long i = 0; i < n; i++) {
                 json_t *reply = NULL;
                 char *err = NULL;
-                uint64_t t0 = now_ns();
+                uint64_t t0 = now_ns(CLOCK_MONOTONIC);
 
                 r = varlink_client_call(c, "io.jitterd.GetStats", params, &reply, &err);
-                lat[i] = now_ns() - t0;
+                lat[i] = now_ns(CLOCK_MONOTONIC) - t0;
                 if (r < 0 || err) {
                         fprintf(stderr, "jitter-bench-rpc: call %ld failed: %s\n", i,
                                 err ? err : strerror(-r));

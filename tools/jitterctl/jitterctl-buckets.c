@@ -50,35 +50,6 @@ int buckets_from_json(json_t *array, ReportBucket **ret)
         return (int)n;
 }
 
-static bool same_sign(int64_t a, int64_t b)
-{
-        return (a >= 0 && b >= 0) || (a <= 0 && b <= 0);
-}
-
-size_t buckets_join(ReportBucket *b, size_t n)
-{
-        size_t out = 0;
-
-        for (size_t i = 0; i < n; i++) {
-                if (out > 0) {
-                        ReportBucket *row = &b[out - 1];
-                        int64_t lo = row->lower_ns, hi = b[i].upper_ns;
-                        double small = fmin(fabs((double)lo), fabs((double)hi));
-                        double large = fmax(fabs((double)lo), fabs((double)hi));
-
-                        /* Rows of at most ~25 % relative width read better than the ~3 % buckets.
-                         */
-                        if (same_sign(lo, hi) && small > 0 && large * 4 <= small * 5) {
-                                row->upper_ns = hi;
-                                row->count += b[i].count;
-                                continue;
-                        }
-                }
-                b[out++] = b[i];
-        }
-        return out;
-}
-
 uint64_t buckets_total(const ReportBucket *b, size_t n)
 {
         uint64_t total = 0;

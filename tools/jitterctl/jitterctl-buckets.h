@@ -1,7 +1,7 @@
 #pragma once
 
 /* Histogram buckets as the daemon sends them (GetHistogram), made readable: joined into rows
- * of bounded relative width, and located by quantile for the percentile markers. */
+ * by report_buckets_join() (report.h), and located by quantile for the percentile markers. */
 
 #include <jansson.h>
 #include <stddef.h>
@@ -14,10 +14,6 @@
  * of buckets, -EINVAL when an element is malformed (missing field, upper below lower, negative
  * count), or -ENOMEM. */
 int buckets_from_json(json_t *array, ReportBucket **ret);
-
-/* Joins neighbouring buckets of the same sign into rows whose larger edge is at most 25 % above
- * the smaller one (in magnitude), in place. Returns the new number of rows. */
-size_t buckets_join(ReportBucket *b, size_t n);
 
 /* Sum of the counts of @n buckets. */
 uint64_t buckets_total(const ReportBucket *b, size_t n);

@@ -3,7 +3,10 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+
+#include "summary-json.h"
 
 static bool ascii_units;
 
@@ -299,36 +302,19 @@ int percentile_key(const char *text, char *key, size_t size)
 
 bool json_get_double(json_t *obj, const char *key, double *ret)
 {
-        json_t *v = json_object_get(obj, key);
-
-        if (!json_is_number(v)) {
-                return false;
-        }
-        *ret = json_number_value(v);
-        return true;
+        return json_read_number(obj, key, ret) == 0;
 }
 
 bool json_get_u64(json_t *obj, const char *key, uint64_t *ret)
 {
-        json_t *v = json_object_get(obj, key);
-        json_int_t i;
-
-        if (!json_is_integer(v)) {
-                return false;
-        }
-        i = json_integer_value(v);
-        if (i < 0) {
-                return false;
-        }
-        *ret = (uint64_t)i;
-        return true;
+        return json_read_u64(obj, key, ret) == 0;
 }
 
 const char *json_get_string(json_t *obj, const char *key, const char *fallback)
 {
-        json_t *v = json_object_get(obj, key);
+        const char *s;
 
-        return json_is_string(v) ? json_string_value(v) : fallback;
+        return json_read_string(obj, key, SIZE_MAX, &s) == 0 ? s : fallback;
 }
 
 char *format_error(char *buf, size_t size, const char *error, json_t *params)

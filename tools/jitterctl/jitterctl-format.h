@@ -63,6 +63,8 @@ int percentile_key(const char *text, char *key, size_t size);
  * @buf. */
 char *format_error(char *buf, size_t size, const char *error, json_t *params);
 
+/* The readers of summary-json.h as jitterctl uses them, with a bool or a fallback. */
+
 /* Reads @key of @obj as a number (integer or real). Returns false when it is missing or not a
  * number. */
 bool json_get_double(json_t *obj, const char *key, double *ret);

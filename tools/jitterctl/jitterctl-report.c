@@ -126,7 +126,7 @@ int cmd_hist(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                 json_decref(reply);
                 return ctl_fail("malformed histogram from jitterd: %s", strerror(-n));
         }
-        n = (int)buckets_join(b, (size_t)n);
+        n = (int)report_buckets_join(b, (size_t)n);
         json_get_u64(reply, "total", &total);
         format_ns(min, sizeof(min), json_get_double(reply, "min_ns", &v) ? v : NAN);
         format_ns(max, sizeof(max), json_get_double(reply, "max_ns", &v) ? v : NAN);
@@ -218,7 +218,7 @@ static int report_cpu(Ctl *ctl, json_t *stats, json_t *status, const char *windo
         if (n < 0) {
                 return ctl_fail("malformed histogram from jitterd: %s", strerror(-n));
         }
-        n = (int)buckets_join(b, (size_t)n);
+        n = (int)report_buckets_join(b, (size_t)n);
         printf("\nHISTOGRAM (gap)\n---------------\n");
         if (n > 0) {
                 report_bars(stdout, b, (size_t)n, ctl->color);

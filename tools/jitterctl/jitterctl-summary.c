@@ -7,57 +7,6 @@
 
 #include "jitterctl-format.h"
 
-bool values_percentile(json_t *values, const char *key, double *ret)
-{
-        if (json_get_double(json_object_get(values, "percentiles"), key, ret)) {
-                return true;
-        }
-        if (strcmp(key, "p50") == 0) {
-                return json_get_double(values, "median_ns", ret);
-        }
-        return false;
-}
-
-int value_summary_from_json(json_t *values, ValueSummary *ret)
-{
-        *ret = (ValueSummary){0};
-        if (!json_get_u64(values, "count", &ret->count) ||
-            !json_get_double(values, "min_ns", &ret->min_ns) ||
-            !json_get_double(values, "max_ns", &ret->max_ns) ||
-            !json_get_double(values, "mean_ns", &ret->mean_ns) ||
-            !json_get_double(values, "stddev_ns", &ret->stddev_ns) ||
-            !json_get_double(values, "median_ns", &ret->median_ns)) {
-                return -EINVAL;
-        }
-        ret->variance_ns2 = ret->stddev_ns * ret->stddev_ns;
-        for (int i = 0; i < SUMMARY_PERCENTILES; i++) {
-                if (!values_percentile(values, summary_percentile_names[i], &ret->pct_ns[i])) {
-                        ret->pct_ns[i] = NAN;
-                }
-        }
-        return 0;
-}
-
-int slot_summary_from_json(json_t *cpu_stats, SlotSummary *ret)
-{
-        json_t *irq = json_object_get(cpu_stats, "interruptions");
-
-        *ret = (SlotSummary){0};
-        if (!json_get_u64(cpu_stats, "samples", &ret->samples) ||
-            !json_get_u64(cpu_stats, "duration_ns", &ret->duration_ns) ||
-            !json_get_u64(irq, "count", &ret->events) ||
-            !json_get_double(irq, "per_second", &ret->events_per_s) ||
-            !json_get_u64(cpu_stats, "lost_ns", &ret->lost_ns) ||
-            !json_get_double(cpu_stats, "cpu_available_pct", &ret->cpu_available_pct)) {
-                return -EINVAL;
-        }
-        if (value_summary_from_json(json_object_get(cpu_stats, "gap"), &ret->gap) < 0 ||
-            value_summary_from_json(json_object_get(cpu_stats, "diffdiff"), &ret->dd) < 0) {
-                return -EINVAL;
-        }
-        return 0;
-}
-
 static int u64_cmp(const void *x, const void *y)
 {
         uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;

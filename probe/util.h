@@ -1,0 +1,43 @@
+#pragma once
+
+/* The helpers every part of the project shares: the one reader of a clock in ns, and the one
+ * set of cleanup attributes (a variable declared with one is released when it goes out of
+ * scope, on every return path). Header-only, so that a library uses them without linking
+ * libjitter. */
+
+#include <dirent.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+/* @clock (CLOCK_MONOTONIC, CLOCK_REALTIME, ...) now, in ns. */
+static inline uint64_t now_ns(clockid_t clock)
+{
+        struct timespec ts;
+
+        clock_gettime(clock, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static inline void freep(void *p)
+{
+        free(*(void **)p);
+}
+#define _cleanup_free_ __attribute__((cleanup(freep)))
+
+static inline void closep(int *fd)
+{
+        if (*fd >= 0) {
+                close(*fd);
+        }
+}
+#define _cleanup_close_ __attribute__((cleanup(closep)))
+
+static inline void closedirp(DIR **d)
+{
+        if (*d) {
+                closedir(*d);
+        }
+}
+#define _cleanup_closedir_ __attribute__((cleanup(closedirp)))
