@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +34,14 @@ static void usage(FILE *f)
                 CONFIG_MAIN_PATH);
 }
 
-int main(int argc, char **argv)
+/* What the command line asks for besides the overrides. */
+typedef struct Args {
+        const char *config_path;
+        bool dump;
+} Args;
+
+/* Parses the command line into @o and @a. Returns -1 to go on, or the exit status. */
+static int parse_args(int argc, char **argv, Overrides *o, Args *a)
 {
         enum {
                 OPT_CPUS = 256,
@@ -58,41 +66,33 @@ int main(int argc, char **argv)
                 {"version", no_argument, NULL, 'V'},
                 {},
         };
-        static char dropin[4096], abs_socket[4096], abs_state[4096], abs_prom[4096];
-        const char *config_path = CONFIG_MAIN_PATH;
-        Overrides o = {0};
-        bool dump = false;
-        Manager *m = NULL;
-        Api *api = NULL;
-        Textfile *textfile = NULL;
-        Config c;
-        int opt, r;
+        int opt;
 
         while ((opt = getopt_long(argc, argv, "c:vhV", longopts, NULL)) >= 0) {
                 switch (opt) {
                 case 'c':
-                        config_path = optarg;
+                        a->config_path = optarg;
                         break;
                 case OPT_CPUS:
-                        o.cpus = optarg;
+                        o->cpus = optarg;
                         break;
                 case OPT_SOCKET:
-                        o.socket = optarg;
+                        o->socket = optarg;
                         break;
                 case OPT_STATE_DIR:
-                        o.state_dir = optarg;
+                        o->state_dir = optarg;
                         break;
                 case OPT_INTERVAL:
-                        o.interval = optarg;
+                        o->interval = optarg;
                         break;
                 case OPT_THRESHOLD:
-                        o.threshold = optarg;
+                        o->threshold = optarg;
                         break;
                 case OPT_PROM:
-                        o.prometheus_textfile = optarg;
+                        o->prometheus_textfile = optarg;
                         break;
                 case OPT_DUMP:
-                        dump = true;
+                        a->dump = true;
                         break;
                 case 'v':
                         log_set_max_level(7);
@@ -113,35 +113,42 @@ int main(int argc, char **argv)
                         argv[optind]);
                 return 2;
         }
-        /* Paths from the command line are relative to where we were started; the config
-         * wants them absolute. */
-        if (o.socket && o.socket[0] != '/' && realpath(".", abs_socket)) {
-                strncat(abs_socket, "/", sizeof(abs_socket) - strlen(abs_socket) - 1);
-                strncat(abs_socket, o.socket, sizeof(abs_socket) - strlen(abs_socket) - 1);
-                o.socket = abs_socket;
-        }
-        if (o.state_dir && o.state_dir[0] != '/' && realpath(".", abs_state)) {
-                strncat(abs_state, "/", sizeof(abs_state) - strlen(abs_state) - 1);
-                strncat(abs_state, o.state_dir, sizeof(abs_state) - strlen(abs_state) - 1);
-                o.state_dir = abs_state;
-        }
-        if (o.prometheus_textfile && o.prometheus_textfile[0] != '/' && realpath(".", abs_prom)) {
-                strncat(abs_prom, "/", sizeof(abs_prom) - strlen(abs_prom) - 1);
-                strncat(abs_prom, o.prometheus_textfile, sizeof(abs_prom) - strlen(abs_prom) - 1);
-                o.prometheus_textfile = abs_prom;
-        }
-        /* Drop-ins live next to the main file: /etc/jitterd/jitterd.conf.d/. */
-        snprintf(dropin, sizeof(dropin), "%s.d", config_path);
+        return -1;
+}
 
-        r = manager_load_config(config_path, dropin, &o, &c);
-        if (r < 0) {
-                log_error("cannot start: the configuration has errors");
-                return 1;
+/* Paths from the command line are relative to where we were started; the config wants them
+ * absolute. */
+static void absolute_paths(Overrides *o)
+{
+        static char abs_socket[4096], abs_state[4096], abs_prom[4096];
+
+        if (o->socket && o->socket[0] != '/' && realpath(".", abs_socket)) {
+                strncat(abs_socket, "/", sizeof(abs_socket) - strlen(abs_socket) - 1);
+                strncat(abs_socket, o->socket, sizeof(abs_socket) - strlen(abs_socket) - 1);
+                o->socket = abs_socket;
         }
-        if (dump) {
-                return config_dump(&c, stdout) < 0 ? 1 : 0;
+        if (o->state_dir && o->state_dir[0] != '/' && realpath(".", abs_state)) {
+                strncat(abs_state, "/", sizeof(abs_state) - strlen(abs_state) - 1);
+                strncat(abs_state, o->state_dir, sizeof(abs_state) - strlen(abs_state) - 1);
+                o->state_dir = abs_state;
         }
-        r = manager_new(&c, config_path, dropin, &o, &m);
+        if (o->prometheus_textfile && o->prometheus_textfile[0] != '/' && realpath(".", abs_prom)) {
+                strncat(abs_prom, "/", sizeof(abs_prom) - strlen(abs_prom) - 1);
+                strncat(abs_prom, o->prometheus_textfile, sizeof(abs_prom) - strlen(abs_prom) - 1);
+                o->prometheus_textfile = abs_prom;
+        }
+}
+
+/* Creates the manager, the API and the textfile, and runs until told to stop. Returns the exit
+ * status. */
+static int run(const Config *c, const char *config_path, const char *dropin, const Overrides *o)
+{
+        Manager *m = NULL;
+        Api *api = NULL;
+        Textfile *textfile = NULL;
+        int r;
+
+        r = manager_new(c, config_path, dropin, o, &m);
         if (r < 0) {
                 manager_free(m);
                 return 1;
@@ -167,4 +174,31 @@ int main(int argc, char **argv)
         api_free(api);
         manager_free(m);
         return r;
+}
+
+int main(int argc, char **argv)
+{
+        static char dropin[4096];
+        Args a = {.config_path = CONFIG_MAIN_PATH};
+        Overrides o = {0};
+        Config c;
+        int r;
+
+        r = parse_args(argc, argv, &o, &a);
+        if (r >= 0) {
+                return r;
+        }
+        absolute_paths(&o);
+        /* Drop-ins live next to the main file: /etc/jitterd/jitterd.conf.d/. */
+        snprintf(dropin, sizeof(dropin), "%s.d", a.config_path);
+
+        r = manager_load_config(a.config_path, dropin, &o, &c);
+        if (r < 0) {
+                log_error("cannot start: the configuration has errors");
+                return 1;
+        }
+        if (a.dump) {
+                return config_dump(&c, stdout) < 0 ? 1 : 0;
+        }
+        return run(&c, a.config_path, dropin, &o);
 }

@@ -427,14 +427,66 @@ static unsigned run_rounds(const ClockDef **defs, size_t n_rows, bool hw, unsign
         return round - WARMUP_ROUNDS;
 }
 
+/* @opts with the defaults filled in, into @o, and how long to measure (0: o->samples rounds
+ * whatever they take). Returns 0 or -EINVAL. */
+static int clocks_options(const ClocksOptions *opts, ClocksOptions *o, uint64_t *ret_budget_ns)
+{
+        *o = opts ? *opts : (ClocksOptions){.cpu = -1};
+        *ret_budget_ns = 0;
+        if (o->samples == 0) {
+                o->samples = CLOCKS_SAMPLES_DEFAULT;
+                *ret_budget_ns = CLOCKS_BUDGET_NS;
+        }
+        if (o->batch == 0) {
+                o->batch = CLOCKS_BATCH_DEFAULT;
+        }
+        if (o->samples > CLOCKS_SAMPLES_MAX || o->batch > CLOCKS_BATCH_MAX) {
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/* The cost of each clock from the @kept batch times of @ticks (one row of o->samples per
+ * clock, then the empty batch's row): the empty batch's shortest time is subtracted. */
+static void clocks_costs(const ClockDef *const *defs, size_t n_rows, const ClocksOptions *o,
+                         const uint64_t *ticks, unsigned kept, double ns_per_tick, bool hz_known,
+                         double *costs, ClocksReport *ret)
+{
+        uint64_t empty_min = UINT64_MAX;
+
+        for (unsigned s = 0; s < kept; s++) {
+                uint64_t t = ticks[n_rows * o->samples + s];
+
+                if (t < empty_min) {
+                        empty_min = t;
+                }
+        }
+        ret->empty_batch_ns = (double)empty_min * ns_per_tick;
+        for (size_t i = 0; i < n_rows; i++) {
+                ClockCost *c = &ret->clocks[i];
+
+                for (unsigned s = 0; s < kept; s++) {
+                        uint64_t t = ticks[i * o->samples + s];
+
+                        costs[s] = t > empty_min ? (double)(t - empty_min) * ns_per_tick /
+                                                           (double)o->batch
+                                                 : 0.0;
+                }
+                cost_stats(c, costs, kept);
+                c->name = defs[i]->name;
+                c->counter = defs[i]->kind == KIND_COUNTER;
+                c->resolution_ns = clock_def_resolution_ns(defs[i], &ret->counter, hz_known);
+        }
+}
+
 int clocks_measure(const ClocksOptions *opts, ClocksReport *ret)
 {
-        ClocksOptions o = opts ? *opts : (ClocksOptions){.cpu = -1};
+        ClocksOptions o;
         const ClockDef *defs[N_CLOCK_DEFS];
         cpu_set_t old_set, pin;
-        uint64_t *ticks = NULL, empty_min = UINT64_MAX;
+        uint64_t *ticks = NULL;
         double *costs = NULL, ns_per_tick;
-        uint64_t budget_ns = 0;
+        uint64_t budget_ns;
         unsigned kept;
         bool hw, hz_known;
         size_t n_rows = 0;
@@ -443,15 +495,9 @@ int clocks_measure(const ClocksOptions *opts, ClocksReport *ret)
         if (!ret) {
                 return -EINVAL;
         }
-        if (o.samples == 0) {
-                o.samples = CLOCKS_SAMPLES_DEFAULT;
-                budget_ns = CLOCKS_BUDGET_NS;
-        }
-        if (o.batch == 0) {
-                o.batch = CLOCKS_BATCH_DEFAULT;
-        }
-        if (o.samples > CLOCKS_SAMPLES_MAX || o.batch > CLOCKS_BATCH_MAX) {
-                return -EINVAL;
+        r = clocks_options(opts, &o, &budget_ns);
+        if (r < 0) {
+                return r;
         }
         if (sched_getaffinity(0, sizeof(old_set), &old_set) < 0) {
                 return -errno;
@@ -516,30 +562,7 @@ int clocks_measure(const ClocksOptions *opts, ClocksReport *ret)
                 r = -errno;
                 goto out;
         }
-
-        for (unsigned s = 0; s < kept; s++) {
-                uint64_t t = ticks[n_rows * o.samples + s];
-
-                if (t < empty_min) {
-                        empty_min = t;
-                }
-        }
-        ret->empty_batch_ns = (double)empty_min * ns_per_tick;
-        for (size_t i = 0; i < n_rows; i++) {
-                ClockCost *c = &ret->clocks[i];
-
-                for (unsigned s = 0; s < kept; s++) {
-                        uint64_t t = ticks[i * o.samples + s];
-
-                        costs[s] = t > empty_min
-                                           ? (double)(t - empty_min) * ns_per_tick / (double)o.batch
-                                           : 0.0;
-                }
-                cost_stats(c, costs, kept);
-                c->name = defs[i]->name;
-                c->counter = defs[i]->kind == KIND_COUNTER;
-                c->resolution_ns = clock_def_resolution_ns(defs[i], &ret->counter, hz_known);
-        }
+        clocks_costs(defs, n_rows, &o, ticks, kept, ns_per_tick, hz_known, costs, ret);
         ret->n_clocks = n_rows;
         ret->samples = kept;
         r = 0;

@@ -89,7 +89,7 @@ static int grow(void **p, size_t *cap, size_t need, size_t size)
 
 int fit_add(Fit *f, double lost_ns, const AttribCount *items, size_t n)
 {
-        bool seen[ATTRIB_MAX_SOURCES] = { false };
+        bool seen[ATTRIB_MAX_SOURCES] = {false};
         size_t kept = 0, cap_rows;
         int r;
 
@@ -195,7 +195,7 @@ static bool solve_passive(const double *g, const double *b, size_t m, const bool
  * diagonal, b = X'y): min |y - X x| subject to x >= 0. */
 static void nnls(const double *g, const double *b, size_t m, double tol, double *x)
 {
-        bool in[FIT_MAX_SOURCES] = { false }, excluded[FIT_MAX_SOURCES] = { false };
+        bool in[FIT_MAX_SOURCES] = {false}, excluded[FIT_MAX_SOURCES] = {false};
         double z[FIT_MAX_SOURCES], w[FIT_MAX_SOURCES];
 
         for (size_t j = 0; j < m; j++) {
@@ -284,26 +284,14 @@ static double clamp01(double v)
         return v < 0 ? 0 : v > 1 ? 1 : v;
 }
 
-int fit_solve(const Fit *f, FitResult *ret)
+/* Chooses the columns: the sources that moved in the most intervals carry the most
+ * information; among equals, the larger counts. Sets @col[id] to the column of source @id (-1:
+ * none) and @ids[column] to its source. Returns the number of columns. */
+static size_t pick_columns(const Fit *f, int col[static ATTRIB_MAX_SOURCES],
+                           uint16_t ids[static FIT_MAX_SOURCES])
 {
-        double g[FIT_MAX_SOURCES * FIT_MAX_SOURCES] = { 0 }, b[FIT_MAX_SOURCES] = { 0 };
-        double scale[FIT_MAX_SOURCES], x[FIT_MAX_SOURCES], cost[FIT_MAX_SOURCES];
-        int col[ATTRIB_MAX_SOURCES];
-        uint16_t ids[FIT_MAX_SOURCES];
-        double yy = 0, ysum = 0, mean, ss_tot = 0, ss_res = 0, explained = 0;
-        size_t m = 0, start = 0;
+        size_t m = 0;
 
-        if (!f || !ret) {
-                return -EINVAL;
-        }
-        if (f->n_rows < FIT_MIN_INTERVALS) {
-                return -EAGAIN;
-        }
-        memset(ret, 0, sizeof(*ret));
-        ret->intervals = f->n_rows;
-
-        /* The sources that moved in the most intervals carry the most information; among
-         * equals, the larger counts. */
         for (size_t i = 0; i < ATTRIB_MAX_SOURCES; i++) {
                 col[i] = -1;
         }
@@ -328,10 +316,19 @@ int fit_solve(const Fit *f, FitResult *ret)
                 col[best] = (int)m;
                 ids[m++] = (uint16_t)best;
         }
+        return m;
+}
+
+/* The normal equations G x = b of the @m columns, and the sum and sum of squares of y. */
+static void normal_equations(const Fit *f, const int *col, size_t m, double *g, double *b,
+                             double *ret_yy, double *ret_ysum)
+{
+        double yy = 0, ysum = 0;
+        size_t start = 0;
 
         for (size_t i = 0; i < f->n_rows; i++) {
                 size_t end = f->row_end[i];
-                double xi[FIT_MAX_SOURCES] = { 0 };
+                double xi[FIT_MAX_SOURCES] = {0};
 
                 for (size_t k = start; k < end; k++) {
                         int c = col[f->items[k].id];
@@ -353,6 +350,14 @@ int fit_solve(const Fit *f, FitResult *ret)
                 ysum += f->y[i];
                 start = end;
         }
+        *ret_yy = yy;
+        *ret_ysum = ysum;
+}
+
+/* Solves the normal equations for non-negative costs per occurrence, into @cost. */
+static void solve_costs(double *g, double *b, size_t m, double yy, double *cost)
+{
+        double scale[FIT_MAX_SOURCES], x[FIT_MAX_SOURCES];
 
         /* Unit-norm columns: counts of LOC (thousands) and SMIs (a few) on one scale. */
         for (size_t p = 0; p < m; p++) {
@@ -368,11 +373,15 @@ int fit_solve(const Fit *f, FitResult *ret)
         for (size_t p = 0; p < m; p++) {
                 cost[p] = x[p] > 0 ? x[p] / scale[p] : 0;
         }
+}
 
-        /* The residual from the data, not from the normal equations, which lose it to
-         * cancellation when the fit is close. */
-        mean = ysum / (double)f->n_rows;
-        start = 0;
+/* The coefficient of determination of @cost. The residual comes from the data, not from the
+ * normal equations, which lose it to cancellation when the fit is close. */
+static double fit_r2(const Fit *f, const int *col, const double *cost, double yy, double ysum)
+{
+        double mean = ysum / (double)f->n_rows, ss_tot = 0, ss_res = 0;
+        size_t start = 0;
+
         for (size_t i = 0; i < f->n_rows; i++) {
                 size_t end = f->row_end[i];
                 double pred = 0, d;
@@ -390,10 +399,33 @@ int fit_solve(const Fit *f, FitResult *ret)
                 start = end;
         }
         if (ss_tot > 0) {
-                ret->r2 = clamp01(1 - ss_res / ss_tot);
-        } else {
-                ret->r2 = ss_res <= 1e-18 * (yy > 1 ? yy : 1) ? 1 : 0;
+                return clamp01(1 - ss_res / ss_tot);
         }
+        return ss_res <= 1e-18 * (yy > 1 ? yy : 1) ? 1 : 0;
+}
+
+int fit_solve(const Fit *f, FitResult *ret)
+{
+        double g[FIT_MAX_SOURCES * FIT_MAX_SOURCES] = {0}, b[FIT_MAX_SOURCES] = {0};
+        double cost[FIT_MAX_SOURCES];
+        int col[ATTRIB_MAX_SOURCES];
+        uint16_t ids[FIT_MAX_SOURCES];
+        double yy, ysum, explained = 0;
+        size_t m;
+
+        if (!f || !ret) {
+                return -EINVAL;
+        }
+        if (f->n_rows < FIT_MIN_INTERVALS) {
+                return -EAGAIN;
+        }
+        memset(ret, 0, sizeof(*ret));
+        ret->intervals = f->n_rows;
+
+        m = pick_columns(f, col, ids);
+        normal_equations(f, col, m, g, b, &yy, &ysum);
+        solve_costs(g, b, m, yy, cost);
+        ret->r2 = fit_r2(f, col, cost, yy, ysum);
 
         ret->lost_ns = ysum;
         ret->n = m;

@@ -264,17 +264,12 @@ static void print_summary_row(const char *label, double a, double b, bool time)
         fputc('\n', stdout);
 }
 
-/* Compares one CPU; adds its JSON to @out (when not NULL) or prints it. Returns 0 or -ENOMEM. */
-static int compare_cpu(const Ctl *ctl, json_int_t cpu, json_t *before, json_t *after, json_t *out)
+/* The table of rows of one CPU: added to @out as a new entry (*@ret_entry) when @out is not
+ * NULL, or printed. Returns 0 or -ENOMEM. */
+static int compare_rows(const Ctl *ctl, json_int_t cpu, json_t *sb, json_t *sa, json_t *out,
+                        json_t **ret_entry)
 {
-        json_t *sb = json_object_get(before, "stats"), *sa = json_object_get(after, "stats");
         json_t *entry = NULL, *jb = NULL, *ja = NULL, *jc = NULL;
-        double *xb = NULL, *xa = NULL;
-        uint64_t ib = 0, ia = 0;
-        int nb, na, r = 0;
-        SampleSummary sum_b, sum_a;
-        MannWhitney mw;
-        bool have_test = false;
 
         if (out) {
                 entry = json_pack("{s:I, s:{}, s:{}, s:{}}", "cpu", cpu, "before", "after",
@@ -323,43 +318,67 @@ static int compare_cpu(const Ctl *ctl, json_int_t cpu, json_t *before, json_t *a
                         fputc('\n', stdout);
                 }
         }
+        *ret_entry = entry;
+        return 0;
+}
+
+/* The worst gaps per interval before and after (of intervals @ib and @ia long), their
+ * summaries, and the Mann-Whitney test between them when both have some. */
+typedef struct CompareGaps {
+        double *xb, *xa;
+        uint64_t ib, ia;
+        SampleSummary sum_b, sum_a;
+        MannWhitney mw;
+        bool have_test;
+} CompareGaps;
+
+/* Fills @g from the timelines of two snapshots of one CPU (free() xb and xa afterwards).
+ * Returns 0 or -ENOMEM. */
+static int compare_gaps(json_t *before, json_t *after, CompareGaps *g)
+{
+        int nb, na, r;
 
         nb = timeline_worst_gaps(json_object_get(json_object_get(before, "timeline"), "points"),
-                                 &xb, &ib);
-        na = timeline_worst_gaps(json_object_get(json_object_get(after, "timeline"), "points"), &xa,
-                                 &ia);
+                                 &g->xb, &g->ib);
+        na = timeline_worst_gaps(json_object_get(json_object_get(after, "timeline"), "points"),
+                                 &g->xa, &g->ia);
         if (nb == -ENOMEM || na == -ENOMEM) {
-                r = -ENOMEM;
-                goto out;
+                return -ENOMEM;
         }
-        sample_summarize(xb, nb > 0 ? (size_t)nb : 0, &sum_b);
-        sample_summarize(xa, na > 0 ? (size_t)na : 0, &sum_a);
+        sample_summarize(g->xb, nb > 0 ? (size_t)nb : 0, &g->sum_b);
+        sample_summarize(g->xa, na > 0 ? (size_t)na : 0, &g->sum_a);
         if (nb > 0 && na > 0) {
-                r = mann_whitney(xb, (size_t)nb, xa, (size_t)na, &mw);
+                r = mann_whitney(g->xb, (size_t)nb, g->xa, (size_t)na, &g->mw);
                 if (r == -ENOMEM) {
-                        goto out;
+                        return r;
                 }
-                have_test = r == 0;
-                r = 0;
+                g->have_test = r == 0;
         }
-        if (out) {
-                json_t *samples =
-                        json_pack("{s:I, s:I, s:o, s:o}", "before_interval_ns", (json_int_t)ib,
-                                  "after_interval_ns", (json_int_t)ia, "before",
-                                  summary_json(&sum_b), "after", summary_json(&sum_a));
+        return 0;
+}
 
-                json_object_set_new(entry, "interval_worst_gaps", samples);
-                if (have_test) {
-                        json_object_set_new(entry, "mann_whitney",
-                                            json_pack("{s:f, s:f, s:f, s:f, s:f, s:b}", "u", mw.u,
-                                                      "u_before", mw.u_a, "z", mw.z, "p", mw.p,
-                                                      "alpha", MANN_WHITNEY_ALPHA, "significant",
-                                                      mw.p < MANN_WHITNEY_ALPHA));
-                } else {
-                        json_object_set_new(entry, "mann_whitney", json_null());
-                }
-                goto out;
+static void compare_gaps_json(json_t *entry, const CompareGaps *g)
+{
+        json_t *samples = json_pack("{s:I, s:I, s:o, s:o}", "before_interval_ns", (json_int_t)g->ib,
+                                    "after_interval_ns", (json_int_t)g->ia, "before",
+                                    summary_json(&g->sum_b), "after", summary_json(&g->sum_a));
+
+        json_object_set_new(entry, "interval_worst_gaps", samples);
+        if (g->have_test) {
+                json_object_set_new(entry, "mann_whitney",
+                                    json_pack("{s:f, s:f, s:f, s:f, s:f, s:b}", "u", g->mw.u,
+                                              "u_before", g->mw.u_a, "z", g->mw.z, "p", g->mw.p,
+                                              "alpha", MANN_WHITNEY_ALPHA, "significant",
+                                              g->mw.p < MANN_WHITNEY_ALPHA));
+        } else {
+                json_object_set_new(entry, "mann_whitney", json_null());
         }
+}
+
+static void compare_gaps_print(const Ctl *ctl, const CompareGaps *g)
+{
+        const SampleSummary *sb = &g->sum_b, *sa = &g->sum_a;
+        uint64_t ib = g->ib, ia = g->ia;
 
         {
                 char len_b[FORMAT_MAX], len_a[FORMAT_MAX];
@@ -371,34 +390,54 @@ static int compare_cpu(const Ctl *ctl, json_int_t cpu, json_t *before, json_t *a
                 printf("  worst gap per interval (%s intervals%s%s%s):\n", len_b,
                        same ? "" : " before, ", same ? "" : len_a, same ? "" : " after");
         }
-        print_summary_row("n", (double)sum_b.n, (double)sum_a.n, false);
-        print_summary_row("min", sum_b.n ? sum_b.min : NAN, sum_a.n ? sum_a.min : NAN, true);
-        print_summary_row("max", sum_b.n ? sum_b.max : NAN, sum_a.n ? sum_a.max : NAN, true);
-        print_summary_row("mean", sum_b.n ? sum_b.mean : NAN, sum_a.n ? sum_a.mean : NAN, true);
-        print_summary_row("std. dev.", sum_b.n > 1 ? sum_b.stddev : NAN,
-                          sum_a.n > 1 ? sum_a.stddev : NAN, true);
+        print_summary_row("n", (double)sb->n, (double)sa->n, false);
+        print_summary_row("min", sb->n ? sb->min : NAN, sa->n ? sa->min : NAN, true);
+        print_summary_row("max", sb->n ? sb->max : NAN, sa->n ? sa->max : NAN, true);
+        print_summary_row("mean", sb->n ? sb->mean : NAN, sa->n ? sa->mean : NAN, true);
+        print_summary_row("std. dev.", sb->n > 1 ? sb->stddev : NAN, sa->n > 1 ? sa->stddev : NAN,
+                          true);
         if (ib > 0 && ia > 0 && (ib > ia ? ib - ia : ia - ib) * 10 > (ib < ia ? ib : ia)) {
                 printf("  %swarning%s: the intervals differ in length, so their worst gaps are "
                        "not the same quantity\n",
                        ctl_color(ctl, CTL_YELLOW), ctl_color(ctl, CTL_RESET));
         }
-        if (have_test) {
-                bool significant = mw.p < MANN_WHITNEY_ALPHA;
-                const char *color = !significant ? "" : mw.z > 0 ? CTL_GREEN : CTL_RED;
+        if (g->have_test) {
+                const MannWhitney *mw = &g->mw;
+                bool significant = mw->p < MANN_WHITNEY_ALPHA;
+                const char *color = !significant ? "" : mw->z > 0 ? CTL_GREEN : CTL_RED;
 
-                printf("  Mann-Whitney U = %.1f, z = %.3f, p = %.3g: %s%s%s (p %s %.2g)%s\n", mw.u,
-                       mw.z, mw.p, ctl_color(ctl, color),
+                printf("  Mann-Whitney U = %.1f, z = %.3f, p = %.3g: %s%s%s (p %s %.2g)%s\n", mw->u,
+                       mw->z, mw->p, ctl_color(ctl, color),
                        significant ? "significant" : "not significant", ctl_color(ctl, CTL_RESET),
                        significant ? "<" : ">=", MANN_WHITNEY_ALPHA,
                        !significant ? ""
-                       : mw.z > 0   ? ", after is lower"
+                       : mw->z > 0  ? ", after is lower"
                                     : ", after is higher");
         } else {
                 printf("  Mann-Whitney U: not enough intervals with samples to test\n");
         }
-out:
-        free(xb);
-        free(xa);
+}
+
+/* Compares one CPU; adds its JSON to @out (when not NULL) or prints it. Returns 0 or -ENOMEM. */
+static int compare_cpu(const Ctl *ctl, json_int_t cpu, json_t *before, json_t *after, json_t *out)
+{
+        CompareGaps g = {0};
+        json_t *entry = NULL;
+        int r;
+
+        r = compare_rows(ctl, cpu, json_object_get(before, "stats"),
+                         json_object_get(after, "stats"), out, &entry);
+        if (r < 0) {
+                return r;
+        }
+        r = compare_gaps(before, after, &g);
+        if (r == 0 && out) {
+                compare_gaps_json(entry, &g);
+        } else if (r == 0) {
+                compare_gaps_print(ctl, &g);
+        }
+        free(g.xb);
+        free(g.xa);
         return r;
 }
 

@@ -382,23 +382,154 @@ static void terminal_leave(Terminal *t)
         }
 }
 
+/* The state of the terminal view's loop. */
+typedef struct WatchLoop {
+        Ctl *ctl;
+        WatchView *view;
+        Stream *s;
+        int sfd;     /* the signalfd */
+        int wake_fd; /* the read end of the pipe the stream thread writes to */
+        unsigned long long count;
+        json_t *last; /* the newest reply shown */
+        bool quit;
+} WatchLoop;
+
+/* SIGWINCH redraws; the other signals end the view. */
+static void watch_on_signals(WatchLoop *w)
+{
+        struct signalfd_siginfo si;
+
+        while (read(w->sfd, &si, sizeof(si)) == sizeof(si)) {
+                if (si.ssi_signo == SIGWINCH) {
+                        draw(w->ctl, w->view, w->last,
+                             w->last ? NULL : "waiting for the next interval...");
+                } else {
+                        w->quit = true;
+                }
+        }
+}
+
+/* q, Q, Ctrl-C or the end of the input end the view. */
+static void watch_on_keys(WatchLoop *w)
+{
+        char buf[64];
+        ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
+
+        if (n <= 0) {
+                w->quit = true;
+        }
+        for (ssize_t k = 0; k < n; k++) {
+                if (buf[k] == 'q' || buf[k] == 'Q' || buf[k] == 3 /* ^C */) {
+                        w->quit = true;
+                }
+        }
+}
+
+/* Shows the newest reply the stream thread has. Returns true when the stream has finished. */
+static bool watch_on_reply(WatchLoop *w)
+{
+        json_t *reply;
+        bool finished;
+        char buf[64];
+
+        while (read(w->wake_fd, buf, sizeof(buf)) > 0) {
+        }
+        pthread_mutex_lock(&w->s->lock);
+        reply = w->s->latest;
+        w->s->latest = NULL;
+        finished = w->s->finished;
+        pthread_mutex_unlock(&w->s->lock);
+        if (reply) {
+                json_decref(w->last);
+                w->last = reply;
+                remember_worst(w->view, w->last);
+                draw(w->ctl, w->view, w->last, NULL);
+                if (w->count > 0 && w->view->intervals >= w->count) {
+                        w->quit = true;
+                }
+        }
+        return finished;
+}
+
+/* Runs the view until it is quit or the stream ends. */
+static void watch_loop(WatchLoop *w, const Terminal *term)
+{
+        while (!w->quit) {
+                struct pollfd p[3] = {
+                        {.fd = w->wake_fd, .events = POLLIN},
+                        {.fd = w->sfd, .events = POLLIN},
+                        {.fd = term->raw ? STDIN_FILENO : -1, .events = POLLIN},
+                };
+
+                if (poll(p, 3, -1) < 0) {
+                        if (errno == EINTR) {
+                                continue;
+                        }
+                        break;
+                }
+                if (p[1].revents & POLLIN) {
+                        watch_on_signals(w);
+                }
+                if (p[2].revents & (POLLIN | POLLHUP)) {
+                        watch_on_keys(w);
+                }
+                if (!(p[0].revents & POLLIN)) {
+                        continue;
+                }
+                if (watch_on_reply(w)) {
+                        break;
+                }
+        }
+}
+
+/* Stops the stream thread, gives the terminal back and says why the view ended, if it was not
+ * quit. Returns the exit status. */
+static int watch_stop(Ctl *ctl, Stream *s, pthread_t thread, Terminal *term, bool quit)
+{
+        bool finished;
+
+        pthread_mutex_lock(&s->lock);
+        finished = s->finished;
+        pthread_mutex_unlock(&s->lock);
+        /* Wakes the stream thread from its wait for the next reply. */
+        if (!finished) {
+                shutdown(varlink_client_fd(ctl->client), SHUT_RDWR);
+        }
+        pthread_join(thread, NULL);
+        terminal_leave(term);
+        if (s->error) {
+                char msg[512];
+
+                return ctl_fail("%s", format_error(msg, sizeof(msg), s->error, s->error_params));
+        }
+        if (finished && s->result < 0) {
+                char why[128];
+
+                return ctl_fail("the stream from jitterd ended: %s",
+                                stream_strerror(ctl, s->result, why, sizeof(why)));
+        }
+        if (finished && !quit) {
+                return ctl_fail("jitterd ended the stream");
+        }
+        return CTL_EXIT_OK;
+}
+
 static int watch_terminal(Ctl *ctl, json_t *params, unsigned long long count)
 {
         Stream s = {.client = ctl->client, .params = params, .notify = -1};
-        WatchView *view;
+        WatchLoop w = {.ctl = ctl, .s = &s, .sfd = -1, .count = count};
         Terminal term = {0};
         sigset_t mask, saved_mask;
-        int pipefd[2] = {-1, -1}, sfd = -1, r = CTL_EXIT_OK;
-        json_t *last = NULL;
+        int pipefd[2] = {-1, -1}, r = CTL_EXIT_OK;
         pthread_t thread;
-        bool quit = false, started = false;
 
-        view = calloc(1, sizeof(*view));
-        if (!view || pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) < 0) {
-                free(view);
+        w.view = calloc(1, sizeof(*w.view));
+        if (!w.view || pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) < 0) {
+                free(w.view);
                 return ctl_fail("cannot set up the view: %s", strerror(errno ? errno : ENOMEM));
         }
         s.notify = pipefd[1];
+        w.wake_fd = pipefd[0];
         pthread_mutex_init(&s.lock, NULL);
         /* Blocked before the thread starts, so that it inherits the mask and every one of
          * these signals reaches the main thread's signalfd. */
@@ -408,117 +539,27 @@ static int watch_terminal(Ctl *ctl, json_t *params, unsigned long long count)
         sigaddset(&mask, SIGHUP);
         sigaddset(&mask, SIGWINCH);
         pthread_sigmask(SIG_BLOCK, &mask, &saved_mask);
-        sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-        if (sfd < 0 || pthread_create(&thread, NULL, stream_thread, &s) != 0) {
+        w.sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (w.sfd < 0 || pthread_create(&thread, NULL, stream_thread, &s) != 0) {
                 r = ctl_fail("cannot start the view: %s", strerror(errno));
-                goto out;
-        }
-        started = true;
-        terminal_enter(&term);
-        draw(ctl, view, NULL, "waiting for the next interval...");
-
-        while (!quit) {
-                struct pollfd p[3] = {
-                        {.fd = pipefd[0], .events = POLLIN},
-                        {.fd = sfd, .events = POLLIN},
-                        {.fd = term.raw ? STDIN_FILENO : -1, .events = POLLIN},
-                };
-                json_t *reply = NULL;
-                bool finished;
-                char buf[64];
-
-                if (poll(p, 3, -1) < 0) {
-                        if (errno == EINTR) {
-                                continue;
-                        }
-                        break;
-                }
-                if (p[1].revents & POLLIN) {
-                        struct signalfd_siginfo si;
-
-                        while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
-                                if (si.ssi_signo == SIGWINCH) {
-                                        draw(ctl, view, last,
-                                             last ? NULL : "waiting for the next interval...");
-                                } else {
-                                        quit = true;
-                                }
-                        }
-                }
-                if (p[2].revents & (POLLIN | POLLHUP)) {
-                        ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
-
-                        if (n <= 0) {
-                                quit = true;
-                        }
-                        for (ssize_t k = 0; k < n; k++) {
-                                if (buf[k] == 'q' || buf[k] == 'Q' || buf[k] == 3 /* ^C */) {
-                                        quit = true;
-                                }
-                        }
-                }
-                if (!(p[0].revents & POLLIN)) {
-                        continue;
-                }
-                while (read(pipefd[0], buf, sizeof(buf)) > 0) {
-                }
-                pthread_mutex_lock(&s.lock);
-                reply = s.latest;
-                s.latest = NULL;
-                finished = s.finished;
-                pthread_mutex_unlock(&s.lock);
-                if (reply) {
-                        json_decref(last);
-                        last = reply;
-                        remember_worst(view, last);
-                        draw(ctl, view, last, NULL);
-                        if (count > 0 && view->intervals >= count) {
-                                quit = true;
-                        }
-                }
-                if (finished) {
-                        break;
-                }
-        }
-
-out:
-        if (started) {
-                bool finished;
-
-                pthread_mutex_lock(&s.lock);
-                finished = s.finished;
-                pthread_mutex_unlock(&s.lock);
-                /* Wakes the stream thread from its wait for the next reply. */
-                if (!finished) {
-                        shutdown(varlink_client_fd(ctl->client), SHUT_RDWR);
-                }
-                pthread_join(thread, NULL);
-                terminal_leave(&term);
-                if (s.error) {
-                        char msg[512];
-
-                        r = ctl_fail("%s", format_error(msg, sizeof(msg), s.error, s.error_params));
-                } else if (finished && s.result < 0) {
-                        char why[128];
-
-                        r = ctl_fail("the stream from jitterd ended: %s",
-                                     stream_strerror(ctl, s.result, why, sizeof(why)));
-                } else if (finished && !quit) {
-                        r = ctl_fail("jitterd ended the stream");
-                }
+        } else {
+                terminal_enter(&term);
+                draw(ctl, w.view, NULL, "waiting for the next interval...");
+                watch_loop(&w, &term);
+                r = watch_stop(ctl, &s, thread, &term, w.quit);
         }
         pthread_sigmask(SIG_SETMASK, &saved_mask, NULL);
-        if (sfd >= 0) {
-                close(sfd);
+        if (w.sfd >= 0) {
+                close(w.sfd);
         }
         close(pipefd[0]);
         close(pipefd[1]);
         pthread_mutex_destroy(&s.lock);
-        json_decref(last);
+        json_decref(w.last);
         json_decref(s.latest);
         json_decref(s.error_params);
         free(s.error);
-        free(view);
+        free(w.view);
         return r;
 }
 
