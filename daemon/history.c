@@ -1213,6 +1213,8 @@ static void w_sum(Writer *w, const HistorySum *s, uint8_t *scratch)
         w_interval(w, &iv, true);
 }
 
+/* Long because the checkpoint is written section by section in the order history_load() reads it
+ */
 int history_save(const History *h, const AttribTable *t, uint64_t hz, FILE *f)
 {
         uint8_t boot_id[BOOT_ID_SIZE];
@@ -1561,6 +1563,8 @@ static bool hz_matches(uint64_t a, uint64_t b)
         return (unsigned __int128)diff * 1000000u <= (unsigned __int128)b * 100u;
 }
 
+/* Long because each section of the checkpoint is checked in the order it is read; a bad one
+ * refuses the whole file. */
 int history_load(History *h, AttribTable *t, uint64_t hz, FILE *f)
 {
         uint8_t magic[8], file_boot[BOOT_ID_SIZE], boot[BOOT_ID_SIZE], zero[BOOT_ID_SIZE] = {0};

@@ -849,6 +849,8 @@ static int setup_server(Manager *m)
         return 0;
 }
 
+/* Long because the set-up steps (privileges, CPUs, event loop, signals, server, history) run in
+ * order, each undone by manager_free() on failure. */
 int manager_new(const Config *config, const char *config_path, const char *dropin_dir,
                 const Overrides *overrides, Manager **ret)
 {

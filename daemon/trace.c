@@ -668,6 +668,8 @@ static int open_cpus(TraceRecorder *t, char *reason, size_t rsize)
         return 0;
 }
 
+/* Long because the tracing instance is built step by step (instance, clock, events, buffers,
+ * CPUs), each with its own reason when it fails. */
 int trace_recorder_new(const TraceOptions *opt, TraceRecorder **ret, char *reason,
                        size_t reason_size)
 {

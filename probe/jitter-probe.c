@@ -88,6 +88,7 @@ static int fail_usage(const char *fmt, const char *arg)
         return 2;
 }
 
+/* Long because one case per command-line option, a flat switch. */
 static int parse_args(int argc, char **argv, Options *o)
 {
         enum { OPT_THRESHOLD = 256, OPT_PRIORITY, OPT_COUNTER, OPT_JSON, OPT_PREHEAT };
@@ -364,6 +365,8 @@ static void print_text(const Run *run, const CounterInfo *ci, const Options *o,
         putchar('\n');
 }
 
+/* Long because it runs the whole one-shot measurement in order (set-up, preheat, run, report); its
+ * steps are marked. */
 int main(int argc, char **argv)
 {
         Options o;

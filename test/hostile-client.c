@@ -278,6 +278,7 @@ static int check_answers(void)
         return r < 0 ? -1 : 0;
 }
 
+/* Long because the rounds of junk and the checks afterwards run in order. */
 int main(int argc, char **argv)
 {
         static const char *const texts[] = {

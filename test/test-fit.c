@@ -90,11 +90,11 @@ static void test_known_costs(void **state)
                 if (lost < 0) {
                         lost = 0;
                 }
-                items[n++] = (AttribCount){ .id = RES, .count = res };
-                items[n++] = (AttribCount){ .id = LOC, .count = loc };
-                items[n++] = (AttribCount){ .id = CAL, .count = cal };
+                items[n++] = (AttribCount){.id = RES, .count = res};
+                items[n++] = (AttribCount){.id = LOC, .count = loc};
+                items[n++] = (AttribCount){.id = CAL, .count = cal};
                 if (smi) {
-                        items[n++] = (AttribCount){ .id = SMI, .count = smi };
+                        items[n++] = (AttribCount){.id = SMI, .count = smi};
                 }
                 assert_int_equal(fit_add(f, lost, items, n), 0);
                 lost_total += lost;
@@ -133,7 +133,7 @@ static void test_non_negative(void **state)
         assert_int_equal(fit_new(200, &f), 0);
         for (int i = 0; i < 200; i++) {
                 uint64_t a = rng_range(10, 100), b = rng_range(0, 50);
-                AttribCount items[] = { { .id = 1, .count = a }, { .id = 2, .count = b } };
+                AttribCount items[] = {{.id = 1, .count = a}, {.id = 2, .count = b}};
                 /* every B makes less time lost: ordinary least squares says about -400 ns */
                 double lost = 3000.0 * (double)a - 400.0 * (double)b + 20000;
 
@@ -158,7 +158,7 @@ static void test_non_negative(void **state)
 static bool ls_subset(const double *x, const double *y, size_t n, size_t m, unsigned mask,
                       double *ret)
 {
-        double a[4][5] = { { 0 } };
+        double a[4][5] = {{0}};
         size_t idx[4], k = 0;
 
         for (size_t j = 0; j < m; j++) {
@@ -226,6 +226,7 @@ static double residual(const double *x, const double *y, size_t n, size_t m, con
 
 /* Random problems with correlated sources and some negative true effects: the fit reaches the
  * non-negative least-squares optimum, found here by trying every subset of sources. */
+/* Long because it builds the data, the exhaustive fit and the comparison in one sequence. */
 static void test_against_brute_force(void **state)
 {
         enum { N = 120, M = 4 };
@@ -234,7 +235,7 @@ static void test_against_brute_force(void **state)
         (void)state;
         rng_seed(2024);
         for (int trial = 0; trial < 200; trial++) {
-                double truth[M], best[M], c[M], best_ss = INFINITY, got[M] = { 0 }, got_ss;
+                double truth[M], best[M], c[M], best_ss = INFINITY, got[M] = {0}, got_ss;
                 Fit *f;
                 FitResult r;
 
@@ -275,8 +276,8 @@ static void test_against_brute_force(void **state)
                         AttribCount items[M];
 
                         for (size_t j = 0; j < M; j++) {
-                                items[j] = (AttribCount){ .id = (uint16_t)(10 + j),
-                                                          .count = (uint64_t)x[i * M + j] };
+                                items[j] = (AttribCount){.id = (uint16_t)(10 + j),
+                                                         .count = (uint64_t)x[i * M + j]};
                         }
                         assert_int_equal(fit_add(f, y[i], items, M), 0);
                 }
@@ -329,10 +330,10 @@ static void test_collinear(void **state)
         for (int i = 0; i < 100; i++) {
                 uint64_t loc = rng_range(900, 1100);
                 AttribCount items[] = {
-                        { .id = 1, .count = loc },
-                        { .id = 2, .count = 2 * loc },
-                        { .id = 3, .count = 0 },
-                        { .id = 4, .count = loc },
+                        {.id = 1, .count = loc},
+                        {.id = 2, .count = 2 * loc},
+                        {.id = 3, .count = 0},
+                        {.id = 4, .count = loc},
                 };
 
                 assert_int_equal(fit_add(f, 3000.0 * (double)loc, items, 4), 0);
@@ -360,7 +361,7 @@ static void test_degenerate(void **state)
         (void)state;
         assert_int_equal(fit_new(100, &f), 0);
         for (int i = 0; i < 60; i++) {
-                AttribCount items[] = { { .id = 5, .count = (uint64_t)i % 7 + 1 } };
+                AttribCount items[] = {{.id = 5, .count = (uint64_t)i % 7 + 1}};
 
                 assert_int_equal(fit_add(f, 0, items, 1), 0);
         }
@@ -389,7 +390,7 @@ static void test_source_limit(void **state)
 {
         Fit *f;
         FitResult r;
-        bool in[20] = { false };
+        bool in[20] = {false};
 
         (void)state;
         rng_seed(11);
@@ -404,7 +405,7 @@ static void test_source_limit(void **state)
                         if (rng_uniform() < (id + 1) / 21.0) {
                                 uint64_t c = rng_range(1, 20);
 
-                                items[n++] = (AttribCount){ .id = id, .count = c };
+                                items[n++] = (AttribCount){.id = id, .count = c};
                                 lost += 1000.0 * (id + 1) * (double)c;
                         }
                 }
@@ -431,9 +432,9 @@ static void test_refusals(void **state)
 {
         Fit *f;
         FitResult r;
-        AttribCount dup[] = { { .id = 1, .count = 1 }, { .id = 1, .count = 2 } };
-        AttribCount big[] = { { .id = ATTRIB_MAX_SOURCES, .count = 1 } };
-        AttribCount one[] = { { .id = 1, .count = 1 } };
+        AttribCount dup[] = {{.id = 1, .count = 1}, {.id = 1, .count = 2}};
+        AttribCount big[] = {{.id = ATTRIB_MAX_SOURCES, .count = 1}};
+        AttribCount one[] = {{.id = 1, .count = 1}};
 
         (void)state;
         assert_int_equal(fit_new(FIT_MIN_INTERVALS - 1, &f), -EINVAL);
@@ -463,10 +464,13 @@ static void test_refusals(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_known_costs),  cmocka_unit_test(test_non_negative),
+                cmocka_unit_test(test_known_costs),
+                cmocka_unit_test(test_non_negative),
                 cmocka_unit_test(test_against_brute_force),
-                cmocka_unit_test(test_collinear),    cmocka_unit_test(test_degenerate),
-                cmocka_unit_test(test_source_limit), cmocka_unit_test(test_refusals),
+                cmocka_unit_test(test_collinear),
+                cmocka_unit_test(test_degenerate),
+                cmocka_unit_test(test_source_limit),
+                cmocka_unit_test(test_refusals),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

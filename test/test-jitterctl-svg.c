@@ -46,6 +46,7 @@ static size_t count(const char *hay, const char *needle)
 
 /* A minimal well-formedness check: every element closed in order, attributes quoted, only the
  * five predefined entities, no stray '<' or '&'. Returns NULL or what is wrong. */
+/* Long because it is a small XML well-formedness checker, one state machine. */
 static const char *xml_check(const char *s)
 {
         const char *stack[64];

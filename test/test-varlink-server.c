@@ -983,6 +983,7 @@ static void test_handler_failures(void **state)
         PUMP_UNTIL(f, varlink_server_n_connections(f->server) == 0);
 }
 
+/* Long because its cases share one server and run in order. */
 static void test_listen(void **state)
 {
         Fixture *f = *state;
@@ -1145,6 +1146,7 @@ static int collect(json_t *params, const char *error_name, bool continues, void 
         return 0;
 }
 
+/* Long because its cases share one server and one client and run in order. */
 static void test_client(void **state)
 {
         Fixture *f = *state;

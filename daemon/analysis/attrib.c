@@ -623,6 +623,8 @@ static void irq_description(const char *p, const char *end, bool numeric, char *
 
 /* Parses /proc/interrupts (@irq true) or /proc/softirqs text in the table's buffer and records
  * every row for every request. Returns 0, -ENOSPC or -ENOMEM (after recording what fits). */
+/* Long because it parses /proc/interrupts' header and rows, with every malformed case, in one pass
+ */
 static int parse_counts(AttribTable *t, size_t len, bool irq, AttribRequest *reqs, size_t n,
                         int *cols)
 {

@@ -715,6 +715,8 @@ static bool irq_unmovable(const Audit *a, unsigned irq)
         return false;
 }
 
+/* Long because each IRQ's affinity, effective affinity and action names are read and judged in one
+ * pass over /proc/irq. */
 static int scan_irqs(Audit *a)
 {
         _cleanup_closedir_ DIR *dir = NULL;
@@ -1609,6 +1611,8 @@ static int cstate_compare(const void *x, const void *y)
         return a->index < b->index ? -1 : a->index > b->index;
 }
 
+/* Long because it walks every C-state of every probed CPU and words each finding where it is found
+ */
 static int check_cstates(Audit *a, int cpu)
 {
         _cleanup_strbuf_ StrBuf seen = {0}, fix = {0};

@@ -479,6 +479,8 @@ static void clocks_costs(const ClockDef *const *defs, size_t n_rows, const Clock
         }
 }
 
+/* Long because the measurement runs pinned, and every error path between pinning and restoring the
+ * affinity is in this one function. */
 int clocks_measure(const ClocksOptions *opts, ClocksReport *ret)
 {
         ClocksOptions o;

@@ -382,6 +382,7 @@ static double tol_max(double period)
  * around the peak, and twice the half-width in which they stand out most above the flat
  * background (the outer half of the range tells how dense the background is). False when
  * nothing stands out. */
+/* Long because the golden-section search and its bracketing share their state. */
 static bool refine(const Work *w, const Candidate *c, size_t min_events, double *ret_period,
                    double *ret_tol)
 {
@@ -481,6 +482,8 @@ static double link_error(const Work *w, size_t i, double period)
  * @skip multiples of @period after it (the first multiple that has one within the tolerance),
  * and marks in w->on the events on chains with at least CHAIN_MIN - 1 links to the very next
  * multiple. */
+/* Long because the phase statistics of one candidate period are computed in one pass over the
+ * starts. */
 static Eval evaluate(Work *w, double period, double tol, unsigned skip)
 {
         size_t ptr[SKIP_MAX + 1] = {0};
@@ -687,6 +690,8 @@ static bool one_class(Work *w, unsigned k)
 
 /* Judges one candidate among the events left in @w: true when it is a period to report,
  * with its period, tolerance and events in @ret and its events marked in w->on. */
+/* Long because each test against chance a candidate must pass is one block, in the order they are
+ * applied. */
 static bool judge_candidate(Work *w, const Candidate *cand, const PeriodicityOptions *opt,
                             const double *kept_period, size_t nkept, PeriodicityPeriod *ret)
 {
@@ -781,6 +786,8 @@ static bool judge_candidate(Work *w, const Candidate *cand, const PeriodicityOpt
         return true;
 }
 
+/* Long because the search is one sequence (candidates, refinement, judgement, explained share)
+ * sharing its buffers; the steps are marked. */
 int periodicity_find(const uint64_t *start_ns, size_t n, const PeriodicityOptions *opt,
                      PeriodicityResult *ret)
 {

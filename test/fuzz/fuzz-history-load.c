@@ -80,6 +80,7 @@ static int hload_load(History *h, AttribTable *t, const uint8_t *buf, size_t len
         return r;
 }
 
+/* Long because the loaded history is checked against every invariant in turn. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         static ProbeSlot slot;

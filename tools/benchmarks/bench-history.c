@@ -158,6 +158,7 @@ static unsigned count_buckets(const Histogram *h)
         return n;
 }
 
+/* Long because the benchmark fills, measures and prints in one sequence. */
 int main(void)
 {
         const HistoryOptions opt = {

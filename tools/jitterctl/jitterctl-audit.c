@@ -9,6 +9,7 @@
 #include "cpulist.h"
 #include "jitterctl.h"
 
+/* Long because it parses the options of the local and the remote audit and prints the report. */
 int cmd_audit(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 {
         static const struct option options[] = {

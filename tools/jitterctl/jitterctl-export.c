@@ -125,6 +125,8 @@ static void export_usage(FILE *f)
  * connects to the daemon and prints the exposition to stdout. @argv[0] is the command's name.
  * Returns the exit status: CTL_EXIT_OK, CTL_EXIT_FAILURE when the daemon cannot be asked or its
  * replies are malformed, CTL_EXIT_USAGE. */
+/* Long because it parses the options, makes the four calls the exposition needs and renders them
+ */
 int jitterctl_export(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 {
         static const struct option options[] = {

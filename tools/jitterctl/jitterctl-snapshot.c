@@ -441,6 +441,8 @@ static int compare_cpu(const Ctl *ctl, json_int_t cpu, json_t *before, json_t *a
         return r;
 }
 
+/* Long because it parses the options, reads both snapshots and compares each CPU present in both
+ */
 int cmd_compare(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 {
         static const struct option options[] = {

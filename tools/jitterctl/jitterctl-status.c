@@ -93,6 +93,7 @@ static void print_trace(json_t *trace)
         }
 }
 
+/* Long because it prints the daemon, counter and probe sections one after another. */
 int cmd_status(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 {
         static const struct option options[] = {
@@ -326,6 +327,7 @@ static void print_causes(Ctl *ctl, json_t *stats)
         }
 }
 
+/* Long because it parses the command's options and prints each CPU's table rows in order. */
 int cmd_stats(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 {
         static const struct option options[] = {
@@ -443,6 +445,7 @@ static const char *main_cause(json_t *e, char *buf, size_t size)
         return buf;
 }
 
+/* Long because it parses the command's options and prints its table, one column after another. */
 int cmd_events(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 {
         static const struct option options[] = {

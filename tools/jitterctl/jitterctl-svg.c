@@ -238,6 +238,7 @@ static void time_label(char *buf, size_t size, double t, double step)
         }
 }
 
+/* Long because the axes, grid, labels and series of the panel are drawn in order. */
 static void timeline_panel(FILE *f, double x0, double y0, const PlotSeries *s)
 {
         Area a = {

@@ -214,6 +214,8 @@ static const CtlCommand *command_find(const char *name)
         return NULL;
 }
 
+/* Long because the global options, the locale and the dispatch to the command are handled in order
+ */
 int main(int argc, char **argv)
 {
         static const struct option options[] = {
