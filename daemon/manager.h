@@ -2,8 +2,10 @@
 
 /* The Manager owns the event loop, the probes, the history and the Varlink server: every
  * interval it moves the probes to a new epoch, harvests the finished one into the history with
- * its attribution counters and interruptions, tells systemd and the Monitor clients, and
- * checkpoints the history now and then. It runs on housekeeping CPUs only. */
+ * its attribution counters and interruptions, tells systemd, calls the harvest hooks (the API's
+ * Monitor, the textfile: it knows nothing else of them), and checkpoints the history now and
+ * then. It runs on housekeeping CPUs only. Its state is opaque: manager-private.h is for the
+ * manager's own files and white-box tests; everything else uses the accessors below. */
 
 #include <jansson.h>
 #include <sched.h>
