@@ -2,11 +2,13 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +32,22 @@ typedef struct Event {
         uint64_t duration_ticks;
 } Event;
 
+/* How long a probe may take beyond its preheat to start recording (pinning, and the
+ * scheduling of a busy host), to take a new interval, and to stop. */
+#define START_SLACK_NS 5000000000ULL
+#define ACK_TIMEOUT_NS 1000000000ULL
+
+#ifdef JITTER_PROBE_TEST_HOOKS
+/* What JITTER_PROBE_TEST_HOOKS asks the probe to see instead of the hardware. */
+typedef struct TestHooks {
+        ProbeRdtscp rdtscp;
+        bool tsc_aux_set;
+        unsigned tsc_aux;       /* what TSC_AUX reads ... */
+        unsigned honest_reads;  /* ... after this many reads of the true CPU */
+        _Atomic unsigned reads; /* per probe: the hooks run in its thread */
+} TestHooks;
+#endif
+
 typedef struct Run {
         int cpu;
         Probe *probe;
@@ -40,6 +58,13 @@ typedef struct Run {
         uint64_t events_dropped; /* lost in the ring, or beyond what we keep */
         uint64_t harvest_epoch;
         uint64_t duration_ns;
+        uint64_t advanced_ns;         /* when the current interval was started */
+        uint64_t migrations_at_start; /* before the recording */
+        bool ack_late;                /* said once that the probe did not take it in time */
+#ifdef JITTER_PROBE_TEST_HOOKS
+        TestHooks test;
+        ProbeHooks hooks;
+#endif
 } Run;
 
 typedef struct Options {
@@ -232,6 +257,76 @@ static int choose_cpus(Options *o)
         return 0;
 }
 
+#ifdef JITTER_PROBE_TEST_HOOKS
+/* The test build (jitter-probe-test-hooks, never installed) reads JITTER_PROBE_TEST_HOOKS, a
+ * comma-separated list standing in for the hardware of hosts the tests cannot run on:
+ *   rdtscp=0|1         CPUID says the CPU has no rdtscp, or has it
+ *   tsc-aux=V          TSC_AUX reads V (a number nobody wrote, as some hypervisors leave it)
+ *   honest-reads=N     ... but only after N reads of the true CPU number
+ * Returns 0, or 2 after saying what is wrong. */
+static int test_hooks_parse(TestHooks *ret)
+{
+        const char *env = getenv("JITTER_PROBE_TEST_HOOKS");
+        char buf[256], *save = NULL;
+
+        *ret = (TestHooks){.rdtscp = PROBE_RDTSCP_ASK_CPUID};
+        if (!env || snprintf(buf, sizeof(buf), "%s", env) >= (int)sizeof(buf)) {
+                return env ? fail_usage("JITTER_PROBE_TEST_HOOKS too long: '%s'", env) : 0;
+        }
+        for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                char *eq = strchr(tok, '='), *end;
+                unsigned long v;
+
+                if (!eq) {
+                        return fail_usage("JITTER_PROBE_TEST_HOOKS: '%s' is not KEY=VALUE", tok);
+                }
+                *eq = '\0';
+                errno = 0;
+                v = strtoul(eq + 1, &end, 0);
+                if (errno != 0 || *end != '\0' || end == eq + 1 || v > UINT_MAX) {
+                        return fail_usage("JITTER_PROBE_TEST_HOOKS: bad number for '%s'", tok);
+                }
+                if (strcmp(tok, "rdtscp") == 0 && v <= 1) {
+                        ret->rdtscp = v ? PROBE_RDTSCP_PRESENT : PROBE_RDTSCP_ABSENT;
+                } else if (strcmp(tok, "tsc-aux") == 0) {
+                        ret->tsc_aux_set = true;
+                        ret->tsc_aux = (unsigned)v;
+                } else if (strcmp(tok, "honest-reads") == 0) {
+                        ret->honest_reads = (unsigned)v;
+                } else {
+                        return fail_usage("JITTER_PROBE_TEST_HOOKS: unknown '%s' (rdtscp, "
+                                          "tsc-aux, honest-reads)",
+                                          tok);
+                }
+        }
+        return 0;
+}
+
+static unsigned test_tsc_aux(void *userdata)
+{
+        TestHooks *t = userdata;
+
+        if (atomic_fetch_add(&t->reads, 1) < t->honest_reads) {
+                return (unsigned)sched_getcpu();
+        }
+        return t->tsc_aux;
+}
+
+static void test_hooks_apply(Run *run, const TestHooks *t, ProbeConfig *pc)
+{
+        run->test.rdtscp = t->rdtscp;
+        run->test.tsc_aux_set = t->tsc_aux_set;
+        run->test.tsc_aux = t->tsc_aux;
+        run->test.honest_reads = t->honest_reads;
+        run->hooks = (ProbeHooks){
+                .tsc_aux = t->tsc_aux_set ? test_tsc_aux : NULL,
+                .rdtscp = t->rdtscp,
+                .userdata = &run->test,
+        };
+        pc->hooks = &run->hooks;
+}
+#endif
+
 static void explain_start_error(int cpu, int r, const Options *o)
 {
         if (r == -EPERM && o->priority > 0) {
@@ -265,32 +360,162 @@ static void drain_events(Run *run)
         }
 }
 
-/* Moves the probe to a new epoch and folds every finished one into the run's total. */
-static void harvest(Run *run)
-{
-        ProbeSlot slot;
-        int64_t e = probe_advance(run->probe);
-
-        /* The probe acknowledges within PROBE_CHECK_EVERY samples (microseconds). */
-        for (int i = 0; e > 0 && i < 2000 && probe_acked_epoch(run->probe) < (uint64_t)e; i++) {
-                struct timespec ts = {0, 50000};
-
-                nanosleep(&ts, NULL);
-        }
-        while (run->harvest_epoch < probe_acked_epoch(run->probe)) {
-                if (probe_harvest(run->probe, run->harvest_epoch, &slot) == 0) {
-                        probe_slot_merge(&run->total, &slot);
-                }
-                run->harvest_epoch++;
-        }
-}
-
 static uint64_t now_ns(clockid_t id)
 {
         struct timespec ts;
 
         clock_gettime(id, &ts);
         return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Folds every interval the probe has moved on from (all of them once it has stopped) into the
+ * run's total. */
+static void harvest(Run *run)
+{
+        ProbeSlot slot;
+
+        while (run->harvest_epoch < probe_epoch(run->probe)) {
+                int r = probe_harvest(run->probe, run->harvest_epoch, &slot);
+
+                if (r == -EAGAIN) {
+                        break;
+                }
+                if (r == 0) {
+                        probe_slot_merge(&run->total, &slot);
+                }
+                run->harvest_epoch++;
+        }
+}
+
+/* Starts a new interval once the probe has taken the last one. The probe takes it within
+ * PROBE_CHECK_EVERY samples (microseconds) unless something keeps it off the CPU; after
+ * ACK_TIMEOUT_NS that is said, once. Nothing is lost: the interval is harvested when taken. */
+static void advance(Run *run)
+{
+        uint64_t now = now_ns(CLOCK_MONOTONIC);
+
+        if (probe_advance(run->probe) > 0) {
+                run->advanced_ns = now;
+                run->ack_late = false;
+        } else if (!run->ack_late && now - run->advanced_ns > ACK_TIMEOUT_NS &&
+                   probe_acked_epoch(run->probe) != probe_epoch(run->probe)) {
+                fprintf(stderr,
+                        "jitter-probe: warning: the probe on CPU %d has not taken a new "
+                        "interval for %.1f s (it is %s); its samples are counted once it does\n",
+                        run->cpu, (double)(now - run->advanced_ns) / 1e9,
+                        probe_state_name(probe_state(run->probe)));
+                run->ack_late = true;
+        }
+}
+
+/* Starts the run's first interval and drops what was recorded before: waits, at most
+ * ACK_TIMEOUT_NS, for the probe to take it. Returns 0, or 1 after saying why not. */
+static int start_fresh(Run *run)
+{
+        uint64_t start = now_ns(CLOCK_MONOTONIC);
+        int64_t e = probe_advance(run->probe);
+
+        while (e > 0 && probe_acked_epoch(run->probe) < (uint64_t)e &&
+               now_ns(CLOCK_MONOTONIC) - start < ACK_TIMEOUT_NS) {
+                struct timespec ts = {0, 50000};
+
+                nanosleep(&ts, NULL);
+        }
+        if (e < 0 || probe_acked_epoch(run->probe) < (uint64_t)e) {
+                fprintf(stderr,
+                        "jitter-probe: the probe on CPU %d did not take a new interval within "
+                        "%.1f s (it is %s)\n",
+                        run->cpu, (double)ACK_TIMEOUT_NS / 1e9,
+                        probe_state_name(probe_state(run->probe)));
+                return 1;
+        }
+        run->advanced_ns = now_ns(CLOCK_MONOTONIC);
+        run->migrations_at_start = probe_migrations(run->probe);
+        harvest(run);
+        probe_slot_clear(&run->total);
+        return 0;
+}
+
+/* Says why the probe of @run failed or stopped, if it did before it was told to. */
+static bool report_failed(const Run *run, bool told_to_stop)
+{
+        ProbeState s = probe_state(run->probe);
+
+        if (s == PROBE_FAILED) {
+                fprintf(stderr, "jitter-probe: %s\n", probe_failure(run->probe));
+                return true;
+        }
+        if (s == PROBE_STOPPED && !told_to_stop) {
+                fprintf(stderr, "jitter-probe: the probe on CPU %d stopped\n", run->cpu);
+                return true;
+        }
+        return false;
+}
+
+/* Waits until every probe records, at most their preheat and START_SLACK_NS. Returns 0, or 1
+ * after saying which probe did not and where it was stuck. */
+static int wait_running(Run *runs, size_t n, const Options *o)
+{
+        const uint64_t limit = o->preheat_ns + START_SLACK_NS, start = now_ns(CLOCK_MONOTONIC);
+        char d[32];
+
+        for (;;) {
+                bool all = true;
+
+                for (size_t i = 0; i < n; i++) {
+                        if (report_failed(&runs[i], false)) {
+                                return 1;
+                        }
+                        all = all && probe_state(runs[i].probe) == PROBE_RUNNING;
+                }
+                if (all || interrupted) {
+                        return 0;
+                }
+                if (now_ns(CLOCK_MONOTONIC) - start > limit) {
+                        break;
+                }
+                usleep(10000);
+        }
+        duration_format(d, sizeof(d), limit);
+        for (size_t i = 0; i < n; i++) {
+                ProbeState s = probe_state(runs[i].probe);
+
+                if (s == PROBE_MIGRATED) {
+                        fprintf(stderr,
+                                "jitter-probe: the probe on CPU %d is still migrated after %s: it "
+                                "is on CPU %d and cannot go back (CPU offline, or taken out of "
+                                "the cpuset?)\n",
+                                runs[i].cpu, d, probe_migrated_to(runs[i].probe));
+                } else if (s != PROBE_RUNNING) {
+                        fprintf(stderr,
+                                "jitter-probe: the probe on CPU %d is still %s after %s (starved "
+                                "by a higher-priority task on that CPU?)\n",
+                                runs[i].cpu, probe_state_name(s), d);
+                }
+        }
+        return 1;
+}
+
+/* Stops every probe, in parallel, each within PROBE_STOP_TIMEOUT_NS of the request. Returns 0,
+ * or 1 after naming the probes that did not stop. */
+static int stop_all(Run *runs, size_t n)
+{
+        int ret = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                probe_request_stop(runs[i].probe);
+        }
+        for (size_t i = 0; i < n; i++) {
+                if (probe_stop(runs[i].probe) < 0) {
+                        fprintf(stderr,
+                                "jitter-probe: the probe on CPU %d did not stop within %.0f s "
+                                "(it is %s; starved by a higher-priority task on that CPU?)\n",
+                                runs[i].cpu, (double)PROBE_STOP_TIMEOUT_NS / 1e9,
+                                probe_state_name(probe_state(runs[i].probe)));
+                        ret = 1;
+                }
+        }
+        return ret;
 }
 
 static void progress(const Run *runs, size_t n, const CounterInfo *ci, uint64_t elapsed,
@@ -340,6 +565,10 @@ static json_t *run_to_json(const Run *run, const CounterInfo *ci, const ClockPai
         json_object_set_new(
                 o, "floor_ns",
                 json_integer((json_int_t)tickconv_to_ns(&ci->conv, probe_floor_ticks(run->probe))));
+        json_object_set_new(o, "cpu_number_source",
+                            json_string(probe_cpu_source_name(probe_cpu_source(run->probe))));
+        json_object_set_new(o, "migrations",
+                            json_integer((json_int_t)probe_migrations(run->probe)));
         return o;
 }
 
@@ -355,6 +584,10 @@ static void print_text(const Run *run, const CounterInfo *ci, const Options *o,
                run->cpu, (double)s.duration_ns / 1e9, s.samples,
                s.duration_ns ? (double)s.samples * 1e3 / (double)s.duration_ns : 0.0,
                tickconv_to_ns(&ci->conv, probe_floor_ticks(run->probe)));
+        if (probe_cpu_source(run->probe) != PROBE_CPU_SOURCE_TSC_AUX && counter_have_rdtscp()) {
+                /* Worth knowing: this host's TSC_AUX is not the CPU number. */
+                printf("note: %s\n\n", probe_cpu_source_note(run->probe));
+        }
         report_statistics(stdout, &s, o->threshold_ns);
         if (run->events_dropped) {
                 printf("  EVENTS DROPPED: %" PRIu64 " (not all interruptions listed)\n",
@@ -387,6 +620,13 @@ int main(int argc, char **argv)
         if (r != 0) {
                 return r;
         }
+#ifdef JITTER_PROBE_TEST_HOOKS
+        TestHooks test;
+
+        if (test_hooks_parse(&test) != 0) {
+                return 2;
+        }
+#endif
         if (choose_cpus(&o) != 0) {
                 return 1;
         }
@@ -435,6 +675,9 @@ int main(int argc, char **argv)
                 run->cpu = cpu;
                 run->harvest_epoch = 1;
                 probe_slot_clear(&run->total);
+#ifdef JITTER_PROBE_TEST_HOOKS
+                test_hooks_apply(run, &test, &pc);
+#endif
                 run->events = calloc(MAX_EVENTS_KEPT, sizeof(Event));
                 r = run->events ? probe_new(&pc, &run->probe) : -ENOMEM;
                 if (r == -EPERM || (r == -ENOMEM && run->events)) {
@@ -451,7 +694,11 @@ int main(int argc, char **argv)
                 }
                 n++;
                 r = probe_start(run->probe);
-                if (r < 0) {
+                if (r < 0 && *probe_failure(run->probe)) {
+                        fprintf(stderr, "jitter-probe: %s\n", probe_failure(run->probe));
+                        ret = 1;
+                        goto out;
+                } else if (r < 0) {
                         explain_start_error(cpu, r, &o);
                         ret = 1;
                         goto out;
@@ -459,29 +706,16 @@ int main(int argc, char **argv)
         }
 
         /* Wait for every probe to finish preheating, then record. */
-        for (;;) {
-                bool all = true;
-
-                for (size_t i = 0; i < n; i++) {
-                        ProbeState s = probe_state(runs[i].probe);
-
-                        if (s == PROBE_FAILED || s == PROBE_STOPPED) {
-                                fprintf(stderr, "jitter-probe: the probe on CPU %d stopped\n",
-                                        runs[i].cpu);
-                                ret = 1;
-                                goto out;
-                        }
-                        all = all && s == PROBE_RUNNING;
-                }
-                if (all || interrupted) {
-                        break;
-                }
-                usleep(10000);
+        if (wait_running(runs, n, &o) != 0) {
+                ret = 1;
+                goto out;
         }
         /* Everything recorded from here on is the run: start every probe on a fresh slot. */
         for (size_t i = 0; i < n; i++) {
-                harvest(&runs[i]);
-                probe_slot_clear(&runs[i].total);
+                if (start_fresh(&runs[i]) != 0) {
+                        ret = 1;
+                        goto out;
+                }
                 drain_events(&runs[i]);
                 runs[i].n_events = 0;
                 runs[i].events_dropped = 0;
@@ -501,25 +735,36 @@ int main(int argc, char **argv)
                 nanosleep(&ts, NULL);
                 elapsed = now_ns(CLOCK_MONOTONIC) - start_mono;
                 for (size_t i = 0; i < n; i++) {
+                        if (report_failed(&runs[i], false)) {
+                                ret = 1;
+                                goto out;
+                        }
                         drain_events(&runs[i]);
-                        /* Harvest about once a second, and at the end. */
-                        if (elapsed >= o.duration_ns ||
-                            (elapsed / 1000000000ULL) != ((elapsed - nap) / 1000000000ULL)) {
-                                harvest(&runs[i]);
+                        harvest(&runs[i]);
+                        /* A new interval about once a second. */
+                        if ((elapsed / 1000000000ULL) != ((elapsed - nap) / 1000000000ULL)) {
+                                advance(&runs[i]);
                         }
                 }
                 if (live) {
                         progress(runs, n, &ci, elapsed, o.duration_ns);
                 }
         }
-        for (size_t i = 0; i < n; i++) {
-                harvest(&runs[i]);
+        /* Stopped, a probe writes nothing more: its last interval is harvested without waiting. */
+        if (stop_all(runs, n) != 0) {
+                ret = 1;
+                goto out;
         }
         clock_pair_sample(o.counter, &end_pair);
         sanity.realtime_ns = (double)(now_ns(CLOCK_REALTIME) - start_real);
         sanity.counter_ns = (double)tickconv_to_ns(&ci.conv, end_pair.ticks - start_pair.ticks);
         for (size_t i = 0; i < n; i++) {
-                probe_stop(runs[i].probe);
+                if (report_failed(&runs[i], true)) {
+                        ret = 1;
+                        goto out;
+                }
+                probe_advance(runs[i].probe);
+                harvest(&runs[i]);
                 drain_events(&runs[i]);
                 runs[i].events_dropped += runs[i].reader.dropped;
                 runs[i].duration_ns =
@@ -527,6 +772,14 @@ int main(int argc, char **argv)
                                 ? tickconv_to_ns(&ci.conv, runs[i].total.end_ticks -
                                                                    runs[i].total.start_ticks)
                                 : 0;
+                if (probe_migrations(runs[i].probe) > runs[i].migrations_at_start) {
+                        fprintf(stderr,
+                                "jitter-probe: warning: the probe on CPU %d was moved off it "
+                                "%" PRIu64
+                                " time(s) while recording; it recorded nothing while away\n",
+                                runs[i].cpu,
+                                probe_migrations(runs[i].probe) - runs[i].migrations_at_start);
+                }
         }
         if (live) {
                 fprintf(stderr, "\r\033[K");
