@@ -50,6 +50,7 @@ struct Probe {
         /* The probe thread's own: what the loop reads, and its count of false migrations. */
         struct {
                 _Alignas(64) uint64_t threshold_ticks;
+                uint64_t fast_below; /* a power of two: gaps below it take the pair table */
                 bool floor_set;
                 ProbeCpuSource cpu_source;
                 int seen_cpu; /* what the CPU number said when the loop left its CPU */
@@ -325,13 +326,14 @@ static void slot_finalize(ProbeSlot *s)
 }
 
 /* The slow half of a sample: a gap, or a previous gap, too large for the pair table (a few in
- * a thousand on a busy machine, almost none on a quiet core), and interruptions. Squares and
- * extremes are kept here only for values beyond the exact buckets; slot_finalize() adds the
- * rest from the histograms. */
-static inline __attribute__((always_inline)) void record_large(Probe *p, ProbeSlot *slot,
-                                                               uint64_t now, uint64_t gap,
-                                                               uint64_t prev_gap, uint64_t band,
-                                                               uint64_t floor, uint64_t threshold)
+ * a thousand on a busy machine, almost none on a quiet core), interruptions and time lost.
+ * Squares and extremes are kept here only for values beyond the exact buckets; slot_finalize()
+ * adds the rest from the histograms. Every gap at or above the band or the threshold comes
+ * here, however few ticks that is: the loop's fast path ends below both (see set_floor()). */
+static inline __attribute__((always_inline)) void record_slow(Probe *p, ProbeSlot *slot,
+                                                              uint64_t now, uint64_t gap,
+                                                              uint64_t prev_gap, uint64_t band,
+                                                              uint64_t floor, uint64_t threshold)
 {
         const int64_t dd = (int64_t)(gap - prev_gap);
         const uint64_t mag = dd < 0 ? -(uint64_t)dd : (uint64_t)dd;
@@ -341,15 +343,15 @@ static inline __attribute__((always_inline)) void record_large(Probe *p, ProbeSl
                 slot->gap.sumsq += (unsigned __int128)gap * gap;
                 slot->gap.min = gap < slot->gap.min ? gap : slot->gap.min;
                 slot->gap.max = gap > slot->gap.max ? gap : slot->gap.max;
-                if (gap >= band) {
-                        slot->lost_ticks += gap - floor;
-                        if (gap >= threshold) {
-                                slot->events++;
-                                ring_push(&p->ring, now - gap, gap);
-                        }
-                }
         } else {
                 slot->gap_hist.counts[gap]++;
+        }
+        if (gap >= band) {
+                slot->lost_ticks += gap - floor;
+        }
+        if (gap >= threshold) {
+                slot->events++;
+                ring_push(&p->ring, now - gap, gap);
         }
         if (mag >= HIST_EXACT) {
                 (dd < 0 ? &slot->dd_hist.neg : &slot->dd_hist.pos)->counts[histogram_index(mag)]++;
@@ -370,7 +372,7 @@ static inline __attribute__((always_inline)) uint64_t loop_read(const Probe *p, 
 }
 
 /* The hot loop. Per sample: one counter read, one subtraction, one compare that sends the rare
- * large values to record_large(), and one increment in the pair table, which records the gap
+ * large values to record_slow(), and one increment in the pair table, which records the gap
  * and the diff-of-diff at once. It never sleeps and makes no syscall: any time the CPU is
  * taken away shows up as a longer gap, which is what we measure. Counts and sums need no
  * per-sample work: every PROBE_CHECK_EVERY samples the count grows by that much, the gaps add
@@ -383,6 +385,7 @@ probe_loop(Probe *p, const LoopCounter src, const bool preheat, uint64_t deadlin
         const uint64_t band = preheat ? UINT64_MAX : atomic_load(&p->status.band_ticks);
         const uint64_t floor = atomic_load(&p->status.floor_ticks);
         const uint64_t threshold = preheat ? UINT64_MAX : p->own.threshold_ticks;
+        const uint64_t fast_below = preheat ? HIST_EXACT : p->own.fast_below;
         const int cpu = p->cfg.cpu;
         uint64_t epoch = atomic_load_explicit(&p->ctl.epoch, memory_order_acquire);
         ProbeSlot *slot = preheat ? &p->preheat : &p->slots[epoch % PROBE_SLOTS];
@@ -404,10 +407,10 @@ probe_loop(Probe *p, const LoopCounter src, const bool preheat, uint64_t deadlin
                 const uint64_t gap = now - prev;
 
                 prev = now;
-                if (likely((gap | prev_gap) < HIST_EXACT)) {
+                if (likely((gap | prev_gap) < fast_below)) {
                         pairs[(prev_gap << HIST_EXACT_BITS) + gap]++;
                 } else {
-                        record_large(p, slot, now, gap, prev_gap, band, floor, threshold);
+                        record_slow(p, slot, now, gap, prev_gap, band, floor, threshold);
                 }
                 prev_gap = gap;
                 if (unlikely(--countdown == 0)) {
@@ -475,13 +478,17 @@ static uint64_t counter_now(const Probe *p)
         return counter_read(p->cfg.counter.source);
 }
 
-/* Sets the loop's floor from what preheat saw. Gaps above floor + max(floor, 100 ns) count as
- * time lost: far enough above the loop's own period that cache and branch effects stay out,
- * low enough to catch every real interruption. */
+/* Sets the loop's floor from what preheat saw. Gaps at or above floor + max(floor, 100 ns)
+ * count as time lost: far enough above the loop's own period that cache and branch effects
+ * stay out, low enough to catch every real interruption. The pair table then takes only gaps
+ * below both the band and the threshold (rounded down to a power of two, so one compare checks
+ * a gap and its predecessor): on a slow counter (cntvct at 25 MHz: 64 ticks are 2.56 us) the
+ * loop still sees every interruption and every lost tick, and on a fast one the bound stays at
+ * the end of the exact buckets. */
 static void set_floor(Probe *p)
 {
         const TickConv *conv = &p->cfg.counter.conv;
-        uint64_t floor, band, min_band = tickconv_from_ns(conv, 100);
+        uint64_t floor, band, fast = HIST_EXACT, min_band = tickconv_from_ns(conv, 100);
 
         fold_pairs(&p->preheat, p->preheat_pairs);
         slot_finalize(&p->preheat);
@@ -490,10 +497,10 @@ static void set_floor(Probe *p)
                 floor = p->preheat.gap.max;
         }
         band = floor + (floor > min_band ? floor : min_band);
-        /* The loop checks the band only for values beyond the exact buckets. */
-        if (band < HIST_EXACT) {
-                band = HIST_EXACT;
+        while (fast > 1 && (fast > band || fast > p->own.threshold_ticks)) {
+                fast >>= 1;
         }
+        p->own.fast_below = fast;
         atomic_store(&p->status.floor_ticks, floor);
         atomic_store(&p->status.band_ticks, band);
 }

@@ -170,7 +170,8 @@ uint64_t probe_migrations(const Probe *p);
 int probe_tid(const Probe *p);
 
 /* The loop's own period measured during preheat (median gap), and the noise band: gaps at or
- * above it count toward time lost. In ticks; 0 until preheat is over. */
+ * above it count toward time lost. In ticks; 0 until preheat is over. Events do not depend on
+ * the band: every gap at or above the threshold is one, however few ticks that is. */
 uint64_t probe_floor_ticks(const Probe *p);
 uint64_t probe_band_ticks(const Probe *p);
 
