@@ -21,6 +21,10 @@
 #define HIST_EXACT_BITS (HIST_SUB_BITS + 1)
 #define HIST_EXACT (1u << HIST_EXACT_BITS)
 #define PAIR_CELLS (HIST_EXACT * HIST_EXACT)
+/* One more cell takes the loop's increment for a sample the slow path recorded, so the loop
+ * needs no branch for it; padded to a whole cache line. Never folded. */
+#define PAIR_SINK PAIR_CELLS
+#define PAIR_TABLE (PAIR_CELLS + 8)
 
 /* The counters the loop is specialised for: counter.h's two, and a test's scripted readings. */
 typedef enum LoopCounter { LOOP_COUNTER_HW, LOOP_COUNTER_CLOCK, LOOP_COUNTER_HOOK } LoopCounter;
@@ -72,8 +76,8 @@ struct Probe {
         /* Per slot, counts of (previous gap, gap) pairs with both below HIST_EXACT ticks:
          * one increment per sample records the gap and its diff-of-diff at once. Folded into
          * the slot's histograms when it is harvested. */
-        uint64_t preheat_pairs[PAIR_CELLS];
-        uint64_t pairs[PROBE_SLOTS][PAIR_CELLS];
+        uint64_t preheat_pairs[PAIR_TABLE];
+        uint64_t pairs[PROBE_SLOTS][PAIR_TABLE];
 };
 
 const char *probe_state_name(ProbeState s)
@@ -296,7 +300,7 @@ static void fold_pairs(ProbeSlot *s, uint64_t *pairs)
                         }
                 }
         }
-        memset(pairs, 0, PAIR_CELLS * sizeof(uint64_t));
+        memset(pairs, 0, PAIR_TABLE * sizeof(uint64_t));
 }
 
 /* Completes the statistics of a slot the probe filled: adds what the exact buckets hold to the
@@ -378,7 +382,27 @@ static inline __attribute__((always_inline)) uint64_t loop_read(const Probe *p, 
  * per-sample work: every PROBE_CHECK_EVERY samples the count grows by that much, the gaps add
  * up to the counter's advance and the diff-of-diffs to the change of the gap. That is also
  * when it looks at the epoch word and the CPU number. The function is always inlined with
- * constant @src and @preheat, so each combination gets its own specialisation. */
+ * constant @src and @preheat, so each combination gets its own specialisation.
+ *
+ * What one sample costs (x86-64, gcc 12 -O2, objdump of the rdtsc recording loop): the rdtsc
+ * and 18 instructions: six register moves (two take rdtsc's edx:eax, four carry values to the
+ * next sample; renamed away), shl + or to join the halves, sub for the gap, or + cmp + jae
+ * against the fast path's bound, shl + lea for the next cell and a lea of its address for the
+ * checks, the increment (one add to memory: load, add, store), and sub + jne of the countdown.
+ * The only chain from one sample to the next is rdtsc -> sub -> or/cmp, so the loop runs as
+ * fast as rdtsc lets it. The increment is one sample late on purpose: it goes to the previous
+ * sample's cell, whose address is known long before. Incrementing the cell of the gap just
+ * read cost a third of the rate on AMD EPYC (Zen 4, under KVM): there an rdtsc behaves as if it
+ * waits for the address of every older store, which put rdtsc -> sub -> shl/add -> store
+ * address on the path of every sample (64 M samples/s against 101 M for the bare loop; a store
+ * at a fixed address, or a load at the gap's address, did not slow it). One sample late it runs
+ * at 99 M/s. On Intel, where rdtsc does not wait for older stores (the earlier loop reached
+ * 0.90x the bare one there), it is the same instructions with their inputs ready earlier, so it
+ * cannot be slower. Consecutive samples often hit the same cell, so an increment reads what the
+ * one before stored (store-to-load forwarding, ~5 cycles): a chain of its own, far shorter
+ * than an rdtsc (~25-40 cycles), and off the samples' path. Counting runs of an unchanged pair
+ * in a register instead was slower here (86 M/s): the gaps alternate between 26 and 52 ticks,
+ * so runs are short and the branch that ends them is mispredicted. */
 static inline __attribute__((always_inline)) enum loop_exit
 probe_loop(Probe *p, const LoopCounter src, const bool preheat, uint64_t deadline_ticks)
 {
@@ -390,7 +414,7 @@ probe_loop(Probe *p, const LoopCounter src, const bool preheat, uint64_t deadlin
         uint64_t epoch = atomic_load_explicit(&p->ctl.epoch, memory_order_acquire);
         ProbeSlot *slot = preheat ? &p->preheat : &p->slots[epoch % PROBE_SLOTS];
         uint64_t *pairs = preheat ? p->preheat_pairs : p->pairs[epoch % PROBE_SLOTS];
-        uint64_t prev, prev_gap, chunk_prev, chunk_prev_gap;
+        uint64_t prev, prev_gap, chunk_prev, chunk_prev_gap, cell = PAIR_SINK;
         unsigned countdown = PROBE_CHECK_EVERY;
 
         atomic_store_explicit(&p->status.acked_epoch, epoch, memory_order_release);
@@ -407,8 +431,11 @@ probe_loop(Probe *p, const LoopCounter src, const bool preheat, uint64_t deadlin
                 const uint64_t gap = now - prev;
 
                 prev = now;
+                /* The previous sample's increment (the sink's after the slow path). */
+                pairs[cell]++;
+                cell = PAIR_SINK;
                 if (likely((gap | prev_gap) < fast_below)) {
-                        pairs[(prev_gap << HIST_EXACT_BITS) + gap]++;
+                        cell = (prev_gap << HIST_EXACT_BITS) + gap;
                 } else {
                         record_slow(p, slot, now, gap, prev_gap, band, floor, threshold);
                 }
@@ -427,17 +454,23 @@ probe_loop(Probe *p, const LoopCounter src, const bool preheat, uint64_t deadlin
                         chunk_prev_gap = gap;
                         c = current_cpu(p);
                         if (unlikely(c != cpu)) {
+                                pairs[cell]++;
                                 p->own.seen_cpu = c;
                                 return LOOP_MIGRATED;
                         }
                         if (atomic_load_explicit(&p->ctl.stop, memory_order_relaxed)) {
+                                pairs[cell]++;
                                 return LOOP_STOP;
                         }
                         if (preheat && now >= deadline_ticks) {
+                                pairs[cell]++;
                                 return LOOP_DEADLINE;
                         }
                         e = atomic_load_explicit(&p->ctl.epoch, memory_order_acquire);
                         if (e != epoch) {
+                                /* The old slot is whole before the probe says it moved on. */
+                                pairs[cell]++;
+                                cell = PAIR_SINK;
                                 epoch = e;
                                 if (!preheat) {
                                         slot = &p->slots[epoch % PROBE_SLOTS];
