@@ -130,12 +130,59 @@ static void test_advance_needs_harvest(void **state)
         probe_free(p);
 }
 
+/* Starts a new interval and harvests the one before, waiting at most 1 s for the probe to
+ * acknowledge it. */
+static void next_interval(Probe *p, ProbeSlot *ret)
+{
+        int64_t e = probe_advance(p);
+        int r = -EAGAIN;
+
+        assert_true(e > 1);
+        for (int i = 0; i < 1000 && r == -EAGAIN; i++) {
+                r = probe_harvest(p, (uint64_t)e - 1, ret);
+                if (r == -EAGAIN) {
+                        sleep_ms(1);
+                }
+        }
+        assert_int_equal(r, 0);
+}
+
+/* The processor field (39th) of /proc/self/task/TID/stat: where the kernel last ran @tid. */
+static int kernel_cpu_of(int tid)
+{
+        char path[64], buf[1024], *s;
+        int cpu = -1;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+        f = fopen(path, "re");
+        assert_non_null(f);
+        assert_non_null(fgets(buf, sizeof(buf), f));
+        fclose(f);
+        /* Fields from the 3rd on follow the ")" that ends the thread's name. */
+        s = strrchr(buf, ')');
+        assert_non_null(s);
+        s += 2;
+        for (int field = 3; field < 39 && s; field++) {
+                s = strchr(s, ' ');
+                s = s ? s + 1 : NULL;
+        }
+        assert_non_null(s);
+        assert_int_equal(sscanf(s, "%d", &cpu), 1);
+        return cpu;
+}
+
 /* Moves the probe thread to CPU 0 from outside; the probe must notice, stop recording and go
- * back to its CPU. */
+ * back to its CPU, pinned to it alone, and record there again. */
 static void check_moved_and_back(Probe *p)
 {
-        cpu_set_t other;
+        const ProbeConfig *pc = probe_config(p);
+        ProbeSlot *slot = malloc(sizeof(*slot));
+        cpu_set_t other, now;
+        ClockPair a, b;
+        uint64_t t0, t1, start_ns, end_ns, slack;
 
+        assert_non_null(slot);
         CPU_ZERO(&other);
         CPU_SET(0, &other);
         assert_int_equal(sched_setaffinity(probe_tid(p), sizeof(other), &other), 0);
@@ -147,6 +194,38 @@ static void check_moved_and_back(Probe *p)
                 sleep_ms(10);
         }
         assert_int_equal(probe_state(p), PROBE_RUNNING);
+        assert_int_equal(probe_migrated_to(p), -1);
+        /* Back means pinned to its CPU alone, and running there, as the kernel sees it. */
+        assert_int_equal(sched_getaffinity(probe_tid(p), sizeof(now), &now), 0);
+        assert_int_equal(CPU_COUNT(&now), 1);
+        assert_true(CPU_ISSET(probe_cpu(), &now));
+        assert_int_equal(kernel_cpu_of(probe_tid(p)), probe_cpu());
+        /* And recording: an interval wholly after the return starts once this thread asked
+         * for it and before the probe acknowledged it (t0), and ends at the check that saw the
+         * next request (after t1), within the time the harvests took. */
+        clock_pair_sample(pc->counter.source, &a);
+        next_interval(p, slot);
+        t0 = thief_now_ns();
+        sleep_ms(20);
+        t1 = thief_now_ns();
+        next_interval(p, slot);
+        clock_pair_sample(pc->counter.source, &b);
+        clock_pair_map(&a, &pc->counter.conv, slot->start_ticks, &start_ns, NULL);
+        clock_pair_map(&a, &pc->counter.conv, slot->end_ticks, &end_ns, NULL);
+        /* The mapping is good to a few us plus the drift the two pairs measured. */
+        slack = 2000 + (uint64_t)(fabs(clock_pair_drift_ppm(&a, &b, &pc->counter.conv)) * 1e-6 *
+                                  (double)(b.mono_ns - a.mono_ns));
+        printf("  back on CPU %d: %llu samples, interval from %+.1f us to %+.1f us of the "
+               "requests (slack %.1f us)\n",
+               probe_cpu(), (unsigned long long)slot->gap.count,
+               ((double)start_ns - (double)t0) / 1e3, ((double)end_ns - (double)t1) / 1e3,
+               slack / 1e3);
+        assert_true(slot->gap.count > 0);
+        assert_true(slot->gap.sum == slot->end_ticks - slot->start_ticks);
+        assert_true(start_ns + slack >= a.mono_ns && start_ns <= t0 + slack);
+        assert_true(end_ns + slack >= t1 && end_ns <= b.mono_ns + slack);
+        assert_int_equal(probe_migrations(p), 1);
+        free(slot);
 }
 
 static void test_migration_detected(void **state)
