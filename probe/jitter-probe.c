@@ -112,9 +112,67 @@ static int fail_usage(const char *fmt, const char *arg)
         return 2;
 }
 
+enum { OPT_THRESHOLD = 256, OPT_PRIORITY, OPT_COUNTER, OPT_JSON, OPT_PREHEAT };
+
+/* Parses the value @arg of option @c into @o. Returns 0, or 2 after saying what is wrong. */
+static int parse_value(int c, const char *arg, Options *o)
+{
+        char *end;
+        long v;
+
+        switch (c) {
+        case 'c':
+                if (cpulist_parse(arg, &o->cpus) < 0 || CPU_COUNT(&o->cpus) == 0) {
+                        return fail_usage("invalid CPU list '%s' (use e.g. 3, 2-5 or 1,3)", arg);
+                }
+                o->cpus_set = true;
+                return 0;
+        case 'd':
+                if (duration_parse(arg, 1000000000ULL, &o->duration_ns) < 0 ||
+                    o->duration_ns < 1000000ULL) {
+                        return fail_usage("invalid duration '%s' (use e.g. 500ms, 10s, 5m, 2h; at "
+                                          "least 1ms)",
+                                          arg);
+                }
+                return 0;
+        case OPT_THRESHOLD:
+                if (duration_parse(arg, 1000ULL, &o->threshold_ns) < 0 || o->threshold_ns < 100 ||
+                    o->threshold_ns > 1000000000ULL) {
+                        return fail_usage("invalid threshold '%s' (use e.g. 5us, 20us, 1ms; "
+                                          "between 100ns and 1s)",
+                                          arg);
+                }
+                return 0;
+        case OPT_PREHEAT:
+                if (duration_parse(arg, 1000000000ULL, &o->preheat_ns) < 0 ||
+                    o->preheat_ns > 60ULL * 1000000000ULL) {
+                        return fail_usage("invalid preheat '%s' (use e.g. 500ms, 1s; at most 60s)",
+                                          arg);
+                }
+                return 0;
+        case OPT_PRIORITY:
+                errno = 0;
+                v = strtol(arg, &end, 10);
+                if (errno != 0 || *end != '\0' || end == arg || v < 0 || v > 99) {
+                        return fail_usage("invalid priority '%s' (0 for SCHED_OTHER, 1-99 for "
+                                          "SCHED_FIFO)",
+                                          arg);
+                }
+                o->priority = (int)v;
+                return 0;
+        case OPT_COUNTER:
+                if (counter_source_parse(arg, &o->counter) < 0) {
+                        return fail_usage("invalid counter '%s' (use tsc or clock)", arg);
+                }
+                return 0;
+        default:
+                fprintf(stderr, "Try 'jitter-probe --help'.\n");
+                return 2;
+        }
+}
+
 static int parse_args(int argc, char **argv, Options *o)
 {
-        enum { OPT_THRESHOLD = 256, OPT_PRIORITY, OPT_COUNTER, OPT_JSON, OPT_PREHEAT };
         static const struct option longopts[] = {
                 {"cpus", required_argument, NULL, 'c'},
                 {"duration", required_argument, NULL, 'd'},
@@ -128,7 +186,7 @@ static int parse_args(int argc, char **argv, Options *o)
                 {"version", no_argument, NULL, 'V'},
                 {},
         };
-        int c;
+        int c, r;
 
         *o = (Options){
                 .duration_ns = 10ULL * 1000000000ULL,
@@ -137,58 +195,7 @@ static int parse_args(int argc, char **argv, Options *o)
                 .counter = COUNTER_HW,
         };
         while ((c = getopt_long(argc, argv, "c:d:qhV", longopts, NULL)) >= 0) {
-                char *end;
-                long v;
-
                 switch (c) {
-                case 'c':
-                        if (cpulist_parse(optarg, &o->cpus) < 0 || CPU_COUNT(&o->cpus) == 0) {
-                                return fail_usage("invalid CPU list '%s' (use e.g. 3, 2-5 or 1,3)",
-                                                  optarg);
-                        }
-                        o->cpus_set = true;
-                        break;
-                case 'd':
-                        if (duration_parse(optarg, 1000000000ULL, &o->duration_ns) < 0 ||
-                            o->duration_ns < 1000000ULL) {
-                                return fail_usage("invalid duration '%s' (use e.g. 500ms, 10s, 5m, "
-                                                  "2h; at least 1ms)",
-                                                  optarg);
-                        }
-                        break;
-                case OPT_THRESHOLD:
-                        if (duration_parse(optarg, 1000ULL, &o->threshold_ns) < 0 ||
-                            o->threshold_ns < 100 || o->threshold_ns > 1000000000ULL) {
-                                return fail_usage(
-                                        "invalid threshold '%s' (use e.g. 5us, 20us, 1ms; "
-                                        "between 100ns and 1s)",
-                                        optarg);
-                        }
-                        break;
-                case OPT_PREHEAT:
-                        if (duration_parse(optarg, 1000000000ULL, &o->preheat_ns) < 0 ||
-                            o->preheat_ns > 60ULL * 1000000000ULL) {
-                                return fail_usage("invalid preheat '%s' (use e.g. 500ms, 1s; at "
-                                                  "most 60s)",
-                                                  optarg);
-                        }
-                        break;
-                case OPT_PRIORITY:
-                        errno = 0;
-                        v = strtol(optarg, &end, 10);
-                        if (errno != 0 || *end != '\0' || end == optarg || v < 0 || v > 99) {
-                                return fail_usage("invalid priority '%s' (0 for SCHED_OTHER, 1-99 "
-                                                  "for SCHED_FIFO)",
-                                                  optarg);
-                        }
-                        o->priority = (int)v;
-                        break;
-                case OPT_COUNTER:
-                        if (counter_source_parse(optarg, &o->counter) < 0) {
-                                return fail_usage("invalid counter '%s' (use tsc or clock)",
-                                                  optarg);
-                        }
-                        break;
                 case OPT_JSON:
                         o->json = true;
                         break;
@@ -202,8 +209,10 @@ static int parse_args(int argc, char **argv, Options *o)
                         printf("jitter-probe %s\n", JITTERD_VERSION);
                         exit(0);
                 default:
-                        fprintf(stderr, "Try 'jitter-probe --help'.\n");
-                        return 2;
+                        r = parse_value(c, optarg, o);
+                        if (r != 0) {
+                                return r;
+                        }
                 }
         }
         if (optind < argc) {
@@ -604,33 +613,26 @@ static void print_text(const Run *run, const CounterInfo *ci, const Options *o,
         putchar('\n');
 }
 
-int main(int argc, char **argv)
-{
+/* One run of jitter-probe, from the options to the report. */
+typedef struct Session {
         Options o;
         CounterInfo ci;
+        Run *runs;
+        size_t n; /* probes made; runs[n] may hold the events of one that could not be */
         ClockPair start_pair, end_pair;
         ReportSanity sanity;
-        Run *runs;
-        size_t n = 0;
-        uint64_t start_real, start_mono, elapsed = 0;
-        bool live, color;
-        int r, ret = 0;
-
-        r = parse_args(argc, argv, &o);
-        if (r != 0) {
-                return r;
-        }
+        uint64_t start_real, start_mono;
 #ifdef JITTER_PROBE_TEST_HOOKS
         TestHooks test;
-
-        if (test_hooks_parse(&test) != 0) {
-                return 2;
-        }
 #endif
-        if (choose_cpus(&o) != 0) {
-                return 1;
-        }
-        r = counter_info_init(o.counter, 10.0, 2000, &ci);
+} Session;
+
+/* Finds the counter's frequency and locks the process in RAM. Returns 0, or 1 after saying
+ * why the counter cannot be used. */
+static int setup_counter(Session *s)
+{
+        int r = counter_info_init(s->o.counter, 10.0, 2000, &s->ci);
+
         if (r == -EOPNOTSUPP) {
                 fprintf(stderr, "jitter-probe: this CPU has no invariant TSC (CPUID 0x80000007 "
                                 "EDX bit 8), so TSC gaps are not time; use --counter clock\n");
@@ -650,182 +652,252 @@ int main(int argc, char **argv)
                         "('ulimit -l unlimited')\n",
                         strerror(errno));
         }
-        signal(SIGINT, on_signal);
-        signal(SIGTERM, on_signal);
+        return 0;
+}
 
-        runs = calloc(CPU_COUNT(&o.cpus), sizeof(Run));
-        if (!runs) {
-                fprintf(stderr, "jitter-probe: out of memory\n");
+/* Makes and starts the probe of one CPU in s->runs[s->n]. Returns 0, or 1 after saying why
+ * not. */
+static int start_probe(Session *s, int cpu)
+{
+        const Options *o = &s->o;
+        ProbeConfig pc = {
+                .cpu = cpu,
+                .priority = o->priority,
+                .counter = s->ci,
+                .threshold_ns = o->threshold_ns,
+                .preheat_ns = o->preheat_ns,
+                .ring_capacity = 8192,
+        };
+        Run *run = &s->runs[s->n];
+        int r;
+
+        run->cpu = cpu;
+        run->harvest_epoch = 1;
+        probe_slot_clear(&run->total);
+#ifdef JITTER_PROBE_TEST_HOOKS
+        test_hooks_apply(run, &s->test, &pc);
+#endif
+        run->events = calloc(MAX_EVENTS_KEPT, sizeof(Event));
+        r = run->events ? probe_new(&pc, &run->probe) : -ENOMEM;
+        if (r == -EPERM || (r == -ENOMEM && run->events)) {
+                fprintf(stderr, "jitter-probe: cannot lock the probe's memory in RAM: "
+                                "grant CAP_IPC_LOCK or raise RLIMIT_MEMLOCK ('ulimit -l "
+                                "unlimited', LimitMEMLOCK= in a unit)\n");
+                return 1;
+        } else if (r < 0) {
+                fprintf(stderr, "jitter-probe: cannot set up the probe: %s\n", strerror(-r));
                 return 1;
         }
-        for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-                ProbeConfig pc = {
-                        .cpu = cpu,
-                        .priority = o.priority,
-                        .counter = ci,
-                        .threshold_ns = o.threshold_ns,
-                        .preheat_ns = o.preheat_ns,
-                        .ring_capacity = 8192,
-                };
-                Run *run = &runs[n];
-
-                if (!CPU_ISSET(cpu, &o.cpus)) {
-                        continue;
-                }
-                run->cpu = cpu;
-                run->harvest_epoch = 1;
-                probe_slot_clear(&run->total);
-#ifdef JITTER_PROBE_TEST_HOOKS
-                test_hooks_apply(run, &test, &pc);
-#endif
-                run->events = calloc(MAX_EVENTS_KEPT, sizeof(Event));
-                r = run->events ? probe_new(&pc, &run->probe) : -ENOMEM;
-                if (r == -EPERM || (r == -ENOMEM && run->events)) {
-                        fprintf(stderr, "jitter-probe: cannot lock the probe's memory in RAM: "
-                                        "grant CAP_IPC_LOCK or raise RLIMIT_MEMLOCK ('ulimit -l "
-                                        "unlimited', LimitMEMLOCK= in a unit)\n");
-                        ret = 1;
-                        goto out;
-                } else if (r < 0) {
-                        fprintf(stderr, "jitter-probe: cannot set up the probe: %s\n",
-                                strerror(-r));
-                        ret = 1;
-                        goto out;
-                }
-                n++;
-                r = probe_start(run->probe);
-                if (r < 0 && *probe_failure(run->probe)) {
-                        fprintf(stderr, "jitter-probe: %s\n", probe_failure(run->probe));
-                        ret = 1;
-                        goto out;
-                } else if (r < 0) {
-                        explain_start_error(cpu, r, &o);
-                        ret = 1;
-                        goto out;
-                }
+        s->n++;
+        r = probe_start(run->probe);
+        if (r < 0 && *probe_failure(run->probe)) {
+                fprintf(stderr, "jitter-probe: %s\n", probe_failure(run->probe));
+                return 1;
+        } else if (r < 0) {
+                explain_start_error(cpu, r, o);
+                return 1;
         }
+        return 0;
+}
 
-        /* Wait for every probe to finish preheating, then record. */
-        if (wait_running(runs, n, &o) != 0) {
-                ret = 1;
-                goto out;
+/* Waits for every probe to finish preheating, then starts each on a fresh slot: everything
+ * recorded from here on is the run. Returns 0, or 1 after saying which probe did not. */
+static int begin_recording(Session *s)
+{
+        if (wait_running(s->runs, s->n, &s->o) != 0) {
+                return 1;
         }
-        /* Everything recorded from here on is the run: start every probe on a fresh slot. */
-        for (size_t i = 0; i < n; i++) {
-                if (start_fresh(&runs[i]) != 0) {
-                        ret = 1;
-                        goto out;
+        for (size_t i = 0; i < s->n; i++) {
+                Run *run = &s->runs[i];
+
+                if (start_fresh(run) != 0) {
+                        return 1;
                 }
-                drain_events(&runs[i]);
-                runs[i].n_events = 0;
-                runs[i].events_dropped = 0;
-                runs[i].reader.dropped = 0;
+                drain_events(run);
+                run->n_events = 0;
+                run->events_dropped = 0;
+                run->reader.dropped = 0;
         }
-        clock_pair_sample(o.counter, &start_pair);
-        start_real = now_ns(CLOCK_REALTIME);
-        start_mono = now_ns(CLOCK_MONOTONIC);
-        live = !o.quiet && isatty(STDERR_FILENO);
-        color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
+        clock_pair_sample(s->o.counter, &s->start_pair);
+        s->start_real = now_ns(CLOCK_REALTIME);
+        s->start_mono = now_ns(CLOCK_MONOTONIC);
+        return 0;
+}
 
-        while (!interrupted && elapsed < o.duration_ns) {
-                uint64_t left = o.duration_ns - elapsed;
+/* Records for the duration asked (or until a signal): every 100 ms reads the events and the
+ * intervals the probes moved on from, and starts a new interval about once a second. Returns
+ * 0, or 1 after saying which probe failed. */
+static int record(Session *s)
+{
+        const bool live = !s->o.quiet && isatty(STDERR_FILENO);
+        uint64_t elapsed = 0;
+
+        while (!interrupted && elapsed < s->o.duration_ns) {
+                uint64_t left = s->o.duration_ns - elapsed;
                 uint64_t nap = left < 100000000ULL ? left : 100000000ULL;
                 struct timespec ts = {(time_t)(nap / 1000000000ULL), (long)(nap % 1000000000ULL)};
 
                 nanosleep(&ts, NULL);
-                elapsed = now_ns(CLOCK_MONOTONIC) - start_mono;
-                for (size_t i = 0; i < n; i++) {
-                        if (report_failed(&runs[i], false)) {
-                                ret = 1;
-                                goto out;
+                elapsed = now_ns(CLOCK_MONOTONIC) - s->start_mono;
+                for (size_t i = 0; i < s->n; i++) {
+                        if (report_failed(&s->runs[i], false)) {
+                                return 1;
                         }
-                        drain_events(&runs[i]);
-                        harvest(&runs[i]);
-                        /* A new interval about once a second. */
+                        drain_events(&s->runs[i]);
+                        harvest(&s->runs[i]);
                         if ((elapsed / 1000000000ULL) != ((elapsed - nap) / 1000000000ULL)) {
-                                advance(&runs[i]);
+                                advance(&s->runs[i]);
                         }
                 }
                 if (live) {
-                        progress(runs, n, &ci, elapsed, o.duration_ns);
-                }
-        }
-        /* Stopped, a probe writes nothing more: its last interval is harvested without waiting. */
-        if (stop_all(runs, n) != 0) {
-                ret = 1;
-                goto out;
-        }
-        clock_pair_sample(o.counter, &end_pair);
-        sanity.realtime_ns = (double)(now_ns(CLOCK_REALTIME) - start_real);
-        sanity.counter_ns = (double)tickconv_to_ns(&ci.conv, end_pair.ticks - start_pair.ticks);
-        for (size_t i = 0; i < n; i++) {
-                if (report_failed(&runs[i], true)) {
-                        ret = 1;
-                        goto out;
-                }
-                probe_advance(runs[i].probe);
-                harvest(&runs[i]);
-                drain_events(&runs[i]);
-                runs[i].events_dropped += runs[i].reader.dropped;
-                runs[i].duration_ns =
-                        runs[i].total.end_ticks > runs[i].total.start_ticks
-                                ? tickconv_to_ns(&ci.conv, runs[i].total.end_ticks -
-                                                                   runs[i].total.start_ticks)
-                                : 0;
-                if (probe_migrations(runs[i].probe) > runs[i].migrations_at_start) {
-                        fprintf(stderr,
-                                "jitter-probe: warning: the probe on CPU %d was moved off it "
-                                "%" PRIu64
-                                " time(s) while recording; it recorded nothing while away\n",
-                                runs[i].cpu,
-                                probe_migrations(runs[i].probe) - runs[i].migrations_at_start);
+                        progress(s->runs, s->n, &s->ci, elapsed, s->o.duration_ns);
                 }
         }
         if (live) {
                 fprintf(stderr, "\r\033[K");
         }
+        return 0;
+}
 
-        if (o.json) {
-                json_t *cpus = json_array();
-                json_t *root = json_pack(
-                        "{s{ss sI ss sf} so s{sf sf sf}}", "counter", "source",
-                        counter_source_name(ci.source), "hz", (json_int_t)ci.hz, "hz_source",
-                        counter_hz_source_name(ci.hz_source), "precision_ppm", ci.precision_ppm,
-                        "cpus", cpus, "sanity", "realtime_elapsed_ns", sanity.realtime_ns,
-                        "counter_elapsed_ns", sanity.counter_ns, "drift_ppm",
-                        sanity.realtime_ns > 0 ? (sanity.counter_ns - sanity.realtime_ns) /
-                                                         sanity.realtime_ns * 1e6
-                                               : 0.0);
+/* Stops the probes and takes in what they recorded last: stopped, a probe writes nothing more,
+ * so its last interval is harvested without waiting. Returns 0, or 1 after saying which probe
+ * did not stop or had failed. */
+static int finish_recording(Session *s)
+{
+        if (stop_all(s->runs, s->n) != 0) {
+                return 1;
+        }
+        clock_pair_sample(s->o.counter, &s->end_pair);
+        s->sanity.realtime_ns = (double)(now_ns(CLOCK_REALTIME) - s->start_real);
+        s->sanity.counter_ns =
+                (double)tickconv_to_ns(&s->ci.conv, s->end_pair.ticks - s->start_pair.ticks);
+        for (size_t i = 0; i < s->n; i++) {
+                Run *run = &s->runs[i];
+                uint64_t moved;
 
-                json_object_set_new(root, "threshold_ns", json_integer((json_int_t)o.threshold_ns));
-                /* The recording window, so events can be matched to what else happened. */
-                json_object_set_new(root, "start_ns", json_integer((json_int_t)start_pair.mono_ns));
-                json_object_set_new(root, "end_ns", json_integer((json_int_t)end_pair.mono_ns));
-                for (size_t i = 0; i < n; i++) {
-                        json_array_append_new(cpus, run_to_json(&runs[i], &ci, &start_pair));
+                if (report_failed(run, true)) {
+                        return 1;
                 }
-                json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-                putchar('\n');
-                json_decref(root);
-        } else {
-                printf("counter: %s, %.6f MHz (%s", counter_source_name(ci.source),
-                       (double)ci.hz / 1e6, counter_hz_source_name(ci.hz_source));
-                if (ci.hz_source == COUNTER_HZ_CALIBRATED) {
-                        printf(", precision %.2f ppm", ci.precision_ppm);
-                }
-                printf(")\n\n");
-                for (size_t i = 0; i < n; i++) {
-                        print_text(&runs[i], &ci, &o, &sanity, color);
+                probe_advance(run->probe);
+                harvest(run);
+                drain_events(run);
+                run->events_dropped += run->reader.dropped;
+                run->duration_ns =
+                        run->total.end_ticks > run->total.start_ticks
+                                ? tickconv_to_ns(&s->ci.conv,
+                                                 run->total.end_ticks - run->total.start_ticks)
+                                : 0;
+                moved = probe_migrations(run->probe) - run->migrations_at_start;
+                if (moved > 0) {
+                        fprintf(stderr,
+                                "jitter-probe: warning: the probe on CPU %d was moved off it "
+                                "%" PRIu64
+                                " time(s) while recording; it recorded nothing while away\n",
+                                run->cpu, moved);
                 }
         }
+        return 0;
+}
+
+static void print_json(const Session *s)
+{
+        const CounterInfo *ci = &s->ci;
+        const ReportSanity *sanity = &s->sanity;
+        json_t *cpus = json_array();
+        json_t *root =
+                json_pack("{s{ss sI ss sf} so s{sf sf sf}}", "counter", "source",
+                          counter_source_name(ci->source), "hz", (json_int_t)ci->hz, "hz_source",
+                          counter_hz_source_name(ci->hz_source), "precision_ppm", ci->precision_ppm,
+                          "cpus", cpus, "sanity", "realtime_elapsed_ns", sanity->realtime_ns,
+                          "counter_elapsed_ns", sanity->counter_ns, "drift_ppm",
+                          sanity->realtime_ns > 0 ? (sanity->counter_ns - sanity->realtime_ns) /
+                                                            sanity->realtime_ns * 1e6
+                                                  : 0.0);
+
+        json_object_set_new(root, "threshold_ns", json_integer((json_int_t)s->o.threshold_ns));
+        /* The recording window, so events can be matched to what else happened. */
+        json_object_set_new(root, "start_ns", json_integer((json_int_t)s->start_pair.mono_ns));
+        json_object_set_new(root, "end_ns", json_integer((json_int_t)s->end_pair.mono_ns));
+        for (size_t i = 0; i < s->n; i++) {
+                json_array_append_new(cpus, run_to_json(&s->runs[i], ci, &s->start_pair));
+        }
+        json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+        putchar('\n');
+        json_decref(root);
+}
+
+static void print_report(const Session *s)
+{
+        const CounterInfo *ci = &s->ci;
+        bool color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
+
+        if (s->o.json) {
+                print_json(s);
+                return;
+        }
+        printf("counter: %s, %.6f MHz (%s", counter_source_name(ci->source), (double)ci->hz / 1e6,
+               counter_hz_source_name(ci->hz_source));
+        if (ci->hz_source == COUNTER_HZ_CALIBRATED) {
+                printf(", precision %.2f ppm", ci->precision_ppm);
+        }
+        printf(")\n\n");
+        for (size_t i = 0; i < s->n; i++) {
+                print_text(&s->runs[i], ci, &s->o, &s->sanity, color);
+        }
+}
+
+/* Stops (if still running) and frees every probe and what the session holds. */
+static void session_free(Session *s)
+{
+        if (!s->runs) {
+                return;
+        }
+        for (size_t i = 0; i < s->n; i++) {
+                probe_free(s->runs[i].probe);
+                free(s->runs[i].events);
+        }
+        if (s->n < (size_t)CPU_COUNT(&s->o.cpus)) {
+                free(s->runs[s->n].events);
+        }
+        free(s->runs);
+}
+
+/* Exit status: 0 done, 1 a failure (said on stderr), 2 bad usage. */
+int main(int argc, char **argv)
+{
+        Session s = {0};
+        int r, ret = 1;
+
+        r = parse_args(argc, argv, &s.o);
+        if (r != 0) {
+                return r;
+        }
+#ifdef JITTER_PROBE_TEST_HOOKS
+        if (test_hooks_parse(&s.test) != 0) {
+                return 2;
+        }
+#endif
+        if (choose_cpus(&s.o) != 0 || setup_counter(&s) != 0) {
+                return 1;
+        }
+        signal(SIGINT, on_signal);
+        signal(SIGTERM, on_signal);
+        s.runs = calloc(CPU_COUNT(&s.o.cpus), sizeof(Run));
+        if (!s.runs) {
+                fprintf(stderr, "jitter-probe: out of memory\n");
+                return 1;
+        }
+        for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+                if (CPU_ISSET(cpu, &s.o.cpus) && start_probe(&s, cpu) != 0) {
+                        goto out;
+                }
+        }
+        if (begin_recording(&s) != 0 || record(&s) != 0 || finish_recording(&s) != 0) {
+                goto out;
+        }
+        print_report(&s);
+        ret = 0;
 out:
-        for (size_t i = 0; i < n; i++) {
-                probe_free(runs[i].probe);
-                free(runs[i].events);
-        }
-        if (n < (size_t)CPU_COUNT(&o.cpus) && runs[n].events) {
-                free(runs[n].events);
-        }
-        free(runs);
+        session_free(&s);
         return ret;
 }
