@@ -599,6 +599,41 @@ static void test_slow_counter(void **state)
         }
 }
 
+/* A threshold below the band (and below the exact range): at 1 GHz with a floor of 21 ticks the
+ * band is 121, and a 30 ns threshold is 30 ticks. Every gap from 30 on is an event, also those
+ * the pair table could otherwise take (30..63), and every one from 121 on is time lost. */
+static void test_threshold_below_band(void **state)
+{
+        static const uint64_t thresholds_ns[] = {30, 33, 64};
+
+        (void)state;
+        for (size_t t = 0; t < sizeof(thresholds_ns) / sizeof(thresholds_ns[0]); t++) {
+                Run run = {.hz = 1000000000ULL,
+                           .threshold_ns = thresholds_ns[t],
+                           .preheat_ns = 200000,
+                           .pre_gaps = pre_1ghz,
+                           .n_pre_gaps = sizeof(pre_1ghz) / sizeof(pre_1ghz[0])};
+                Gaps *g = &run.gaps;
+
+                put(g, 21);
+                for (int i = 0; i < 2000; i++) {
+                        put(g, i % 2 ? 22 : 21);
+                }
+                for (uint64_t v = 0; v <= 130; v++) {
+                        put(g, v), put(g, 21);
+                }
+                for (uint64_t v = 14; v <= 70; v++) {
+                        put(g, v), put(g, v), put(g, 20); /* a run of two, then back */
+                }
+                pad_to_chunk(g, 21);
+                g->v[CHUNK] = thresholds_ns[t]; /* an event on a check */
+                g->v[CHUNK + 1] = thresholds_ns[t] - 1;
+                run.n_advances = 1;
+                run.advance_at[0] = 1500;
+                run_script(&run);
+        }
+}
+
 /* The reference's own bucket rule agrees with the histogram's bounds; everything above rests
  * on the rule, so it is checked on its own terms too: consecutive, no gaps, at most 1/32 of the
  * lower edge wide from 64 on. */
@@ -625,6 +660,7 @@ int main(void)
                 cmocka_unit_test(test_reference_buckets),
                 cmocka_unit_test(test_known_sequence),
                 cmocka_unit_test(test_slow_counter),
+                cmocka_unit_test(test_threshold_below_band),
         };
 
         if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
