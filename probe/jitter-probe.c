@@ -593,10 +593,13 @@ static void print_text(const Run *run, const CounterInfo *ci, const Options *o,
                run->cpu, (double)s.duration_ns / 1e9, s.samples,
                s.duration_ns ? (double)s.samples * 1e3 / (double)s.duration_ns : 0.0,
                tickconv_to_ns(&ci->conv, probe_floor_ticks(run->probe)));
-        if (probe_cpu_source(run->probe) != PROBE_CPU_SOURCE_TSC_AUX && counter_have_rdtscp()) {
-                /* Worth knowing: this host's TSC_AUX is not the CPU number. */
+#if defined(__x86_64__)
+        /* Worth knowing on x86-64, where the CPU number is TSC_AUX when it can be: that this
+         * host's TSC_AUX is not the CPU number, or that the CPU (as CPUID says) has no rdtscp. */
+        if (probe_cpu_source(run->probe) != PROBE_CPU_SOURCE_TSC_AUX) {
                 printf("note: %s\n\n", probe_cpu_source_note(run->probe));
         }
+#endif
         report_statistics(stdout, &s, o->threshold_ns);
         if (run->events_dropped) {
                 printf("  EVENTS DROPPED: %" PRIu64 " (not all interruptions listed)\n",
