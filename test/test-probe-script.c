@@ -330,57 +330,55 @@ static uint64_t ref_floor(const uint64_t *pre, size_t n_pre)
         return v < max ? v : max;
 }
 
-static void run_script(Run *run)
+/* What the probe must have recorded, computed from the script's readings alone. */
+typedef struct Expect {
+        uint64_t floor, band, threshold;
+        size_t n_slots;
+        RefSlot *ref;
+        size_t n_events;
+        RefEvent *events;
+} Expect;
+
+/* Gives the probe @run's script as its counter and runs it until the script ends. The probe
+ * is left stopped, its slots unharvested; @sc holds every reading it was given. */
+static Probe *play_script(Run *run, Script *sc)
 {
-        const uint64_t min_band = ref_ticks(100, run->hz);
         ProbeConfig pc = {
                 .cpu = (int)sysconf(_SC_NPROCESSORS_ONLN) - 1,
                 .threshold_ns = run->threshold_ns,
                 .preheat_ns = run->preheat_ns,
                 .ring_capacity = 1 << 16,
         };
-        ProbeHooks hooks = {0};
-        Script sc = {0};
+        ProbeHooks hooks = {.read_counter = script_read, .userdata = sc};
+        size_t n_rec = run->gaps.n + 1;
+        uint64_t *off = calloc(n_rec, sizeof(*off));
         Probe *p;
-        size_t n_rec = run->gaps.n + 1, n_samples = n_rec - 2, bounds[MAX_ADVANCES + 1];
-        size_t n_slots = run->n_advances + 1;
-        RefSlot *ref = calloc(n_slots, sizeof(*ref));
-        RefEvent *events = calloc(n_samples, sizeof(*events));
-        uint64_t *off = calloc(n_rec, sizeof(*off)), *gap_vals, *dd_vals;
-        uint64_t floor, band, threshold, s, d;
-        ProbeSlot *slot = malloc(sizeof(*slot));
-        RingReader rd = {0};
-        size_t n_events = 0, ev = 0;
 
-        assert_true(ref && events && off && slot);
-        assert_true(n_samples % CHUNK == 0);
-        gap_vals = calloc(n_samples, sizeof(*gap_vals));
-        dd_vals = calloc(n_samples, sizeof(*dd_vals));
-        assert_true(gap_vals && dd_vals);
+        assert_non_null(off);
+        assert_true((n_rec - 2) % CHUNK == 0);
         for (size_t i = 1; i < n_rec; i++) {
                 off[i] = off[i - 1] + run->gaps.v[i - 1];
         }
-        sc.pre_gaps = run->pre_gaps;
-        sc.n_pre_gaps = run->n_pre_gaps;
-        sc.cap_pre = 1 << 22;
-        sc.pre = calloc(sc.cap_pre, sizeof(*sc.pre));
-        assert_non_null(sc.pre);
-        sc.t = 1000000007ULL;
-        sc.rec_off = off;
-        sc.rec = calloc(n_rec, sizeof(*sc.rec));
-        assert_non_null(sc.rec);
-        sc.n_rec = n_rec;
-        sc.n_advances = run->n_advances;
-        memcpy(sc.advance_at, run->advance_at, sizeof(sc.advance_at));
-        hooks.read_counter = script_read;
-        hooks.userdata = &sc;
+        *sc = (Script){
+                .pre_gaps = run->pre_gaps,
+                .n_pre_gaps = run->n_pre_gaps,
+                .cap_pre = 1 << 22,
+                .t = 1000000007ULL,
+                .rec_off = off,
+                .n_rec = n_rec,
+                .n_advances = run->n_advances,
+        };
+        sc->pre = calloc(sc->cap_pre, sizeof(*sc->pre));
+        sc->rec = calloc(n_rec, sizeof(*sc->rec));
+        assert_true(sc->pre && sc->rec);
+        memcpy(sc->advance_at, run->advance_at, sizeof(sc->advance_at));
         pc.hooks = &hooks;
         pc.counter.source = COUNTER_HW;
         pc.counter.hz = run->hz;
         tickconv_init(&pc.counter.conv, run->hz);
 
         assert_int_equal(probe_new(&pc, &p), 0);
-        sc.p = p;
+        sc->p = p;
 #ifdef JITTERD_TEST_EMULATED
         {
                 cpu_set_t mine;
@@ -404,93 +402,136 @@ static void run_script(Run *run)
         }
         assert_int_equal(probe_state(p), PROBE_STOPPED);
         assert_int_equal(probe_stop(p), 0);
-        assert_false(sc.overrun);
-        assert_int_equal(sc.pos, n_rec);
-        assert_int_equal(sc.advanced, run->n_advances);
+        assert_false(sc->overrun);
+        assert_int_equal(sc->pos, n_rec);
+        assert_int_equal(sc->advanced, run->n_advances);
         assert_int_equal(probe_migrations(p), 0);
+        return p;
+}
+
+/* Computes from @sc's readings what each slot and the event ring must hold. */
+static void expect_from_script(const Run *run, const Script *sc, Expect *x)
+{
+        const size_t n_samples = sc->n_rec - 2;
+        size_t bounds[MAX_ADVANCES + 1];
 
         /* The floor and band from the preheat the script gave. */
-        floor = ref_floor(sc.pre, sc.n_pre);
-        band = floor + (floor > min_band ? floor : min_band);
-        threshold = ref_ticks(run->threshold_ns, run->hz);
-        assert_int_equal(probe_floor_ticks(p), floor);
-        assert_int_equal(probe_band_ticks(p), band);
+        x->floor = ref_floor(sc->pre, sc->n_pre);
+        x->band = x->floor +
+                  (x->floor > ref_ticks(100, run->hz) ? x->floor : ref_ticks(100, run->hz));
+        x->threshold = ref_ticks(run->threshold_ns, run->hz);
+        x->n_slots = run->n_advances + 1;
+        x->ref = calloc(x->n_slots, sizeof(*x->ref));
+        x->events = calloc(n_samples, sizeof(*x->events));
+        x->n_events = 0;
+        assert_true(x->ref && x->events);
 
         /* Which readings start a new slot. */
         for (size_t k = 0; k < run->n_advances; k++) {
                 bounds[k] = boundary_at_or_after(run->advance_at[k]);
         }
         bounds[run->n_advances] = SIZE_MAX;
-        for (size_t k = 0; k < n_slots; k++) {
-                ref_slot_init(&ref[k]);
+        for (size_t k = 0; k < x->n_slots; k++) {
+                ref_slot_init(&x->ref[k]);
         }
-        ref[0].start_ticks = sc.rec[1];
+        x->ref[0].start_ticks = sc->rec[1];
         for (size_t j = 1, k = 0; j <= n_samples; j++) {
-                uint64_t gap = sc.rec[j + 1] - sc.rec[j], prev_gap = sc.rec[j] - sc.rec[j - 1];
+                uint64_t gap = sc->rec[j + 1] - sc->rec[j], prev_gap = sc->rec[j] - sc->rec[j - 1];
 
-                ref_add(&ref[k], gap, prev_gap, floor, band);
-                if (gap >= threshold) {
-                        events[n_events++] = (RefEvent){sc.rec[j], gap};
-                        ref[k].events++;
+                ref_add(&x->ref[k], gap, prev_gap, x->floor, x->band);
+                if (gap >= x->threshold) {
+                        x->events[x->n_events++] = (RefEvent){sc->rec[j], gap};
+                        x->ref[k].events++;
                 }
                 if (j % CHUNK == 0) {
-                        ref[k].end_ticks = sc.rec[j + 1];
+                        x->ref[k].end_ticks = sc->rec[j + 1];
                 }
                 if (j + 1 == bounds[k]) {
                         k++;
-                        ref[k].start_ticks = sc.rec[j + 1];
+                        x->ref[k].start_ticks = sc->rec[j + 1];
                 }
         }
+}
 
-        /* Every slot, exactly. Stopped, the probe needs no acknowledgement of the last. */
-        for (size_t k = 0, j0 = 1; k < n_slots; k++) {
-                size_t n = ref[k].n;
+/* Harvests every slot of the stopped probe and checks it exactly against @x. */
+static void check_slots(Probe *p, const Script *sc, const Expect *x)
+{
+        const size_t n_samples = sc->n_rec - 2;
+        uint64_t *gap_vals = calloc(n_samples, sizeof(*gap_vals));
+        uint64_t *dd_vals = calloc(n_samples, sizeof(*dd_vals));
+        ProbeSlot *slot = malloc(sizeof(*slot));
+
+        assert_true(gap_vals && dd_vals && slot);
+        /* Stopped, the probe needs no acknowledgement of the last. */
+        for (size_t k = 0, j0 = 1; k < x->n_slots; k++) {
+                const RefSlot *want = &x->ref[k];
 
                 if (1 + k == probe_epoch(p)) {
                         assert_true(probe_advance(p) > 0);
                 }
                 assert_int_equal(probe_harvest(p, 1 + k, slot), 0);
-                assert_int_equal(slot->start_ticks, ref[k].start_ticks);
-                assert_int_equal(slot->end_ticks, ref[k].end_ticks);
-                assert_int_equal(slot->lost_ticks, ref[k].lost);
-                assert_int_equal(slot->events, ref[k].events);
-                for (size_t i = 0; i < n; i++) {
+                assert_int_equal(slot->start_ticks, want->start_ticks);
+                assert_int_equal(slot->end_ticks, want->end_ticks);
+                assert_int_equal(slot->lost_ticks, want->lost);
+                assert_int_equal(slot->events, want->events);
+                for (size_t i = 0; i < want->n; i++) {
                         size_t j = j0 + i;
 
-                        gap_vals[i] = sc.rec[j + 1] - sc.rec[j];
+                        gap_vals[i] = sc->rec[j + 1] - sc->rec[j];
                         dd_vals[i] = (uint64_t)((int64_t)gap_vals[i] -
-                                                (int64_t)(sc.rec[j] - sc.rec[j - 1]));
+                                                (int64_t)(sc->rec[j] - sc->rec[j - 1]));
                 }
-                check_stats(slot, &ref[k], gap_vals, dd_vals, (int)k);
-                j0 += n;
+                check_stats(slot, want, gap_vals, dd_vals, (int)k);
+                j0 += want->n;
         }
-        /* Every event, in order, with its start and duration; none lost. */
+        free(slot);
+        free(gap_vals);
+        free(dd_vals);
+}
+
+/* Every event, in order, with its start and duration; none lost. */
+static void check_events(Probe *p, const Expect *x)
+{
+        RingReader rd = {0};
+        uint64_t s, d;
+        size_t ev = 0;
+
         while (ring_pop(probe_ring(p), &rd, &s, &d) == 1) {
-                assert_true(ev < n_events);
-                if (s != events[ev].start || d != events[ev].duration) {
+                assert_true(ev < x->n_events);
+                if (s != x->events[ev].start || d != x->events[ev].duration) {
                         fail_msg("event %zu: got start %llu duration %llu, want %llu %llu", ev,
                                  (unsigned long long)s, (unsigned long long)d,
-                                 (unsigned long long)events[ev].start,
-                                 (unsigned long long)events[ev].duration);
+                                 (unsigned long long)x->events[ev].start,
+                                 (unsigned long long)x->events[ev].duration);
                 }
                 ev++;
         }
-        assert_int_equal(ev, n_events);
+        assert_int_equal(ev, x->n_events);
         assert_int_equal(rd.dropped, 0);
+}
+
+static void run_script(Run *run)
+{
+        Script sc;
+        Expect x;
+        Probe *p = play_script(run, &sc);
+
+        expect_from_script(run, &sc, &x);
+        assert_int_equal(probe_floor_ticks(p), x.floor);
+        assert_int_equal(probe_band_ticks(p), x.band);
+        check_slots(p, &sc, &x);
+        check_events(p, &x);
         printf("  %zu samples in %zu slots, %zu events, floor %llu, band %llu, threshold %llu "
                "ticks\n",
-               n_samples, n_slots, n_events, (unsigned long long)floor, (unsigned long long)band,
-               (unsigned long long)threshold);
+               sc.n_rec - 2, x.n_slots, x.n_events, (unsigned long long)x.floor,
+               (unsigned long long)x.band, (unsigned long long)x.threshold);
 
         probe_free(p);
         free(sc.pre);
         free(sc.rec);
-        free(off);
-        free(ref);
-        free(events);
-        free(slot);
-        free(gap_vals);
-        free(dd_vals);
+        free((void *)sc.rec_off);
+        free(x.ref);
+        free(x.events);
         free(run->gaps.v);
 }
 
