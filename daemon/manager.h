@@ -110,10 +110,10 @@ const char *manager_probe_state(const ProbeCtl *p);
  * text), into @buf; NULL when it has not failed. */
 const char *manager_probe_failure(const ProbeCtl *p, char *buf, size_t size);
 
-/* How long after the probes start READY=1 may wait beyond their preheat, and how long a probe
- * thread is given to stop. Past either, jitterd logs why and exits with status 1. */
+/* How long after the probes start READY=1 may wait beyond their preheat; a probe thread is
+ * given PROBE_STOP_TIMEOUT_NS (probe.h) to stop. Past either, jitterd logs why and exits with
+ * status 1. */
 #define READY_GRACE_USEC (5 * 1000000ULL)
-#define PROBE_STOP_TIMEOUT_NS (2 * 1000000000ULL)
 
 /* --- trace causes (manager-trace.c) --- */
 

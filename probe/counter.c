@@ -89,6 +89,21 @@ int counter_check(CounterSource source)
 #endif
 }
 
+bool counter_have_rdtscp(void)
+{
+#if defined(__x86_64__)
+        unsigned a, b, c, d;
+
+        if ((unsigned)__get_cpuid_max(0x80000000, NULL) < 0x80000001u) {
+                return false;
+        }
+        __cpuid(0x80000001, a, b, c, d);
+        return (d & (1u << 27)) != 0;
+#else
+        return false;
+#endif
+}
+
 static uint64_t hw_exact_hz(CounterHzSource *ret_src)
 {
 #if defined(__x86_64__)

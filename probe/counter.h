@@ -46,7 +46,10 @@ static inline uint64_t counter_hw_read(void)
         return ((uint64_t)hi << 32) | lo;
 }
 
-/* rdtscp also returns IA32_TSC_AUX, which Linux sets to (node << 12) | cpu. */
+/* rdtscp also returns IA32_TSC_AUX, which Linux sets to (node << 12) | cpu. Only where
+ * counter_have_rdtscp() says the instruction exists (SIGILL otherwise), and the value is the CPU
+ * number only once checked against sched_getcpu(): some hypervisors execute rdtscp without
+ * announcing it, and leave TSC_AUX unset. */
 static inline uint64_t counter_hw_read_cpu(unsigned *ret_cpu)
 {
         uint32_t lo, hi, aux;
@@ -117,6 +120,9 @@ const char *counter_hz_source_name(CounterHzSource s);
  * 0x80000007 EDX bit 8); returns -EOPNOTSUPP otherwise, and -ENODEV where there is no
  * hardware counter at all. */
 int counter_check(CounterSource source);
+
+/* Whether the CPU has rdtscp (CPUID 0x80000001 EDX bit 27); false on other architectures. */
+bool counter_have_rdtscp(void);
 
 /* Finds the frequency of @source: exact from the hardware where it says, otherwise by
  * calibration against CLOCK_MONOTONIC_RAW until two successive estimates agree within

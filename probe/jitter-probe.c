@@ -2,11 +2,13 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,22 @@ typedef struct Event {
         uint64_t duration_ticks;
 } Event;
 
+/* How long a probe may take beyond its preheat to start recording (pinning, and the
+ * scheduling of a busy host), to take a new interval, and to stop. */
+#define START_SLACK_NS 5000000000ULL
+#define ACK_TIMEOUT_NS 1000000000ULL
+
+#ifdef JITTER_PROBE_TEST_HOOKS
+/* What JITTER_PROBE_TEST_HOOKS asks the probe to see instead of the hardware. */
+typedef struct TestHooks {
+        ProbeRdtscp rdtscp;
+        bool tsc_aux_set;
+        unsigned tsc_aux;       /* what TSC_AUX reads ... */
+        unsigned honest_reads;  /* ... after this many reads of the true CPU */
+        _Atomic unsigned reads; /* per probe: the hooks run in its thread */
+} TestHooks;
+#endif
+
 typedef struct Run {
         int cpu;
         Probe *probe;
@@ -41,6 +59,13 @@ typedef struct Run {
         uint64_t events_dropped; /* lost in the ring, or beyond what we keep */
         uint64_t harvest_epoch;
         uint64_t duration_ns;
+        uint64_t advanced_ns;         /* when the current interval was started */
+        uint64_t migrations_at_start; /* before the recording */
+        bool ack_late;                /* said once that the probe did not take it in time */
+#ifdef JITTER_PROBE_TEST_HOOKS
+        TestHooks test;
+        ProbeHooks hooks;
+#endif
 } Run;
 
 typedef struct Options {
@@ -88,10 +113,67 @@ static int fail_usage(const char *fmt, const char *arg)
         return 2;
 }
 
-/* Long because one case per command-line option, a flat switch. */
+enum { OPT_THRESHOLD = 256, OPT_PRIORITY, OPT_COUNTER, OPT_JSON, OPT_PREHEAT };
+
+/* Parses the value @arg of option @c into @o. Returns 0, or 2 after saying what is wrong. */
+static int parse_value(int c, const char *arg, Options *o)
+{
+        char *end;
+        long v;
+
+        switch (c) {
+        case 'c':
+                if (cpulist_parse(arg, &o->cpus) < 0 || CPU_COUNT(&o->cpus) == 0) {
+                        return fail_usage("invalid CPU list '%s' (use e.g. 3, 2-5 or 1,3)", arg);
+                }
+                o->cpus_set = true;
+                return 0;
+        case 'd':
+                if (duration_parse(arg, 1000000000ULL, &o->duration_ns) < 0 ||
+                    o->duration_ns < 1000000ULL) {
+                        return fail_usage("invalid duration '%s' (use e.g. 500ms, 10s, 5m, 2h; at "
+                                          "least 1ms)",
+                                          arg);
+                }
+                return 0;
+        case OPT_THRESHOLD:
+                if (duration_parse(arg, 1000ULL, &o->threshold_ns) < 0 || o->threshold_ns < 100 ||
+                    o->threshold_ns > 1000000000ULL) {
+                        return fail_usage("invalid threshold '%s' (use e.g. 5us, 20us, 1ms; "
+                                          "between 100ns and 1s)",
+                                          arg);
+                }
+                return 0;
+        case OPT_PREHEAT:
+                if (duration_parse(arg, 1000000000ULL, &o->preheat_ns) < 0 ||
+                    o->preheat_ns > 60ULL * 1000000000ULL) {
+                        return fail_usage("invalid preheat '%s' (use e.g. 500ms, 1s; at most 60s)",
+                                          arg);
+                }
+                return 0;
+        case OPT_PRIORITY:
+                errno = 0;
+                v = strtol(arg, &end, 10);
+                if (errno != 0 || *end != '\0' || end == arg || v < 0 || v > 99) {
+                        return fail_usage("invalid priority '%s' (0 for SCHED_OTHER, 1-99 for "
+                                          "SCHED_FIFO)",
+                                          arg);
+                }
+                o->priority = (int)v;
+                return 0;
+        case OPT_COUNTER:
+                if (counter_source_parse(arg, &o->counter) < 0) {
+                        return fail_usage("invalid counter '%s' (use tsc or clock)", arg);
+                }
+                return 0;
+        default:
+                fprintf(stderr, "Try 'jitter-probe --help'.\n");
+                return 2;
+        }
+}
+
 static int parse_args(int argc, char **argv, Options *o)
 {
-        enum { OPT_THRESHOLD = 256, OPT_PRIORITY, OPT_COUNTER, OPT_JSON, OPT_PREHEAT };
         static const struct option longopts[] = {
                 {"cpus", required_argument, NULL, 'c'},
                 {"duration", required_argument, NULL, 'd'},
@@ -105,7 +187,7 @@ static int parse_args(int argc, char **argv, Options *o)
                 {"version", no_argument, NULL, 'V'},
                 {},
         };
-        int c;
+        int c, r;
 
         *o = (Options){
                 .duration_ns = 10ULL * 1000000000ULL,
@@ -114,58 +196,7 @@ static int parse_args(int argc, char **argv, Options *o)
                 .counter = COUNTER_HW,
         };
         while ((c = getopt_long(argc, argv, "c:d:qhV", longopts, NULL)) >= 0) {
-                char *end;
-                long v;
-
                 switch (c) {
-                case 'c':
-                        if (cpulist_parse(optarg, &o->cpus) < 0 || CPU_COUNT(&o->cpus) == 0) {
-                                return fail_usage("invalid CPU list '%s' (use e.g. 3, 2-5 or 1,3)",
-                                                  optarg);
-                        }
-                        o->cpus_set = true;
-                        break;
-                case 'd':
-                        if (duration_parse(optarg, 1000000000ULL, &o->duration_ns) < 0 ||
-                            o->duration_ns < 1000000ULL) {
-                                return fail_usage("invalid duration '%s' (use e.g. 500ms, 10s, 5m, "
-                                                  "2h; at least 1ms)",
-                                                  optarg);
-                        }
-                        break;
-                case OPT_THRESHOLD:
-                        if (duration_parse(optarg, 1000ULL, &o->threshold_ns) < 0 ||
-                            o->threshold_ns < 100 || o->threshold_ns > 1000000000ULL) {
-                                return fail_usage(
-                                        "invalid threshold '%s' (use e.g. 5us, 20us, 1ms; "
-                                        "between 100ns and 1s)",
-                                        optarg);
-                        }
-                        break;
-                case OPT_PREHEAT:
-                        if (duration_parse(optarg, 1000000000ULL, &o->preheat_ns) < 0 ||
-                            o->preheat_ns > 60ULL * 1000000000ULL) {
-                                return fail_usage("invalid preheat '%s' (use e.g. 500ms, 1s; at "
-                                                  "most 60s)",
-                                                  optarg);
-                        }
-                        break;
-                case OPT_PRIORITY:
-                        errno = 0;
-                        v = strtol(optarg, &end, 10);
-                        if (errno != 0 || *end != '\0' || end == optarg || v < 0 || v > 99) {
-                                return fail_usage("invalid priority '%s' (0 for SCHED_OTHER, 1-99 "
-                                                  "for SCHED_FIFO)",
-                                                  optarg);
-                        }
-                        o->priority = (int)v;
-                        break;
-                case OPT_COUNTER:
-                        if (counter_source_parse(optarg, &o->counter) < 0) {
-                                return fail_usage("invalid counter '%s' (use tsc or clock)",
-                                                  optarg);
-                        }
-                        break;
                 case OPT_JSON:
                         o->json = true;
                         break;
@@ -179,8 +210,10 @@ static int parse_args(int argc, char **argv, Options *o)
                         printf("jitter-probe %s\n", JITTERD_VERSION);
                         exit(0);
                 default:
-                        fprintf(stderr, "Try 'jitter-probe --help'.\n");
-                        return 2;
+                        r = parse_value(c, optarg, o);
+                        if (r != 0) {
+                                return r;
+                        }
                 }
         }
         if (optind < argc) {
@@ -234,6 +267,76 @@ static int choose_cpus(Options *o)
         return 0;
 }
 
+#ifdef JITTER_PROBE_TEST_HOOKS
+/* The test build (jitter-probe-test-hooks, never installed) reads JITTER_PROBE_TEST_HOOKS, a
+ * comma-separated list standing in for the hardware of hosts the tests cannot run on:
+ *   rdtscp=0|1         CPUID says the CPU has no rdtscp, or has it
+ *   tsc-aux=V          TSC_AUX reads V (a number nobody wrote, as some hypervisors leave it)
+ *   honest-reads=N     ... but only after N reads of the true CPU number
+ * Returns 0, or 2 after saying what is wrong. */
+static int test_hooks_parse(TestHooks *ret)
+{
+        const char *env = getenv("JITTER_PROBE_TEST_HOOKS");
+        char buf[256], *save = NULL;
+
+        *ret = (TestHooks){.rdtscp = PROBE_RDTSCP_ASK_CPUID};
+        if (!env || snprintf(buf, sizeof(buf), "%s", env) >= (int)sizeof(buf)) {
+                return env ? fail_usage("JITTER_PROBE_TEST_HOOKS too long: '%s'", env) : 0;
+        }
+        for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                char *eq = strchr(tok, '='), *end;
+                unsigned long v;
+
+                if (!eq) {
+                        return fail_usage("JITTER_PROBE_TEST_HOOKS: '%s' is not KEY=VALUE", tok);
+                }
+                *eq = '\0';
+                errno = 0;
+                v = strtoul(eq + 1, &end, 0);
+                if (errno != 0 || *end != '\0' || end == eq + 1 || v > UINT_MAX) {
+                        return fail_usage("JITTER_PROBE_TEST_HOOKS: bad number for '%s'", tok);
+                }
+                if (strcmp(tok, "rdtscp") == 0 && v <= 1) {
+                        ret->rdtscp = v ? PROBE_RDTSCP_PRESENT : PROBE_RDTSCP_ABSENT;
+                } else if (strcmp(tok, "tsc-aux") == 0) {
+                        ret->tsc_aux_set = true;
+                        ret->tsc_aux = (unsigned)v;
+                } else if (strcmp(tok, "honest-reads") == 0) {
+                        ret->honest_reads = (unsigned)v;
+                } else {
+                        return fail_usage("JITTER_PROBE_TEST_HOOKS: unknown '%s' (rdtscp, "
+                                          "tsc-aux, honest-reads)",
+                                          tok);
+                }
+        }
+        return 0;
+}
+
+static unsigned test_tsc_aux(void *userdata)
+{
+        TestHooks *t = userdata;
+
+        if (atomic_fetch_add(&t->reads, 1) < t->honest_reads) {
+                return (unsigned)sched_getcpu();
+        }
+        return t->tsc_aux;
+}
+
+static void test_hooks_apply(Run *run, const TestHooks *t, ProbeConfig *pc)
+{
+        run->test.rdtscp = t->rdtscp;
+        run->test.tsc_aux_set = t->tsc_aux_set;
+        run->test.tsc_aux = t->tsc_aux;
+        run->test.honest_reads = t->honest_reads;
+        run->hooks = (ProbeHooks){
+                .tsc_aux = t->tsc_aux_set ? test_tsc_aux : NULL,
+                .rdtscp = t->rdtscp,
+                .userdata = &run->test,
+        };
+        pc->hooks = &run->hooks;
+}
+#endif
+
 static void explain_start_error(int cpu, int r, const Options *o)
 {
         if (r == -EPERM && o->priority > 0) {
@@ -267,24 +370,154 @@ static void drain_events(Run *run)
         }
 }
 
-/* Moves the probe to a new epoch and folds every finished one into the run's total. */
+/* Folds every interval the probe has moved on from (all of them once it has stopped) into the
+ * run's total. */
 static void harvest(Run *run)
 {
         ProbeSlot slot;
-        int64_t e = probe_advance(run->probe);
 
-        /* The probe acknowledges within PROBE_CHECK_EVERY samples (microseconds). */
-        for (int i = 0; e > 0 && i < 2000 && probe_acked_epoch(run->probe) < (uint64_t)e; i++) {
-                struct timespec ts = {0, 50000};
+        while (run->harvest_epoch < probe_epoch(run->probe)) {
+                int r = probe_harvest(run->probe, run->harvest_epoch, &slot);
 
-                nanosleep(&ts, NULL);
-        }
-        while (run->harvest_epoch < probe_acked_epoch(run->probe)) {
-                if (probe_harvest(run->probe, run->harvest_epoch, &slot) == 0) {
+                if (r == -EAGAIN) {
+                        break;
+                }
+                if (r == 0) {
                         probe_slot_merge(&run->total, &slot);
                 }
                 run->harvest_epoch++;
         }
+}
+
+/* Starts a new interval once the probe has taken the last one. The probe takes it within
+ * PROBE_CHECK_EVERY samples (microseconds) unless something keeps it off the CPU; after
+ * ACK_TIMEOUT_NS that is said, once. Nothing is lost: the interval is harvested when taken. */
+static void advance(Run *run)
+{
+        uint64_t now = now_ns(CLOCK_MONOTONIC);
+
+        if (probe_advance(run->probe) > 0) {
+                run->advanced_ns = now;
+                run->ack_late = false;
+        } else if (!run->ack_late && now - run->advanced_ns > ACK_TIMEOUT_NS &&
+                   probe_acked_epoch(run->probe) != probe_epoch(run->probe)) {
+                fprintf(stderr,
+                        "jitter-probe: warning: the probe on CPU %d has not taken a new "
+                        "interval for %.1f s (it is %s); its samples are counted once it does\n",
+                        run->cpu, (double)(now - run->advanced_ns) / 1e9,
+                        probe_state_name(probe_state(run->probe)));
+                run->ack_late = true;
+        }
+}
+
+/* Starts the run's first interval and drops what was recorded before: waits, at most
+ * ACK_TIMEOUT_NS, for the probe to take it. Returns 0, or 1 after saying why not. */
+static int start_fresh(Run *run)
+{
+        uint64_t start = now_ns(CLOCK_MONOTONIC);
+        int64_t e = probe_advance(run->probe);
+
+        while (e > 0 && probe_acked_epoch(run->probe) < (uint64_t)e &&
+               now_ns(CLOCK_MONOTONIC) - start < ACK_TIMEOUT_NS) {
+                struct timespec ts = {0, 50000};
+
+                nanosleep(&ts, NULL);
+        }
+        if (e < 0 || probe_acked_epoch(run->probe) < (uint64_t)e) {
+                fprintf(stderr,
+                        "jitter-probe: the probe on CPU %d did not take a new interval within "
+                        "%.1f s (it is %s)\n",
+                        run->cpu, (double)ACK_TIMEOUT_NS / 1e9,
+                        probe_state_name(probe_state(run->probe)));
+                return 1;
+        }
+        run->advanced_ns = now_ns(CLOCK_MONOTONIC);
+        run->migrations_at_start = probe_migrations(run->probe);
+        harvest(run);
+        probe_slot_clear(&run->total);
+        return 0;
+}
+
+/* Says why the probe of @run failed or stopped, if it did before it was told to. */
+static bool report_failed(const Run *run, bool told_to_stop)
+{
+        ProbeState s = probe_state(run->probe);
+
+        if (s == PROBE_FAILED) {
+                fprintf(stderr, "jitter-probe: %s\n", probe_failure(run->probe));
+                return true;
+        }
+        if (s == PROBE_STOPPED && !told_to_stop) {
+                fprintf(stderr, "jitter-probe: the probe on CPU %d stopped\n", run->cpu);
+                return true;
+        }
+        return false;
+}
+
+/* Waits until every probe records, at most their preheat and START_SLACK_NS. Returns 0, or 1
+ * after saying which probe did not and where it was stuck. */
+static int wait_running(Run *runs, size_t n, const Options *o)
+{
+        const uint64_t limit = o->preheat_ns + START_SLACK_NS, start = now_ns(CLOCK_MONOTONIC);
+        char d[32];
+
+        for (;;) {
+                bool all = true;
+
+                for (size_t i = 0; i < n; i++) {
+                        if (report_failed(&runs[i], false)) {
+                                return 1;
+                        }
+                        all = all && probe_state(runs[i].probe) == PROBE_RUNNING;
+                }
+                if (all || interrupted) {
+                        return 0;
+                }
+                if (now_ns(CLOCK_MONOTONIC) - start > limit) {
+                        break;
+                }
+                usleep(10000);
+        }
+        duration_format(d, sizeof(d), limit);
+        for (size_t i = 0; i < n; i++) {
+                ProbeState s = probe_state(runs[i].probe);
+
+                if (s == PROBE_MIGRATED) {
+                        fprintf(stderr,
+                                "jitter-probe: the probe on CPU %d is still migrated after %s: it "
+                                "is on CPU %d and cannot go back (CPU offline, or taken out of "
+                                "the cpuset?)\n",
+                                runs[i].cpu, d, probe_migrated_to(runs[i].probe));
+                } else if (s != PROBE_RUNNING) {
+                        fprintf(stderr,
+                                "jitter-probe: the probe on CPU %d is still %s after %s (starved "
+                                "by a higher-priority task on that CPU?)\n",
+                                runs[i].cpu, probe_state_name(s), d);
+                }
+        }
+        return 1;
+}
+
+/* Stops every probe, in parallel, each within PROBE_STOP_TIMEOUT_NS of the request. Returns 0,
+ * or 1 after naming the probes that did not stop. */
+static int stop_all(Run *runs, size_t n)
+{
+        int ret = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                probe_request_stop(runs[i].probe);
+        }
+        for (size_t i = 0; i < n; i++) {
+                if (probe_stop(runs[i].probe) < 0) {
+                        fprintf(stderr,
+                                "jitter-probe: the probe on CPU %d did not stop within %.0f s "
+                                "(it is %s; starved by a higher-priority task on that CPU?)\n",
+                                runs[i].cpu, (double)PROBE_STOP_TIMEOUT_NS / 1e9,
+                                probe_state_name(probe_state(runs[i].probe)));
+                        ret = 1;
+                }
+        }
+        return ret;
 }
 
 static void progress(const Run *runs, size_t n, const CounterInfo *ci, uint64_t elapsed,
@@ -334,6 +567,10 @@ static json_t *run_to_json(const Run *run, const CounterInfo *ci, const ClockPai
         json_object_set_new(
                 o, "floor_ns",
                 json_integer((json_int_t)tickconv_to_ns(&ci->conv, probe_floor_ticks(run->probe))));
+        json_object_set_new(o, "cpu_number_source",
+                            json_string(probe_cpu_source_name(probe_cpu_source(run->probe))));
+        json_object_set_new(o, "migrations",
+                            json_integer((json_int_t)probe_migrations(run->probe)));
         return o;
 }
 
@@ -349,6 +586,13 @@ static void print_text(const Run *run, const CounterInfo *ci, const Options *o,
                run->cpu, (double)s.duration_ns / 1e9, s.samples,
                s.duration_ns ? (double)s.samples * 1e3 / (double)s.duration_ns : 0.0,
                tickconv_to_ns(&ci->conv, probe_floor_ticks(run->probe)));
+#if defined(__x86_64__)
+        /* Worth knowing on x86-64, where the CPU number is TSC_AUX when it can be: that this
+         * host's TSC_AUX is not the CPU number, or that the CPU (as CPUID says) has no rdtscp. */
+        if (probe_cpu_source(run->probe) != PROBE_CPU_SOURCE_TSC_AUX) {
+                printf("note: %s\n\n", probe_cpu_source_note(run->probe));
+        }
+#endif
         report_statistics(stdout, &s, o->threshold_ns);
         if (run->events_dropped) {
                 printf("  EVENTS DROPPED: %" PRIu64 " (not all interruptions listed)\n",
@@ -365,28 +609,26 @@ static void print_text(const Run *run, const CounterInfo *ci, const Options *o,
         putchar('\n');
 }
 
-/* Long because it runs the whole one-shot measurement in order (set-up, preheat, run, report); its
- * steps are marked. */
-int main(int argc, char **argv)
-{
+/* One run of jitter-probe, from the options to the report. */
+typedef struct Session {
         Options o;
         CounterInfo ci;
+        Run *runs;
+        size_t n; /* probes made; runs[n] may hold the events of one that could not be */
         ClockPair start_pair, end_pair;
         ReportSanity sanity;
-        Run *runs;
-        size_t n = 0;
-        uint64_t start_real, start_mono, elapsed = 0;
-        bool live, color;
-        int r, ret = 0;
+        uint64_t start_real, start_mono;
+#ifdef JITTER_PROBE_TEST_HOOKS
+        TestHooks test;
+#endif
+} Session;
 
-        r = parse_args(argc, argv, &o);
-        if (r != 0) {
-                return r;
-        }
-        if (choose_cpus(&o) != 0) {
-                return 1;
-        }
-        r = counter_info_init(o.counter, 10.0, 2000, &ci);
+/* Finds the counter's frequency and locks the process in RAM. Returns 0, or 1 after saying
+ * why the counter cannot be used. */
+static int setup_counter(Session *s)
+{
+        int r = counter_info_init(s->o.counter, 10.0, 2000, &s->ci);
+
         if (r == -EOPNOTSUPP) {
                 fprintf(stderr, "jitter-probe: this CPU has no invariant TSC (CPUID 0x80000007 "
                                 "EDX bit 8), so TSC gaps are not time; use --counter clock\n");
@@ -406,169 +648,252 @@ int main(int argc, char **argv)
                         "('ulimit -l unlimited')\n",
                         strerror(errno));
         }
-        signal(SIGINT, on_signal);
-        signal(SIGTERM, on_signal);
+        return 0;
+}
 
-        runs = calloc(CPU_COUNT(&o.cpus), sizeof(Run));
-        if (!runs) {
-                fprintf(stderr, "jitter-probe: out of memory\n");
+/* Makes and starts the probe of one CPU in s->runs[s->n]. Returns 0, or 1 after saying why
+ * not. */
+static int start_probe(Session *s, int cpu)
+{
+        const Options *o = &s->o;
+        ProbeConfig pc = {
+                .cpu = cpu,
+                .priority = o->priority,
+                .counter = s->ci,
+                .threshold_ns = o->threshold_ns,
+                .preheat_ns = o->preheat_ns,
+                .ring_capacity = 8192,
+        };
+        Run *run = &s->runs[s->n];
+        int r;
+
+        run->cpu = cpu;
+        run->harvest_epoch = 1;
+        probe_slot_clear(&run->total);
+#ifdef JITTER_PROBE_TEST_HOOKS
+        test_hooks_apply(run, &s->test, &pc);
+#endif
+        run->events = calloc(MAX_EVENTS_KEPT, sizeof(Event));
+        r = run->events ? probe_new(&pc, &run->probe) : -ENOMEM;
+        if (r == -EPERM || (r == -ENOMEM && run->events)) {
+                fprintf(stderr, "jitter-probe: cannot lock the probe's memory in RAM: "
+                                "grant CAP_IPC_LOCK or raise RLIMIT_MEMLOCK ('ulimit -l "
+                                "unlimited', LimitMEMLOCK= in a unit)\n");
+                return 1;
+        } else if (r < 0) {
+                fprintf(stderr, "jitter-probe: cannot set up the probe: %s\n", strerror(-r));
                 return 1;
         }
-        for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-                ProbeConfig pc = {
-                        .cpu = cpu,
-                        .priority = o.priority,
-                        .counter = ci,
-                        .threshold_ns = o.threshold_ns,
-                        .preheat_ns = o.preheat_ns,
-                        .ring_capacity = 8192,
-                };
-                Run *run = &runs[n];
-
-                if (!CPU_ISSET(cpu, &o.cpus)) {
-                        continue;
-                }
-                run->cpu = cpu;
-                run->harvest_epoch = 1;
-                probe_slot_clear(&run->total);
-                run->events = calloc(MAX_EVENTS_KEPT, sizeof(Event));
-                r = run->events ? probe_new(&pc, &run->probe) : -ENOMEM;
-                if (r == -EPERM || (r == -ENOMEM && run->events)) {
-                        fprintf(stderr, "jitter-probe: cannot lock the probe's memory in RAM: "
-                                        "grant CAP_IPC_LOCK or raise RLIMIT_MEMLOCK ('ulimit -l "
-                                        "unlimited', LimitMEMLOCK= in a unit)\n");
-                        ret = 1;
-                        goto out;
-                } else if (r < 0) {
-                        fprintf(stderr, "jitter-probe: cannot set up the probe: %s\n",
-                                strerror(-r));
-                        ret = 1;
-                        goto out;
-                }
-                n++;
-                r = probe_start(run->probe);
-                if (r < 0) {
-                        explain_start_error(cpu, r, &o);
-                        ret = 1;
-                        goto out;
-                }
+        s->n++;
+        r = probe_start(run->probe);
+        if (r < 0 && *probe_failure(run->probe)) {
+                fprintf(stderr, "jitter-probe: %s\n", probe_failure(run->probe));
+                return 1;
+        } else if (r < 0) {
+                explain_start_error(cpu, r, o);
+                return 1;
         }
+        return 0;
+}
 
-        /* Wait for every probe to finish preheating, then record. */
-        for (;;) {
-                bool all = true;
-
-                for (size_t i = 0; i < n; i++) {
-                        ProbeState s = probe_state(runs[i].probe);
-
-                        if (s == PROBE_FAILED || s == PROBE_STOPPED) {
-                                fprintf(stderr, "jitter-probe: the probe on CPU %d stopped\n",
-                                        runs[i].cpu);
-                                ret = 1;
-                                goto out;
-                        }
-                        all = all && s == PROBE_RUNNING;
-                }
-                if (all || interrupted) {
-                        break;
-                }
-                usleep(10000);
+/* Waits for every probe to finish preheating, then starts each on a fresh slot: everything
+ * recorded from here on is the run. Returns 0, or 1 after saying which probe did not. */
+static int begin_recording(Session *s)
+{
+        if (wait_running(s->runs, s->n, &s->o) != 0) {
+                return 1;
         }
-        /* Everything recorded from here on is the run: start every probe on a fresh slot. */
-        for (size_t i = 0; i < n; i++) {
-                harvest(&runs[i]);
-                probe_slot_clear(&runs[i].total);
-                drain_events(&runs[i]);
-                runs[i].n_events = 0;
-                runs[i].events_dropped = 0;
-                runs[i].reader.dropped = 0;
-        }
-        clock_pair_sample(o.counter, &start_pair);
-        start_real = now_ns(CLOCK_REALTIME);
-        start_mono = now_ns(CLOCK_MONOTONIC);
-        live = !o.quiet && isatty(STDERR_FILENO);
-        color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
+        for (size_t i = 0; i < s->n; i++) {
+                Run *run = &s->runs[i];
 
-        while (!interrupted && elapsed < o.duration_ns) {
-                uint64_t left = o.duration_ns - elapsed;
+                if (start_fresh(run) != 0) {
+                        return 1;
+                }
+                drain_events(run);
+                run->n_events = 0;
+                run->events_dropped = 0;
+                run->reader.dropped = 0;
+        }
+        clock_pair_sample(s->o.counter, &s->start_pair);
+        s->start_real = now_ns(CLOCK_REALTIME);
+        s->start_mono = now_ns(CLOCK_MONOTONIC);
+        return 0;
+}
+
+/* Records for the duration asked (or until a signal): every 100 ms reads the events and the
+ * intervals the probes moved on from, and starts a new interval about once a second. Returns
+ * 0, or 1 after saying which probe failed. */
+static int record(Session *s)
+{
+        const bool live = !s->o.quiet && isatty(STDERR_FILENO);
+        uint64_t elapsed = 0;
+
+        while (!interrupted && elapsed < s->o.duration_ns) {
+                uint64_t left = s->o.duration_ns - elapsed;
                 uint64_t nap = left < 100000000ULL ? left : 100000000ULL;
                 struct timespec ts = {(time_t)(nap / 1000000000ULL), (long)(nap % 1000000000ULL)};
 
                 nanosleep(&ts, NULL);
-                elapsed = now_ns(CLOCK_MONOTONIC) - start_mono;
-                for (size_t i = 0; i < n; i++) {
-                        drain_events(&runs[i]);
-                        /* Harvest about once a second, and at the end. */
-                        if (elapsed >= o.duration_ns ||
-                            (elapsed / 1000000000ULL) != ((elapsed - nap) / 1000000000ULL)) {
-                                harvest(&runs[i]);
+                elapsed = now_ns(CLOCK_MONOTONIC) - s->start_mono;
+                for (size_t i = 0; i < s->n; i++) {
+                        if (report_failed(&s->runs[i], false)) {
+                                return 1;
+                        }
+                        drain_events(&s->runs[i]);
+                        harvest(&s->runs[i]);
+                        if ((elapsed / 1000000000ULL) != ((elapsed - nap) / 1000000000ULL)) {
+                                advance(&s->runs[i]);
                         }
                 }
                 if (live) {
-                        progress(runs, n, &ci, elapsed, o.duration_ns);
+                        progress(s->runs, s->n, &s->ci, elapsed, s->o.duration_ns);
                 }
-        }
-        for (size_t i = 0; i < n; i++) {
-                harvest(&runs[i]);
-        }
-        clock_pair_sample(o.counter, &end_pair);
-        sanity.realtime_ns = (double)(now_ns(CLOCK_REALTIME) - start_real);
-        sanity.counter_ns = (double)tickconv_to_ns(&ci.conv, end_pair.ticks - start_pair.ticks);
-        for (size_t i = 0; i < n; i++) {
-                probe_stop(runs[i].probe);
-                drain_events(&runs[i]);
-                runs[i].events_dropped += runs[i].reader.dropped;
-                runs[i].duration_ns =
-                        runs[i].total.end_ticks > runs[i].total.start_ticks
-                                ? tickconv_to_ns(&ci.conv, runs[i].total.end_ticks -
-                                                                   runs[i].total.start_ticks)
-                                : 0;
         }
         if (live) {
                 fprintf(stderr, "\r\033[K");
         }
+        return 0;
+}
 
-        if (o.json) {
-                json_t *cpus = json_array();
-                json_t *root = json_pack(
-                        "{s{ss sI ss sf} so s{sf sf sf}}", "counter", "source",
-                        counter_source_name(ci.source), "hz", (json_int_t)ci.hz, "hz_source",
-                        counter_hz_source_name(ci.hz_source), "precision_ppm", ci.precision_ppm,
-                        "cpus", cpus, "sanity", "realtime_elapsed_ns", sanity.realtime_ns,
-                        "counter_elapsed_ns", sanity.counter_ns, "drift_ppm",
-                        sanity.realtime_ns > 0 ? (sanity.counter_ns - sanity.realtime_ns) /
-                                                         sanity.realtime_ns * 1e6
-                                               : 0.0);
+/* Stops the probes and takes in what they recorded last: stopped, a probe writes nothing more,
+ * so its last interval is harvested without waiting. Returns 0, or 1 after saying which probe
+ * did not stop or had failed. */
+static int finish_recording(Session *s)
+{
+        if (stop_all(s->runs, s->n) != 0) {
+                return 1;
+        }
+        clock_pair_sample(s->o.counter, &s->end_pair);
+        s->sanity.realtime_ns = (double)(now_ns(CLOCK_REALTIME) - s->start_real);
+        s->sanity.counter_ns =
+                (double)tickconv_to_ns(&s->ci.conv, s->end_pair.ticks - s->start_pair.ticks);
+        for (size_t i = 0; i < s->n; i++) {
+                Run *run = &s->runs[i];
+                uint64_t moved;
 
-                json_object_set_new(root, "threshold_ns", json_integer((json_int_t)o.threshold_ns));
-                /* The recording window, so events can be matched to what else happened. */
-                json_object_set_new(root, "start_ns", json_integer((json_int_t)start_pair.mono_ns));
-                json_object_set_new(root, "end_ns", json_integer((json_int_t)end_pair.mono_ns));
-                for (size_t i = 0; i < n; i++) {
-                        json_array_append_new(cpus, run_to_json(&runs[i], &ci, &start_pair));
+                if (report_failed(run, true)) {
+                        return 1;
                 }
-                json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-                putchar('\n');
-                json_decref(root);
-        } else {
-                printf("counter: %s, %.6f MHz (%s", counter_source_name(ci.source),
-                       (double)ci.hz / 1e6, counter_hz_source_name(ci.hz_source));
-                if (ci.hz_source == COUNTER_HZ_CALIBRATED) {
-                        printf(", precision %.2f ppm", ci.precision_ppm);
-                }
-                printf(")\n\n");
-                for (size_t i = 0; i < n; i++) {
-                        print_text(&runs[i], &ci, &o, &sanity, color);
+                probe_advance(run->probe);
+                harvest(run);
+                drain_events(run);
+                run->events_dropped += run->reader.dropped;
+                run->duration_ns =
+                        run->total.end_ticks > run->total.start_ticks
+                                ? tickconv_to_ns(&s->ci.conv,
+                                                 run->total.end_ticks - run->total.start_ticks)
+                                : 0;
+                moved = probe_migrations(run->probe) - run->migrations_at_start;
+                if (moved > 0) {
+                        fprintf(stderr,
+                                "jitter-probe: warning: the probe on CPU %d was moved off it "
+                                "%" PRIu64
+                                " time(s) while recording; it recorded nothing while away\n",
+                                run->cpu, moved);
                 }
         }
+        return 0;
+}
+
+static void print_json(const Session *s)
+{
+        const CounterInfo *ci = &s->ci;
+        const ReportSanity *sanity = &s->sanity;
+        json_t *cpus = json_array();
+        json_t *root =
+                json_pack("{s{ss sI ss sf} so s{sf sf sf}}", "counter", "source",
+                          counter_source_name(ci->source), "hz", (json_int_t)ci->hz, "hz_source",
+                          counter_hz_source_name(ci->hz_source), "precision_ppm", ci->precision_ppm,
+                          "cpus", cpus, "sanity", "realtime_elapsed_ns", sanity->realtime_ns,
+                          "counter_elapsed_ns", sanity->counter_ns, "drift_ppm",
+                          sanity->realtime_ns > 0 ? (sanity->counter_ns - sanity->realtime_ns) /
+                                                            sanity->realtime_ns * 1e6
+                                                  : 0.0);
+
+        json_object_set_new(root, "threshold_ns", json_integer((json_int_t)s->o.threshold_ns));
+        /* The recording window, so events can be matched to what else happened. */
+        json_object_set_new(root, "start_ns", json_integer((json_int_t)s->start_pair.mono_ns));
+        json_object_set_new(root, "end_ns", json_integer((json_int_t)s->end_pair.mono_ns));
+        for (size_t i = 0; i < s->n; i++) {
+                json_array_append_new(cpus, run_to_json(&s->runs[i], ci, &s->start_pair));
+        }
+        json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+        putchar('\n');
+        json_decref(root);
+}
+
+static void print_report(const Session *s)
+{
+        const CounterInfo *ci = &s->ci;
+        bool color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
+
+        if (s->o.json) {
+                print_json(s);
+                return;
+        }
+        printf("counter: %s, %.6f MHz (%s", counter_source_name(ci->source), (double)ci->hz / 1e6,
+               counter_hz_source_name(ci->hz_source));
+        if (ci->hz_source == COUNTER_HZ_CALIBRATED) {
+                printf(", precision %.2f ppm", ci->precision_ppm);
+        }
+        printf(")\n\n");
+        for (size_t i = 0; i < s->n; i++) {
+                print_text(&s->runs[i], ci, &s->o, &s->sanity, color);
+        }
+}
+
+/* Stops (if still running) and frees every probe and what the session holds. */
+static void session_free(Session *s)
+{
+        if (!s->runs) {
+                return;
+        }
+        for (size_t i = 0; i < s->n; i++) {
+                probe_free(s->runs[i].probe);
+                free(s->runs[i].events);
+        }
+        if (s->n < (size_t)CPU_COUNT(&s->o.cpus)) {
+                free(s->runs[s->n].events);
+        }
+        free(s->runs);
+}
+
+/* Exit status: 0 done, 1 a failure (said on stderr), 2 bad usage. */
+int main(int argc, char **argv)
+{
+        Session s = {0};
+        int r, ret = 1;
+
+        r = parse_args(argc, argv, &s.o);
+        if (r != 0) {
+                return r;
+        }
+#ifdef JITTER_PROBE_TEST_HOOKS
+        if (test_hooks_parse(&s.test) != 0) {
+                return 2;
+        }
+#endif
+        if (choose_cpus(&s.o) != 0 || setup_counter(&s) != 0) {
+                return 1;
+        }
+        signal(SIGINT, on_signal);
+        signal(SIGTERM, on_signal);
+        s.runs = calloc(CPU_COUNT(&s.o.cpus), sizeof(Run));
+        if (!s.runs) {
+                fprintf(stderr, "jitter-probe: out of memory\n");
+                return 1;
+        }
+        for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+                if (CPU_ISSET(cpu, &s.o.cpus) && start_probe(&s, cpu) != 0) {
+                        goto out;
+                }
+        }
+        if (begin_recording(&s) != 0 || record(&s) != 0 || finish_recording(&s) != 0) {
+                goto out;
+        }
+        print_report(&s);
+        ret = 0;
 out:
-        for (size_t i = 0; i < n; i++) {
-                probe_free(runs[i].probe);
-                free(runs[i].events);
-        }
-        if (n < (size_t)CPU_COUNT(&o.cpus) && runs[n].events) {
-                free(runs[n].events);
-        }
-        free(runs);
+        session_free(&s);
         return ret;
 }

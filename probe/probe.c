@@ -1,6 +1,7 @@
 #include "probe.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -20,6 +21,13 @@
 #define HIST_EXACT_BITS (HIST_SUB_BITS + 1)
 #define HIST_EXACT (1u << HIST_EXACT_BITS)
 #define PAIR_CELLS (HIST_EXACT * HIST_EXACT)
+/* One more cell takes the loop's increment for a sample the slow path recorded, so the loop
+ * needs no branch for it; padded to a whole cache line. Never folded. */
+#define PAIR_SINK PAIR_CELLS
+#define PAIR_TABLE (PAIR_CELLS + 8)
+
+/* The counters the loop is specialised for: counter.h's two, and a test's scripted readings. */
+typedef enum LoopCounter { LOOP_COUNTER_HW, LOOP_COUNTER_CLOCK, LOOP_COUNTER_HOOK } LoopCounter;
 
 struct Probe {
         /* Written by the owner, read by the probe once every PROBE_CHECK_EVERY samples. */
@@ -38,14 +46,29 @@ struct Probe {
                 _Atomic int tid;
                 _Atomic uint64_t floor_ticks;
                 _Atomic uint64_t band_ticks;
+                _Atomic int cpu_source;
                 char failure[PROBE_FAILURE_MAX]; /* complete before state = PROBE_FAILED */
+                char cpu_note[PROBE_NOTE_MAX];   /* complete before state = PROBE_PREHEATING */
         } status;
 
-        /* Owner only. */
+        /* The probe thread's own: what the loop reads, and its count of false migrations. */
+        struct {
+                _Alignas(64) uint64_t threshold_ticks;
+                uint64_t fast_below; /* a power of two: gaps below it take the pair table */
+                bool floor_set;
+                ProbeCpuSource cpu_source;
+                int seen_cpu; /* what the CPU number said when the loop left its CPU */
+                unsigned false_migrations;
+                uint64_t false_first_ns, false_last_ns;
+        } own;
+
+        /* Owner only (hooks and cfg are read by the thread too, but never change). */
         uint64_t harvested_epoch; /* every epoch up to this one has been harvested */
         ProbeConfig cfg;
+        ProbeHooks hooks;
         pthread_t thread;
         bool thread_started;
+        bool abandoned; /* the thread did not stop in time: its memory must stay */
 
         EventRing ring;
         ProbeSlot preheat;
@@ -53,8 +76,8 @@ struct Probe {
         /* Per slot, counts of (previous gap, gap) pairs with both below HIST_EXACT ticks:
          * one increment per sample records the gap and its diff-of-diff at once. Folded into
          * the slot's histograms when it is harvested. */
-        uint64_t preheat_pairs[PAIR_CELLS];
-        uint64_t pairs[PROBE_SLOTS][PAIR_CELLS];
+        uint64_t preheat_pairs[PAIR_TABLE];
+        uint64_t pairs[PROBE_SLOTS][PAIR_TABLE];
 };
 
 const char *probe_state_name(ProbeState s)
@@ -101,7 +124,7 @@ int probe_new(const ProbeConfig *cfg, Probe **ret)
         int r;
 
         if (cfg->cpu < 0 || cfg->cpu >= CPU_SETSIZE || cfg->priority < 0 || cfg->priority > 99 ||
-            cfg->counter.hz == 0) {
+            cfg->counter.hz == 0 || cfg->threshold_ns == 0) {
                 return -EINVAL;
         }
         if (posix_memalign((void **)&p, 64, sizeof(*p)) != 0) {
@@ -110,6 +133,12 @@ int probe_new(const ProbeConfig *cfg, Probe **ret)
         /* memset touches every page, so the loop never takes a page fault. */
         memset(p, 0, sizeof(*p));
         p->cfg = *cfg;
+        if (cfg->hooks) {
+                p->hooks = *cfg->hooks;
+        }
+        p->cfg.hooks = cfg->hooks ? &p->hooks : NULL;
+        /* Rounded up, so at least one tick: a threshold is never undercut. */
+        p->own.threshold_ticks = tickconv_from_ns(&cfg->counter.conv, cfg->threshold_ns);
         atomic_store(&p->ctl.epoch, 1);
         atomic_store(&p->status.migrated_to, -1);
         probe_slot_clear(&p->preheat);
@@ -153,20 +182,102 @@ static void set_failed(Probe *p, int error, const char *fmt, ...)
         set_state(p, PROBE_FAILED);
 }
 
-/* Which CPU are we on? On x86 with the TSC, rdtscp's TSC_AUX answers without a syscall;
- * elsewhere glibc reads it from the rseq area. */
-static inline unsigned current_cpu(CounterSource src)
+static uint64_t now_ns(void)
 {
-#if defined(__x86_64__)
-        if (src == COUNTER_HW) {
-                unsigned cpu;
+        struct timespec ts;
 
-                (void)counter_hw_read_cpu(&cpu);
-                return cpu;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_ns(long ns)
+{
+        struct timespec ts = {.tv_sec = ns / 1000000000L, .tv_nsec = ns % 1000000000L};
+
+        nanosleep(&ts, NULL);
+}
+
+/* Whether rdtscp may run, as CPUID says or a test dictates. A test's "present" lets its own
+ * TSC_AUX stand-in be used, never the instruction on a CPU without it. */
+static bool have_rdtscp(const Probe *p)
+{
+        switch (p->hooks.rdtscp) {
+        case PROBE_RDTSCP_ABSENT:
+                return false;
+        case PROBE_RDTSCP_PRESENT:
+                return p->hooks.tsc_aux || counter_have_rdtscp();
+        case PROBE_RDTSCP_ASK_CPUID:
+        default:
+                return counter_have_rdtscp();
         }
+}
+
+/* TSC_AUX & 0xfff, or a test's stand-in for it. Only called once have_rdtscp() said yes. */
+static unsigned read_tsc_aux(const Probe *p)
+{
+        if (p->hooks.tsc_aux) {
+                return p->hooks.tsc_aux(p->hooks.userdata);
+        }
+#if defined(__x86_64__)
+        unsigned cpu;
+
+        (void)counter_hw_read_cpu(&cpu);
+        return cpu;
+#else
+        return UINT_MAX;
 #endif
-        (void)src;
-        return (unsigned)sched_getcpu();
+}
+
+/* Which CPU are we on, from the source choose_cpu_source() picked. Once per
+ * PROBE_CHECK_EVERY samples, so a branch and a call cost nothing that shows. */
+static int current_cpu(const Probe *p)
+{
+        if (p->own.cpu_source == PROBE_CPU_SOURCE_TSC_AUX) {
+                return (int)read_tsc_aux(p);
+        }
+        return sched_getcpu();
+}
+
+#define TSC_AUX_CHECKS 8
+
+/* Chooses where the loop reads its CPU number. TSC_AUX needs no memory access, but it is our
+ * CPU number only where Linux wrote it: a hypervisor may run rdtscp without announcing it in
+ * CPUID and leave TSC_AUX as it was (0x56 on CPU 0 and 0x85 on CPU 1 on one host), and a probe
+ * that trusted it would think it had migrated at every check, and re-pin and preheat for ever.
+ * So TSC_AUX only where CPUID has rdtscp and it reads our CPU, as sched_getcpu() does, every
+ * time out of a few; otherwise sched_getcpu(), which glibc reads from the rseq area without a
+ * syscall. Runs pinned, before preheat. */
+static void choose_cpu_source(Probe *p)
+{
+        const int cpu = p->cfg.cpu;
+        char *note = p->status.cpu_note;
+        const size_t n = sizeof(p->status.cpu_note);
+
+        p->own.cpu_source = PROBE_CPU_SOURCE_GETCPU;
+        if (!have_rdtscp(p)) {
+                snprintf(note, n,
+                         "CPU %d: sched_getcpu(); the CPU has no rdtscp (CPUID 0x80000001 EDX "
+                         "bit 27)",
+                         cpu);
+        } else {
+                for (int i = 0; i < TSC_AUX_CHECKS; i++) {
+                        unsigned aux = read_tsc_aux(p);
+                        int kernel = sched_getcpu();
+
+                        if (aux != (unsigned)cpu || kernel != cpu) {
+                                snprintf(note, n,
+                                         "CPU %d: sched_getcpu(); TSC_AUX read %u (%#x) where "
+                                         "the kernel said CPU %d, so it is not the CPU number",
+                                         cpu, aux, aux, kernel);
+                                goto done;
+                        }
+                }
+                p->own.cpu_source = PROBE_CPU_SOURCE_TSC_AUX;
+                snprintf(note, n, "CPU %d: TSC_AUX (rdtscp), which read %d as sched_getcpu() did",
+                         cpu, cpu);
+        }
+done:
+        atomic_store(&p->status.cpu_source, p->own.cpu_source);
 }
 
 enum loop_exit { LOOP_DEADLINE, LOOP_STOP, LOOP_MIGRATED };
@@ -189,7 +300,7 @@ static void fold_pairs(ProbeSlot *s, uint64_t *pairs)
                         }
                 }
         }
-        memset(pairs, 0, PAIR_CELLS * sizeof(uint64_t));
+        memset(pairs, 0, PAIR_TABLE * sizeof(uint64_t));
 }
 
 /* Completes the statistics of a slot the probe filled: adds what the exact buckets hold to the
@@ -219,13 +330,14 @@ static void slot_finalize(ProbeSlot *s)
 }
 
 /* The slow half of a sample: a gap, or a previous gap, too large for the pair table (a few in
- * a thousand on a busy machine, almost none on a quiet core), and interruptions. Squares and
- * extremes are kept here only for values beyond the exact buckets; slot_finalize() adds the
- * rest from the histograms. */
-static inline __attribute__((always_inline)) void record_large(Probe *p, ProbeSlot *slot,
-                                                               uint64_t now, uint64_t gap,
-                                                               uint64_t prev_gap, uint64_t band,
-                                                               uint64_t floor, uint64_t threshold)
+ * a thousand on a busy machine, almost none on a quiet core), interruptions and time lost.
+ * Squares and extremes are kept here only for values beyond the exact buckets; slot_finalize()
+ * adds the rest from the histograms. Every gap at or above the band or the threshold comes
+ * here, however few ticks that is: the loop's fast path ends below both (see set_floor()). */
+static inline __attribute__((always_inline)) void record_slow(Probe *p, ProbeSlot *slot,
+                                                              uint64_t now, uint64_t gap,
+                                                              uint64_t prev_gap, uint64_t band,
+                                                              uint64_t floor, uint64_t threshold)
 {
         const int64_t dd = (int64_t)(gap - prev_gap);
         const uint64_t mag = dd < 0 ? -(uint64_t)dd : (uint64_t)dd;
@@ -235,15 +347,15 @@ static inline __attribute__((always_inline)) void record_large(Probe *p, ProbeSl
                 slot->gap.sumsq += (unsigned __int128)gap * gap;
                 slot->gap.min = gap < slot->gap.min ? gap : slot->gap.min;
                 slot->gap.max = gap > slot->gap.max ? gap : slot->gap.max;
-                if (gap >= band) {
-                        slot->lost_ticks += gap - floor;
-                        if (gap >= threshold) {
-                                slot->events++;
-                                ring_push(&p->ring, now - gap, gap);
-                        }
-                }
         } else {
                 slot->gap_hist.counts[gap]++;
+        }
+        if (gap >= band) {
+                slot->lost_ticks += gap - floor;
+        }
+        if (gap >= threshold) {
+                slot->events++;
+                ring_push(&p->ring, now - gap, gap);
         }
         if (mag >= HIST_EXACT) {
                 (dd < 0 ? &slot->dd_hist.neg : &slot->dd_hist.pos)->counts[histogram_index(mag)]++;
@@ -255,49 +367,82 @@ static inline __attribute__((always_inline)) void record_large(Probe *p, ProbeSl
         }
 }
 
+static inline __attribute__((always_inline)) uint64_t loop_read(const Probe *p, const LoopCounter c)
+{
+        if (c == LOOP_COUNTER_HOOK) {
+                return p->hooks.read_counter(p->hooks.userdata);
+        }
+        return counter_read(c == LOOP_COUNTER_HW ? COUNTER_HW : COUNTER_CLOCK);
+}
+
 /* The hot loop. Per sample: one counter read, one subtraction, one compare that sends the rare
- * large values to record_large(), and one increment in the pair table, which records the gap
+ * large values to record_slow(), and one increment in the pair table, which records the gap
  * and the diff-of-diff at once. It never sleeps and makes no syscall: any time the CPU is
  * taken away shows up as a longer gap, which is what we measure. Counts and sums need no
  * per-sample work: every PROBE_CHECK_EVERY samples the count grows by that much, the gaps add
  * up to the counter's advance and the diff-of-diffs to the change of the gap. That is also
  * when it looks at the epoch word and the CPU number. The function is always inlined with
- * constant @src and @preheat, so each combination gets its own specialisation. */
+ * constant @src and @preheat, so each combination gets its own specialisation.
+ *
+ * What one sample costs (x86-64, gcc 12 -O2, objdump of the rdtsc recording loop): the rdtsc
+ * and 18 instructions: six register moves (two take rdtsc's edx:eax, four carry values to the
+ * next sample; renamed away), shl + or to join the halves, sub for the gap, or + cmp + jae
+ * against the fast path's bound, shl + lea for the next cell and a lea of its address for the
+ * checks, the increment (one add to memory: load, add, store), and sub + jne of the countdown.
+ * The only chain from one sample to the next is rdtsc -> sub -> or/cmp, so the loop runs as
+ * fast as rdtsc lets it. The increment is one sample late on purpose: it goes to the previous
+ * sample's cell, whose address is known long before. Incrementing the cell of the gap just
+ * read cost a third of the rate on AMD EPYC (Zen 4, under KVM): there an rdtsc behaves as if it
+ * waits for the address of every older store, which put rdtsc -> sub -> shl/add -> store
+ * address on the path of every sample (64 M samples/s against 101 M for the bare loop; a store
+ * at a fixed address, or a load at the gap's address, did not slow it). One sample late it runs
+ * at 99 M/s. On Intel, where rdtsc does not wait for older stores (the earlier loop reached
+ * 0.90x the bare one there), it is the same instructions with their inputs ready earlier, so it
+ * cannot be slower. Consecutive samples often hit the same cell, so an increment reads what the
+ * one before stored (store-to-load forwarding, ~5 cycles): a chain of its own, far shorter
+ * than an rdtsc (~25-40 cycles), and off the samples' path. Counting runs of an unchanged pair
+ * in a register instead was slower here (86 M/s): the gaps alternate between 26 and 52 ticks,
+ * so runs are short and the branch that ends them is mispredicted. */
 static inline __attribute__((always_inline)) enum loop_exit
-probe_loop(Probe *p, const CounterSource src, const bool preheat, uint64_t deadline_ticks)
+probe_loop(Probe *p, const LoopCounter src, const bool preheat, uint64_t deadline_ticks)
 {
         const uint64_t band = preheat ? UINT64_MAX : atomic_load(&p->status.band_ticks);
         const uint64_t floor = atomic_load(&p->status.floor_ticks);
-        const uint64_t threshold = tickconv_from_ns(&p->cfg.counter.conv, p->cfg.threshold_ns);
-        const unsigned cpu = (unsigned)p->cfg.cpu;
+        const uint64_t threshold = preheat ? UINT64_MAX : p->own.threshold_ticks;
+        const uint64_t fast_below = preheat ? HIST_EXACT : p->own.fast_below;
+        const int cpu = p->cfg.cpu;
         uint64_t epoch = atomic_load_explicit(&p->ctl.epoch, memory_order_acquire);
         ProbeSlot *slot = preheat ? &p->preheat : &p->slots[epoch % PROBE_SLOTS];
         uint64_t *pairs = preheat ? p->preheat_pairs : p->pairs[epoch % PROBE_SLOTS];
-        uint64_t prev, prev_gap, chunk_prev, chunk_prev_gap;
+        uint64_t prev, prev_gap, chunk_prev, chunk_prev_gap, cell = PAIR_SINK;
         unsigned countdown = PROBE_CHECK_EVERY;
 
         atomic_store_explicit(&p->status.acked_epoch, epoch, memory_order_release);
         /* Two reads first, so the first recorded gap already has a predecessor. */
-        chunk_prev = counter_read(src);
-        prev = counter_read(src);
+        chunk_prev = loop_read(p, src);
+        prev = loop_read(p, src);
         chunk_prev_gap = prev_gap = prev - chunk_prev;
         chunk_prev = prev;
         if (slot->start_ticks == 0) {
                 slot->start_ticks = prev;
         }
         for (;;) {
-                const uint64_t now = counter_read(src);
+                const uint64_t now = loop_read(p, src);
                 const uint64_t gap = now - prev;
 
                 prev = now;
-                if (likely((gap | prev_gap) < HIST_EXACT)) {
-                        pairs[(prev_gap << HIST_EXACT_BITS) + gap]++;
+                /* The previous sample's increment (the sink's after the slow path). */
+                pairs[cell]++;
+                cell = PAIR_SINK;
+                if (likely((gap | prev_gap) < fast_below)) {
+                        cell = (prev_gap << HIST_EXACT_BITS) + gap;
                 } else {
-                        record_large(p, slot, now, gap, prev_gap, band, floor, threshold);
+                        record_slow(p, slot, now, gap, prev_gap, band, floor, threshold);
                 }
                 prev_gap = gap;
                 if (unlikely(--countdown == 0)) {
                         uint64_t e;
+                        int c;
 
                         countdown = PROBE_CHECK_EVERY;
                         slot->gap.count += PROBE_CHECK_EVERY;
@@ -307,17 +452,25 @@ probe_loop(Probe *p, const CounterSource src, const bool preheat, uint64_t deadl
                         slot->end_ticks = now;
                         chunk_prev = now;
                         chunk_prev_gap = gap;
-                        if (current_cpu(src) != cpu) {
+                        c = current_cpu(p);
+                        if (unlikely(c != cpu)) {
+                                pairs[cell]++;
+                                p->own.seen_cpu = c;
                                 return LOOP_MIGRATED;
                         }
                         if (atomic_load_explicit(&p->ctl.stop, memory_order_relaxed)) {
+                                pairs[cell]++;
                                 return LOOP_STOP;
                         }
                         if (preheat && now >= deadline_ticks) {
+                                pairs[cell]++;
                                 return LOOP_DEADLINE;
                         }
                         e = atomic_load_explicit(&p->ctl.epoch, memory_order_acquire);
                         if (e != epoch) {
+                                /* The old slot is whole before the probe says it moved on. */
+                                pairs[cell]++;
+                                cell = PAIR_SINK;
                                 epoch = e;
                                 if (!preheat) {
                                         slot = &p->slots[epoch % PROBE_SLOTS];
@@ -333,23 +486,42 @@ probe_loop(Probe *p, const CounterSource src, const bool preheat, uint64_t deadl
 
 static enum loop_exit run_preheat(Probe *p, uint64_t deadline)
 {
-        return p->cfg.counter.source == COUNTER_HW ? probe_loop(p, COUNTER_HW, true, deadline)
-                                                   : probe_loop(p, COUNTER_CLOCK, true, deadline);
+        if (p->hooks.read_counter) {
+                return probe_loop(p, LOOP_COUNTER_HOOK, true, deadline);
+        }
+        return p->cfg.counter.source == COUNTER_HW
+                       ? probe_loop(p, LOOP_COUNTER_HW, true, deadline)
+                       : probe_loop(p, LOOP_COUNTER_CLOCK, true, deadline);
 }
 
 static enum loop_exit run_record(Probe *p)
 {
-        return p->cfg.counter.source == COUNTER_HW ? probe_loop(p, COUNTER_HW, false, 0)
-                                                   : probe_loop(p, COUNTER_CLOCK, false, 0);
+        if (p->hooks.read_counter) {
+                return probe_loop(p, LOOP_COUNTER_HOOK, false, 0);
+        }
+        return p->cfg.counter.source == COUNTER_HW ? probe_loop(p, LOOP_COUNTER_HW, false, 0)
+                                                   : probe_loop(p, LOOP_COUNTER_CLOCK, false, 0);
 }
 
-/* Sets the loop's floor from what preheat saw. Gaps above floor + max(floor, 100 ns) count as
- * time lost: far enough above the loop's own period that cache and branch effects stay out,
- * low enough to catch every real interruption. */
+static uint64_t counter_now(const Probe *p)
+{
+        if (p->hooks.read_counter) {
+                return p->hooks.read_counter(p->hooks.userdata);
+        }
+        return counter_read(p->cfg.counter.source);
+}
+
+/* Sets the loop's floor from what preheat saw. Gaps at or above floor + max(floor, 100 ns)
+ * count as time lost: far enough above the loop's own period that cache and branch effects
+ * stay out, low enough to catch every real interruption. The pair table then takes only gaps
+ * below both the band and the threshold (rounded down to a power of two, so one compare checks
+ * a gap and its predecessor): on a slow counter (cntvct at 25 MHz: 64 ticks are 2.56 us) the
+ * loop still sees every interruption and every lost tick, and on a fast one the bound stays at
+ * the end of the exact buckets. */
 static void set_floor(Probe *p)
 {
         const TickConv *conv = &p->cfg.counter.conv;
-        uint64_t floor, band, min_band = tickconv_from_ns(conv, 100);
+        uint64_t floor, band, fast = HIST_EXACT, min_band = tickconv_from_ns(conv, 100);
 
         fold_pairs(&p->preheat, p->preheat_pairs);
         slot_finalize(&p->preheat);
@@ -358,19 +530,12 @@ static void set_floor(Probe *p)
                 floor = p->preheat.gap.max;
         }
         band = floor + (floor > min_band ? floor : min_band);
-        /* The loop checks the band only for values beyond the exact buckets. */
-        if (band < HIST_EXACT) {
-                band = HIST_EXACT;
+        while (fast > 1 && (fast > band || fast > p->own.threshold_ticks)) {
+                fast >>= 1;
         }
+        p->own.fast_below = fast;
         atomic_store(&p->status.floor_ticks, floor);
         atomic_store(&p->status.band_ticks, band);
-}
-
-static void sleep_ns(long ns)
-{
-        struct timespec ts = {.tv_sec = ns / 1000000000L, .tv_nsec = ns % 1000000000L};
-
-        nanosleep(&ts, NULL);
 }
 
 /* Acknowledges epochs while not recording, so the owner's harvest goes on (with empty slots). */
@@ -396,24 +561,66 @@ static int pin_self(int cpu)
 }
 
 /* Off our CPU (hotplug, cpuset change): record nothing, do not spin where we landed, and try
- * to go back every 100 ms until we can or are told to stop. */
-static bool wait_for_cpu(Probe *p)
+ * to go back every 100 ms until we can or are told to stop. Returns 1 when the first try took
+ * us back, 0 when a later one did, -1 when told to stop. */
+static int wait_for_cpu(Probe *p, int kernel_cpu)
 {
         set_state(p, PROBE_MIGRATED);
         atomic_fetch_add(&p->status.migrations, 1);
-        atomic_store(&p->status.migrated_to, sched_getcpu());
-        for (;;) {
+        atomic_store(&p->status.migrated_to, kernel_cpu);
+        for (int tries = 0;; tries++) {
                 ack_epoch(p);
                 if (atomic_load(&p->ctl.stop)) {
-                        return false;
+                        return -1;
                 }
                 if (pin_self(p->cfg.cpu) == 0) {
                         atomic_store(&p->status.migrated_to, -1);
-                        return true;
+                        return tries == 0;
                 }
                 atomic_store(&p->status.migrated_to, sched_getcpu());
                 sleep_ns(100000000L);
         }
+}
+
+/* Counts a migration that pinning undid at once: the CPU number said we were elsewhere and
+ * either the kernel disagreed (the number lies) or something moved us and let us come back.
+ * Either may happen once; repeated, re-pinning and preheating again would go on for ever, so
+ * the probe fails saying what it saw. Returns true when it failed. */
+static bool false_migration(Probe *p, int kernel_cpu)
+{
+        const uint64_t window = PROBE_FALSE_MIGRATION_WINDOW_NS + p->cfg.preheat_ns;
+        const uint64_t t = now_ns();
+        const int cpu = p->cfg.cpu;
+        unsigned n;
+        double span;
+
+        if (p->own.false_migrations == 0 || t - p->own.false_last_ns > window) {
+                p->own.false_migrations = 0;
+                p->own.false_first_ns = t;
+        }
+        n = ++p->own.false_migrations;
+        p->own.false_last_ns = t;
+        if (n < PROBE_FALSE_MIGRATIONS_MAX) {
+                return false;
+        }
+        span = (double)(t - p->own.false_first_ns) / 1e6;
+        if (kernel_cpu == cpu) {
+                set_failed(p, -EIO,
+                           "CPU %d: %s said CPU %d while sched_getcpu() said %d, %u times in "
+                           "%.0f ms although the probe never left; its CPU number cannot be "
+                           "trusted",
+                           cpu,
+                           p->own.cpu_source == PROBE_CPU_SOURCE_TSC_AUX ? "TSC_AUX (rdtscp)"
+                                                                         : "sched_getcpu()",
+                           p->own.seen_cpu, kernel_cpu, n, span);
+        } else {
+                set_failed(p, -EBUSY,
+                           "CPU %d: the probe was moved off it %u times in %.0f ms (last to CPU "
+                           "%d) and could pin itself back at once each time; something keeps "
+                           "changing its affinity",
+                           cpu, n, span, kernel_cpu);
+        }
+        return true;
 }
 
 static void *probe_thread(void *userdata)
@@ -443,23 +650,36 @@ static void *probe_thread(void *userdata)
         if (p->cfg.thread_init) {
                 p->cfg.thread_init(p->cfg.thread_init_userdata);
         }
+        choose_cpu_source(p);
 
         for (;;) {
+                int kernel_cpu;
+
                 set_state(p, PROBE_PREHEATING);
                 probe_slot_clear(&p->preheat);
                 memset(p->preheat_pairs, 0, sizeof(p->preheat_pairs));
-                deadline = counter_read(p->cfg.counter.source) +
-                           tickconv_from_ns(&p->cfg.counter.conv, p->cfg.preheat_ns);
+                deadline =
+                        counter_now(p) + tickconv_from_ns(&p->cfg.counter.conv, p->cfg.preheat_ns);
                 r = run_preheat(p, deadline);
                 if (r == LOOP_DEADLINE) {
-                        if (atomic_load(&p->status.floor_ticks) == 0) {
+                        /* Once: the floor of a probe that went back to its CPU stays. */
+                        if (!p->own.floor_set) {
                                 set_floor(p);
+                                p->own.floor_set = true;
                         }
                         set_state(p, PROBE_RUNNING);
                         r = run_record(p);
                 }
-                if (r == LOOP_STOP || (r == LOOP_MIGRATED && !wait_for_cpu(p))) {
+                if (r == LOOP_STOP) {
                         break;
+                }
+                kernel_cpu = sched_getcpu();
+                r = wait_for_cpu(p, kernel_cpu);
+                if (r < 0) {
+                        break;
+                }
+                if (r == 1 && false_migration(p, kernel_cpu)) {
+                        return NULL;
                 }
         }
         set_state(p, PROBE_STOPPED);
@@ -483,7 +703,7 @@ int probe_start(Probe *p)
         }
         p->thread_started = true;
         /* Wait until it runs on its CPU (or could not); at most 5 s. */
-        for (int i = 0; i < 5000; i++) {
+        for (uint64_t end = now_ns() + 5000000000ULL; now_ns() < end;) {
                 ProbeState s = probe_state(p);
 
                 if (s == PROBE_FAILED) {
@@ -500,33 +720,40 @@ int probe_start(Probe *p)
         return -ETIMEDOUT;
 }
 
-void probe_stop(Probe *p)
+void probe_request_stop(Probe *p)
 {
-        if (!p->thread_started) {
-                return;
-        }
         atomic_store(&p->ctl.stop, 1);
-        pthread_join(p->thread, NULL);
-        p->thread_started = false;
+}
+
+int probe_stop(Probe *p)
+{
+        return probe_stop_timeout(p, PROBE_STOP_TIMEOUT_NS);
 }
 
 int probe_stop_timeout(Probe *p, uint64_t timeout_ns)
 {
         struct timespec ts;
         uint64_t t;
+        int r;
 
         if (!p->thread_started) {
                 return 0;
         }
-        atomic_store(&p->ctl.stop, 1);
+        probe_request_stop(p);
         clock_gettime(CLOCK_REALTIME, &ts);
         t = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec + timeout_ns;
         ts.tv_sec = (time_t)(t / 1000000000ULL);
         ts.tv_nsec = (long)(t % 1000000000ULL);
-        if (pthread_timedjoin_np(p->thread, NULL, &ts) != 0) {
+        /* EINTR is not among its errors, but a signal may still end the wait early. */
+        do {
+                r = pthread_timedjoin_np(p->thread, NULL, &ts);
+        } while (r == EINTR);
+        if (r != 0) {
+                p->abandoned = true;
                 return -ETIMEDOUT;
         }
         p->thread_started = false;
+        p->abandoned = false;
         return 0;
 }
 
@@ -535,11 +762,10 @@ void probe_free(Probe *p)
         if (!p) {
                 return;
         }
-        /* A thread that would not stop (see probe_stop_timeout) still uses the memory. */
-        if (p->thread_started && atomic_load(&p->ctl.stop)) {
+        /* A thread that would not stop still uses the memory. */
+        if (p->abandoned || probe_stop(p) < 0) {
                 return;
         }
-        probe_stop(p);
         munlock(p->ring.entries, ring_capacity(&p->ring) * sizeof(RingEntry));
         ring_destroy(&p->ring);
         munlock(p, sizeof(*p));
@@ -564,6 +790,33 @@ int probe_error(const Probe *p)
 const char *probe_failure(const Probe *p)
 {
         return probe_state(p) == PROBE_FAILED ? p->status.failure : "";
+}
+
+ProbeCpuSource probe_cpu_source(const Probe *p)
+{
+        /* The state's release store publishes the note with the source. */
+        if (probe_state(p) == PROBE_STARTING) {
+                return PROBE_CPU_SOURCE_NONE;
+        }
+        return atomic_load(&((Probe *)p)->status.cpu_source);
+}
+
+const char *probe_cpu_source_name(ProbeCpuSource s)
+{
+        switch (s) {
+        case PROBE_CPU_SOURCE_TSC_AUX:
+                return "tsc_aux";
+        case PROBE_CPU_SOURCE_GETCPU:
+                return "getcpu";
+        case PROBE_CPU_SOURCE_NONE:
+        default:
+                return "none";
+        }
+}
+
+const char *probe_cpu_source_note(const Probe *p)
+{
+        return probe_cpu_source(p) == PROBE_CPU_SOURCE_NONE ? "" : p->status.cpu_note;
 }
 
 int probe_migrated_to(const Probe *p)
@@ -605,7 +858,8 @@ int64_t probe_advance(Probe *p)
 {
         uint64_t e = atomic_load(&p->ctl.epoch);
 
-        if (probe_acked_epoch(p) != e) {
+        /* A probe whose thread has ended writes nothing more: no acknowledgement to wait for. */
+        if (probe_acked_epoch(p) != e && p->thread_started) {
                 return -EBUSY;
         }
         /* The next slot must have been harvested, or the probe would add to old data. */
@@ -623,7 +877,7 @@ int probe_harvest(Probe *p, uint64_t epoch, ProbeSlot *ret)
         if (epoch <= p->harvested_epoch) {
                 return -ESTALE;
         }
-        if (probe_acked_epoch(p) <= epoch) {
+        if (epoch >= probe_epoch(p) || (probe_acked_epoch(p) <= epoch && p->thread_started)) {
                 return -EAGAIN;
         }
         s = &p->slots[epoch % PROBE_SLOTS];

@@ -39,40 +39,82 @@ typedef enum ProbeState {
         PROBE_RUNNING,
         PROBE_MIGRATED, /* found itself off its CPU: records nothing until re-pinned */
         PROBE_STOPPED,
-        PROBE_FAILED, /* could not pin or set its scheduling policy; see probe_error() */
+        PROBE_FAILED, /* could not run on its CPU; see probe_failure() and probe_error() */
 } ProbeState;
+
+/* Where the loop learns which CPU it runs on, every PROBE_CHECK_EVERY samples. */
+typedef enum ProbeCpuSource {
+        PROBE_CPU_SOURCE_NONE,    /* not chosen yet (before the thread is pinned) */
+        PROBE_CPU_SOURCE_TSC_AUX, /* rdtscp's TSC_AUX, checked against sched_getcpu() */
+        PROBE_CPU_SOURCE_GETCPU,  /* sched_getcpu(): the rseq area, no syscall */
+} ProbeCpuSource;
+
+/* CPUID's answer to "has this CPU rdtscp", as a test may dictate it. */
+typedef enum ProbeRdtscp {
+        PROBE_RDTSCP_ASK_CPUID, /* the real answer */
+        PROBE_RDTSCP_ABSENT,
+        PROBE_RDTSCP_PRESENT, /* the real rdtscp still runs only where CPUID has it */
+} ProbeRdtscp;
+
+/* Stand-ins for the hardware, for tests: a scripted counter, a TSC_AUX that lies, a CPU without
+ * rdtscp. Production code leaves ProbeConfig.hooks NULL. Each hook runs in the probe thread;
+ * the loop reading a scripted counter is a specialisation of its own, so the loops that read
+ * the real counter are not slowed by it. */
+typedef struct ProbeHooks {
+        /* Replaces every counter reading, in ticks of ProbeConfig.counter.hz. */
+        uint64_t (*read_counter)(void *userdata);
+        /* Replaces TSC_AUX & 0xfff (what rdtscp would say the CPU is): checked at start and
+         * used by the loop exactly like TSC_AUX. */
+        unsigned (*tsc_aux)(void *userdata);
+        ProbeRdtscp rdtscp;
+        void *userdata;
+} ProbeHooks;
 
 typedef struct ProbeConfig {
         int cpu;
         int priority; /* 0: SCHED_OTHER; 1..99: SCHED_FIFO at that priority */
         CounterInfo counter;
-        uint64_t threshold_ns; /* a gap this long is an event (interruption) */
+        uint64_t threshold_ns; /* a gap this long is an event (interruption); > 0 */
         uint64_t preheat_ns;   /* run this long before recording */
         size_t ring_capacity;  /* events buffered between two reads of the ring */
         /* Run in the probe thread once it is pinned and has its policy, before preheat: the
          * daemon drops the thread's capabilities and blocks its signals there. May be NULL. */
         void (*thread_init)(void *userdata);
         void *thread_init_userdata;
+        const ProbeHooks *hooks; /* tests only; copied by probe_new() */
 } ProbeConfig;
 
 typedef struct Probe Probe;
 
-/* Allocates a probe, touches and mlock()s all its memory. Returns 0, -ENOMEM, or the errno of
- * mlock() (-EPERM/-ENOMEM: RLIMIT_MEMLOCK too small without CAP_IPC_LOCK). */
+/* Allocates a probe, touches and mlock()s all its memory. Returns 0, -EINVAL for a CPU out of
+ * range, a priority above 99, a zero counter frequency or a zero threshold, -ENOMEM, or the
+ * errno of mlock() (-EPERM/-ENOMEM: RLIMIT_MEMLOCK too small without CAP_IPC_LOCK). */
 int probe_new(const ProbeConfig *cfg, Probe **ret);
 
-/* Starts the probe thread and waits until it is pinned and has its scheduling policy (then it
- * preheats). Returns 0, or the negative errno of what failed: -EINVAL for a CPU that is offline
- * or not allowed, -EPERM for SCHED_FIFO without CAP_SYS_NICE or RLIMIT_RTPRIO. */
+/* Starts the probe thread and waits, at most 5 s, until it is pinned and has its scheduling
+ * policy (then it preheats). Returns 0, or the negative errno of what failed, with the reason in
+ * probe_failure(): -EINVAL for a CPU that is offline or not allowed, -EPERM for SCHED_FIFO
+ * without CAP_SYS_NICE or RLIMIT_RTPRIO, that of a failure in the first moments (-EIO, -EBUSY:
+ * see PROBE_FALSE_MIGRATIONS_MAX), or -ETIMEDOUT (probe_failure() is "" then). */
 int probe_start(Probe *p);
 
-/* Asks the thread to stop and joins it. Safe to call twice. */
-void probe_stop(Probe *p);
+/* How long probe_stop() waits for the thread. A running probe sees the request within
+ * PROBE_CHECK_EVERY samples, a migrated one within 100 ms. */
+#define PROBE_STOP_TIMEOUT_NS 2000000000ULL
+
+/* Asks the thread to stop and waits at most PROBE_STOP_TIMEOUT_NS for it, as
+ * probe_stop_timeout(). Safe to call twice. */
+int probe_stop(Probe *p);
 
 /* Asks the thread to stop and waits at most @timeout_ns for it. Returns 0, or -ETIMEDOUT when
  * it did not stop in time (starved by a higher-priority task on its CPU): probe_free() then
  * leaves the probe's memory alone, as the thread may still touch it; the process should exit. */
 int probe_stop_timeout(Probe *p, uint64_t timeout_ns);
+
+/* Asks the thread to stop and returns at once; probe_stop() then waits for it. Callable from
+ * any thread, also from a hook in the probe thread. Lets an owner stop many probes in the time
+ * of one. */
+void probe_request_stop(Probe *p);
 
 /* Stops the probe if needed and frees it; accepts NULL. */
 void probe_free(Probe *p);
@@ -85,7 +127,9 @@ ProbeState probe_state(const Probe *p);
 /* Returns "starting", "preheating", "running", "migrated", "stopped" or "failed". */
 const char *probe_state_name(ProbeState s);
 
-/* The negative errno that made the probe fail, or 0. */
+/* The negative errno that made the probe fail, or 0: that of pinning or of the scheduling
+ * policy, -EIO when its CPU number said it was elsewhere while the kernel did not, -EBUSY when
+ * something kept moving it (see PROBE_FALSE_MIGRATIONS_MAX). */
 int probe_error(const Probe *p);
 
 #define PROBE_FAILURE_MAX 192
@@ -94,6 +138,27 @@ int probe_error(const Probe *p);
  * seen), for logs and the API; "" while it has not failed. Written once by the probe thread
  * before it sets PROBE_FAILED, so it is stable once probe_state() returns PROBE_FAILED. */
 const char *probe_failure(const Probe *p);
+
+/* A probe fails rather than re-pinning for ever when it finds itself off its CPU this many
+ * times, each within PROBE_FALSE_MIGRATION_WINDOW_NS + its preheat of the one before, although
+ * it could pin itself back at once every time: its CPU number lies (a TSC_AUX the host rewrote),
+ * or something keeps moving it. Migrations it must wait out (CPU offline, cpuset) do not
+ * count. */
+#define PROBE_FALSE_MIGRATIONS_MAX 3u
+#define PROBE_FALSE_MIGRATION_WINDOW_NS 10000000000ULL
+
+/* Where the loop reads its CPU number; PROBE_CPU_SOURCE_NONE until the probe left
+ * PROBE_STARTING. */
+ProbeCpuSource probe_cpu_source(const Probe *p);
+
+/* Returns "tsc_aux", "getcpu" or "none". */
+const char *probe_cpu_source_name(ProbeCpuSource s);
+
+#define PROBE_NOTE_MAX 160
+
+/* Why the CPU number comes from where it does, in one line naming the CPU (e.g. what TSC_AUX
+ * read when it was not trusted); "" before the probe left PROBE_STARTING. */
+const char *probe_cpu_source_note(const Probe *p);
 
 /* The CPU the probe last found itself on when it reported PROBE_MIGRATED, or -1. */
 int probe_migrated_to(const Probe *p);
@@ -105,7 +170,8 @@ uint64_t probe_migrations(const Probe *p);
 int probe_tid(const Probe *p);
 
 /* The loop's own period measured during preheat (median gap), and the noise band: gaps at or
- * above it count toward time lost. In ticks; 0 until preheat is over. */
+ * above it count toward time lost. In ticks; 0 until preheat is over. Events do not depend on
+ * the band: every gap at or above the threshold is one, however few ticks that is. */
 uint64_t probe_floor_ticks(const Probe *p);
 uint64_t probe_band_ticks(const Probe *p);
 
@@ -121,7 +187,8 @@ int64_t probe_advance(Probe *p);
 
 /* Owner: copies the slot of @epoch (older than the current epoch) into @ret and clears it.
  * Returns 0, -EAGAIN while the probe has not yet acknowledged a newer epoch, -ESTALE when the
- * slot was already harvested or its epoch is too old to still be held. */
+ * slot was already harvested or its epoch is too old to still be held. Once probe_stop() has
+ * returned 0 no acknowledgement is needed: advance, then harvest the last slot at once. */
 int probe_harvest(Probe *p, uint64_t epoch, ProbeSlot *ret);
 
 /* Owner: the probe's event ring, to read with ring_pop(). */

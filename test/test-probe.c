@@ -6,12 +6,17 @@
 #include <stdlib.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <math.h>
+#include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
+#include <string.h>
 #include <time.h>
 #include <stdio.h>
 #include <unistd.h>
 
 #include "probe.h"
+#include "thief.h"
 
 static int probe_cpu(void)
 {
@@ -20,14 +25,15 @@ static int probe_cpu(void)
 
 static void sleep_ms(long ms)
 {
-        struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
 
         nanosleep(&ts, NULL);
 }
 
-static Probe *start_probe(CounterSource src)
+static Probe *start_probe_hooked(CounterSource src, const ProbeHooks *hooks)
 {
-        ProbeConfig pc = { .cpu = probe_cpu(), .threshold_ns = 10000, .preheat_ns = 20000000 };
+        ProbeConfig pc = {
+                .cpu = probe_cpu(), .threshold_ns = 10000, .preheat_ns = 20000000, .hooks = hooks};
         Probe *p;
 
         assert_int_equal(counter_info_init(src, 10, 2000, &pc.counter), 0);
@@ -40,6 +46,11 @@ static Probe *start_probe(CounterSource src)
         assert_true(probe_floor_ticks(p) > 0);
         assert_true(probe_band_ticks(p) > probe_floor_ticks(p));
         return p;
+}
+
+static Probe *start_probe(CounterSource src)
+{
+        return start_probe_hooked(src, NULL);
 }
 
 /* Harvests @epochs intervals of @ms each and checks every slot is whole and consistent. */
@@ -119,14 +130,59 @@ static void test_advance_needs_harvest(void **state)
         probe_free(p);
 }
 
-/* Moved off its CPU from outside, the probe notices, stops recording and goes back. */
-static void test_migration_detected(void **state)
+/* Starts a new interval and harvests the one before, waiting at most 1 s for the probe to
+ * acknowledge it. */
+static void next_interval(Probe *p, ProbeSlot *ret)
 {
-        Probe *p;
-        cpu_set_t other;
+        int64_t e = probe_advance(p);
+        int r = -EAGAIN;
 
-        (void)state;
-        p = start_probe(COUNTER_HW);
+        assert_true(e > 1);
+        for (int i = 0; i < 1000 && r == -EAGAIN; i++) {
+                r = probe_harvest(p, (uint64_t)e - 1, ret);
+                if (r == -EAGAIN) {
+                        sleep_ms(1);
+                }
+        }
+        assert_int_equal(r, 0);
+}
+
+/* The processor field (39th) of /proc/self/task/TID/stat: where the kernel last ran @tid. */
+static int kernel_cpu_of(int tid)
+{
+        char path[64], buf[1024], *s;
+        int cpu = -1;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+        f = fopen(path, "re");
+        assert_non_null(f);
+        assert_non_null(fgets(buf, sizeof(buf), f));
+        fclose(f);
+        /* Fields from the 3rd on follow the ")" that ends the thread's name. */
+        s = strrchr(buf, ')');
+        assert_non_null(s);
+        s += 2;
+        for (int field = 3; field < 39 && s; field++) {
+                s = strchr(s, ' ');
+                s = s ? s + 1 : NULL;
+        }
+        assert_non_null(s);
+        assert_int_equal(sscanf(s, "%d", &cpu), 1);
+        return cpu;
+}
+
+/* Moves the probe thread to CPU 0 from outside; the probe must notice, stop recording and go
+ * back to its CPU, pinned to it alone, and record there again. */
+static void check_moved_and_back(Probe *p)
+{
+        const ProbeConfig *pc = probe_config(p);
+        ProbeSlot *slot = malloc(sizeof(*slot));
+        cpu_set_t other, now;
+        ClockPair a, b;
+        uint64_t t0, t1, start_ns, end_ns, slack;
+
+        assert_non_null(slot);
         CPU_ZERO(&other);
         CPU_SET(0, &other);
         assert_int_equal(sched_setaffinity(probe_tid(p), sizeof(other), &other), 0);
@@ -138,23 +194,418 @@ static void test_migration_detected(void **state)
                 sleep_ms(10);
         }
         assert_int_equal(probe_state(p), PROBE_RUNNING);
-        assert_int_equal(sched_getcpu() >= 0, 1);
+        assert_int_equal(probe_migrated_to(p), -1);
+        /* Back means pinned to its CPU alone, and running there, as the kernel sees it. */
+        assert_int_equal(sched_getaffinity(probe_tid(p), sizeof(now), &now), 0);
+        assert_int_equal(CPU_COUNT(&now), 1);
+        assert_true(CPU_ISSET(probe_cpu(), &now));
+        assert_int_equal(kernel_cpu_of(probe_tid(p)), probe_cpu());
+        /* And recording: an interval wholly after the return starts once this thread asked
+         * for it and before the probe acknowledged it (t0), and ends at the check that saw the
+         * next request (after t1), within the time the harvests took. */
+        clock_pair_sample(pc->counter.source, &a);
+        next_interval(p, slot);
+        t0 = thief_now_ns();
+        sleep_ms(20);
+        t1 = thief_now_ns();
+        next_interval(p, slot);
+        clock_pair_sample(pc->counter.source, &b);
+        clock_pair_map(&a, &pc->counter.conv, slot->start_ticks, &start_ns, NULL);
+        clock_pair_map(&a, &pc->counter.conv, slot->end_ticks, &end_ns, NULL);
+        /* The mapping is good to a few us plus the drift the two pairs measured. */
+        slack = 2000 + (uint64_t)(fabs(clock_pair_drift_ppm(&a, &b, &pc->counter.conv)) * 1e-6 *
+                                  (double)(b.mono_ns - a.mono_ns));
+        printf("  back on CPU %d: %llu samples, interval from %+.1f us to %+.1f us of the "
+               "requests (slack %.1f us)\n",
+               probe_cpu(), (unsigned long long)slot->gap.count,
+               ((double)start_ns - (double)t0) / 1e3, ((double)end_ns - (double)t1) / 1e3,
+               slack / 1e3);
+        assert_true(slot->gap.count > 0);
+        assert_true(slot->gap.sum == slot->end_ticks - slot->start_ticks);
+        assert_true(start_ns + slack >= a.mono_ns && start_ns <= t0 + slack);
+        assert_true(end_ns + slack >= t1 && end_ns <= b.mono_ns + slack);
+        assert_int_equal(probe_migrations(p), 1);
+        free(slot);
+}
+
+static void test_migration_detected(void **state)
+{
+        Probe *p;
+
+        (void)state;
+        p = start_probe(COUNTER_HW);
+        check_moved_and_back(p);
         probe_free(p);
 }
 
 static void test_bad_cpu(void **state)
 {
-        ProbeConfig pc = { .cpu = CPU_SETSIZE - 1, .preheat_ns = 1000000 };
+        ProbeConfig pc = {.cpu = CPU_SETSIZE - 1, .threshold_ns = 10000, .preheat_ns = 1000000};
         Probe *p;
+        char want[64];
 
         (void)state;
         assert_int_equal(counter_info_init(COUNTER_CLOCK, 10, 100, &pc.counter), 0);
         assert_int_equal(probe_new(&pc, &p), 0);
         assert_int_equal(probe_start(p), -EINVAL);
         assert_int_equal(probe_state(p), PROBE_FAILED);
+        snprintf(want, sizeof(want), "CPU %d: cannot pin", CPU_SETSIZE - 1);
+        assert_non_null(strstr(probe_failure(p), want));
         probe_free(p);
         pc.cpu = -1;
         assert_int_equal(probe_new(&pc, &p), -EINVAL);
+        pc.cpu = probe_cpu();
+        pc.threshold_ns = 0;
+        assert_int_equal(probe_new(&pc, &p), -EINVAL);
+}
+
+/* --- The CPU number: a TSC_AUX that lies, a CPU without rdtscp ------------------------------- */
+
+/* A stand-in for TSC_AUX: the true CPU until told to lie, then @value. */
+typedef struct FakeTscAux {
+        _Atomic unsigned value;
+        _Atomic int lying;
+        _Atomic unsigned reads;
+} FakeTscAux;
+
+static unsigned fake_tsc_aux(void *userdata)
+{
+        FakeTscAux *f = userdata;
+
+        atomic_fetch_add(&f->reads, 1);
+        return atomic_load(&f->lying) ? atomic_load(&f->value) : (unsigned)sched_getcpu();
+}
+
+#define THEFTS 6
+
+typedef struct ThiefJob {
+        uint64_t first_ns;
+        uint64_t durations[THEFTS];
+        Theft thefts[THEFTS];
+        int r;
+        _Atomic int done;
+} ThiefJob;
+
+static void *thief_thread(void *userdata)
+{
+        ThiefJob *j = userdata;
+
+        j->r = thief_run(probe_cpu(), 50, j->first_ns, 30000000ULL, j->durations, THEFTS,
+                         j->thefts);
+        atomic_store(&j->done, 1);
+        return NULL;
+}
+
+#define MAX_EVENTS 100000
+
+typedef struct Recording {
+        ProbeSlot total;
+        uint64_t (*events)[2]; /* start and duration, ticks */
+        size_t n_events;
+        uint64_t wall_ns;   /* from the first interval's start to the stop request */
+        uint64_t ack_ns;    /* how late the test saw that first interval start */
+        uint64_t stop_ns;   /* how long probe_stop() took */
+        uint64_t wake_ns;   /* the worst overshoot of a 1 ms sleep here, just before */
+        ClockPair ref, end; /* counter against CLOCK_MONOTONIC around the thefts */
+        ThiefJob job;
+} Recording;
+
+static void drain(Probe *p, RingReader *rd, Recording *rec)
+{
+        uint64_t s, d;
+
+        while (ring_pop(probe_ring(p), rd, &s, &d) == 1) {
+                if (rec->n_events < MAX_EVENTS) {
+                        rec->events[rec->n_events][0] = s;
+                        rec->events[rec->n_events][1] = d;
+                        rec->n_events++;
+                }
+        }
+}
+
+/* Harvests every interval the probe has moved on from, from *@next on, into @total. */
+static void harvest_ready(Probe *p, uint64_t *next, ProbeSlot *tmp, ProbeSlot *total)
+{
+        while (*next < probe_epoch(p) && probe_harvest(p, *next, tmp) == 0) {
+                if (total) {
+                        probe_slot_merge(total, tmp);
+                }
+                (*next)++;
+        }
+}
+
+static uint64_t wake_overshoot_ns(void)
+{
+        uint64_t worst = 0;
+
+        for (int i = 0; i < 10; i++) {
+                uint64_t t = thief_now_ns(), d;
+
+                sleep_ms(1);
+                d = thief_now_ns() - t - 1000000ULL;
+                worst = d > worst ? d : worst;
+        }
+        return worst;
+}
+
+/* Records with @p from a fresh interval on while a SCHED_FIFO thief on its CPU takes THEFTS
+ * known durations, harvesting every 10 ms; then stops the probe (timing it) and harvests the
+ * rest, which a stopped probe allows without an acknowledgement. */
+static void record_with_thief(Probe *p, Recording *rec)
+{
+        ProbeSlot *tmp = malloc(sizeof(*tmp));
+        RingReader rd = {0};
+        uint64_t next = 1, t_adv, t0, t_stop;
+        pthread_t t;
+        int64_t e;
+
+        assert_non_null(tmp);
+        memset(rec, 0, sizeof(*rec));
+        rec->events = calloc(MAX_EVENTS, sizeof(*rec->events));
+        assert_non_null(rec->events);
+        probe_slot_clear(&rec->total);
+        t_adv = thief_now_ns();
+        e = probe_advance(p);
+        assert_true(e > 1);
+        while (probe_acked_epoch(p) < (uint64_t)e && thief_now_ns() - t_adv < 1000000000ULL) {
+        }
+        t0 = thief_now_ns();
+        assert_true(probe_acked_epoch(p) >= (uint64_t)e);
+        rec->ack_ns = t0 - t_adv;
+        harvest_ready(p, &next, tmp, NULL);
+        assert_int_equal(next, (uint64_t)e);
+        drain(p, &rd, rec);
+        rec->n_events = 0;
+
+        clock_pair_sample(probe_config(p)->counter.source, &rec->ref);
+        rec->job.first_ns = thief_now_ns() + 20000000ULL;
+        for (int k = 0; k < THEFTS; k++) {
+                rec->job.durations[k] = 200000ULL + (uint64_t)k * 100000ULL; /* 200..700 us */
+        }
+        assert_int_equal(pthread_create(&t, NULL, thief_thread, &rec->job), 0);
+        while (!atomic_load(&rec->job.done)) {
+                sleep_ms(10);
+                drain(p, &rd, rec);
+                harvest_ready(p, &next, tmp, &rec->total);
+                (void)probe_advance(p);
+        }
+        pthread_join(t, NULL);
+        clock_pair_sample(probe_config(p)->counter.source, &rec->end);
+        assert_int_equal(probe_state(p), PROBE_RUNNING);
+        rec->wake_ns = wake_overshoot_ns();
+
+        t_stop = thief_now_ns();
+        assert_int_equal(probe_stop(p), 0);
+        rec->stop_ns = thief_now_ns() - t_stop;
+        rec->wall_ns = t_stop - t0;
+        assert_int_equal(probe_state(p), PROBE_STOPPED);
+        assert_true(probe_advance(p) > 0);
+        harvest_ready(p, &next, tmp, &rec->total);
+        assert_int_equal(next, probe_epoch(p));
+        drain(p, &rd, rec);
+        free(tmp);
+}
+
+/* What must hold of a recording: unbroken, as long as the test's own clock says, every theft
+ * found as an event that covers it, and a stop in the time one check of the loop takes. */
+static void check_recording(Probe *p, const Recording *rec)
+{
+        const TickConv *conv = &probe_config(p)->counter.conv;
+        const ProbeSlot *t = &rec->total;
+        uint64_t span_ns = tickconv_to_ns(conv, t->end_ticks - t->start_ticks);
+        uint64_t max_gap_ns = tickconv_to_ns(conv, t->gap.max);
+        uint64_t floor_ns = tickconv_to_ns(conv, probe_floor_ticks(p));
+        double drift = fabs(clock_pair_drift_ppm(&rec->ref, &rec->end, conv));
+        uint64_t stop_bound;
+
+        if (rec->job.r < 0) {
+                fail_msg("the thief cannot run SCHED_FIFO on CPU %d: %s", probe_cpu(),
+                         strerror(-rec->job.r));
+        }
+        /* Never back to preheat: the intervals follow each other without a hole. */
+        assert_int_equal(probe_migrations(p), 0);
+        assert_true(t->gap.sum == t->end_ticks - t->start_ticks);
+        assert_true(t->gap.count > 0);
+        assert_int_equal(histogram_total(&t->gap_hist), t->gap.count);
+        /* It recorded the whole time the test waited: from the first interval's start (at most
+         * ack_ns before the test saw it) to the check that saw the stop (at most stop_ns after
+         * it was asked, and at most one interruption before). */
+        if (span_ns + max_gap_ns + rec->stop_ns < rec->wall_ns ||
+            span_ns > rec->wall_ns + rec->stop_ns + rec->ack_ns) {
+                fail_msg("recorded %llu ns of %llu ns (ack %llu ns, stop %llu ns, worst gap %llu "
+                         "ns)",
+                         (unsigned long long)span_ns, (unsigned long long)rec->wall_ns,
+                         (unsigned long long)rec->ack_ns, (unsigned long long)rec->stop_ns,
+                         (unsigned long long)max_gap_ns);
+        }
+        /* Each theft is an event that covers it; the mapping to CLOCK_MONOTONIC is good to the
+         * pair's error plus the drift measured over the thefts. */
+        for (int k = 0; k < THEFTS; k++) {
+                const Theft *th = &rec->job.thefts[k];
+                uint64_t slack =
+                        2000 + (uint64_t)(drift * 1e-6 * (double)(th->end_ns - rec->ref.mono_ns));
+                bool found = false;
+
+                for (size_t i = 0; i < rec->n_events && !found; i++) {
+                        uint64_t s, d = tickconv_to_ns(conv, rec->events[i][1]);
+
+                        clock_pair_map(&rec->ref, conv, rec->events[i][0], &s, NULL);
+                        found = s <= th->start_ns + slack && s + d + slack >= th->end_ns &&
+                                d + slack >= th->end_ns - th->start_ns;
+                }
+                if (!found) {
+                        fail_msg("theft %d (%llu us) not covered by any of %zu events", k,
+                                 (unsigned long long)(th->end_ns - th->start_ns) / 1000,
+                                 rec->n_events);
+                }
+        }
+        assert_true(t->events >= THEFTS);
+        /* The loop looks at the stop word every PROBE_CHECK_EVERY samples: it stops within one
+         * such block, which an interruption as long as the worst seen may stretch, plus a
+         * wake-up of this thread; twice that, as either may happen twice. */
+        stop_bound = 2 * (PROBE_CHECK_EVERY * floor_ns + max_gap_ns + rec->wake_ns);
+        printf("  recorded %.1f ms of %.1f ms, %llu samples, stop took %.1f us (bound %.1f us)\n",
+               span_ns / 1e6, rec->wall_ns / 1e6, (unsigned long long)t->gap.count,
+               rec->stop_ns / 1e3, stop_bound / 1e3);
+        assert_true(rec->stop_ns <= stop_bound);
+}
+
+/* TSC_AUX that holds what no one wrote (as on a host whose CPUID lacks rdtscp while the
+ * instruction runs): the probe must not trust it, and records as well as with sched_getcpu(). */
+static void test_tsc_aux_garbage_still_records(void **state)
+{
+        FakeTscAux fake = {.value = 0x85, .lying = 1};
+        ProbeHooks hooks = {
+                .tsc_aux = fake_tsc_aux, .rdtscp = PROBE_RDTSCP_PRESENT, .userdata = &fake};
+        Recording *rec = malloc(sizeof(*rec));
+        Probe *p;
+        unsigned reads;
+
+        (void)state;
+        p = start_probe_hooked(COUNTER_HW, &hooks);
+        assert_int_equal(probe_cpu_source(p), PROBE_CPU_SOURCE_GETCPU);
+        assert_non_null(strstr(probe_cpu_source_note(p), "TSC_AUX read 133 (0x85)"));
+        assert_non_null(strstr(probe_cpu_source_note(p), "CPU 1"));
+        /* Read once at start, never again. */
+        reads = atomic_load(&fake.reads);
+        assert_true(reads >= 1);
+        record_with_thief(p, rec);
+        assert_int_equal(atomic_load(&fake.reads), reads);
+        check_recording(p, rec);
+        probe_free(p);
+        free(rec->events);
+        free(rec);
+}
+
+/* A CPU without rdtscp: sched_getcpu() tells the CPU, the probe records, and it still notices
+ * a real migration and goes back. */
+static void test_without_rdtscp(void **state)
+{
+        FakeTscAux fake = {0};
+        ProbeHooks hooks = {
+                .tsc_aux = fake_tsc_aux, .rdtscp = PROBE_RDTSCP_ABSENT, .userdata = &fake};
+        Recording *rec = malloc(sizeof(*rec));
+        Probe *p;
+
+        (void)state;
+        p = start_probe_hooked(COUNTER_HW, &hooks);
+        assert_int_equal(probe_cpu_source(p), PROBE_CPU_SOURCE_GETCPU);
+        assert_non_null(strstr(probe_cpu_source_note(p), "no rdtscp"));
+        record_with_thief(p, rec);
+        check_recording(p, rec);
+        /* No TSC_AUX was ever read, real or not. */
+        assert_int_equal(atomic_load(&fake.reads), 0);
+        probe_free(p);
+
+        p = start_probe_hooked(COUNTER_HW, &hooks);
+        check_moved_and_back(p);
+        assert_int_equal(atomic_load(&fake.reads), 0);
+        probe_free(p);
+        free(rec->events);
+        free(rec);
+}
+
+/* Waits, at most @bound_ns, for @p to fail; returns how long it took. */
+static uint64_t wait_failed(Probe *p, uint64_t bound_ns)
+{
+        uint64_t t0 = thief_now_ns();
+
+        while (probe_state(p) != PROBE_FAILED && thief_now_ns() - t0 < bound_ns) {
+                sleep_ms(1);
+        }
+        return thief_now_ns() - t0;
+}
+
+/* Each false migration costs a check of the loop, a re-pin and a preheat. */
+static uint64_t false_migration_bound_ns(const Probe *p)
+{
+        return PROBE_FALSE_MIGRATIONS_MAX * (probe_config(p)->preheat_ns + 100000000ULL);
+}
+
+/* TSC_AUX right at start, wrong later (a host that rewrites it): the probe goes back to its CPU,
+ * finds the same again, and fails within a bound, saying what it saw. */
+static void test_tsc_aux_lies_after_pinning(void **state)
+{
+        FakeTscAux fake = {.value = 0};
+        ProbeHooks hooks = {
+                .tsc_aux = fake_tsc_aux, .rdtscp = PROBE_RDTSCP_PRESENT, .userdata = &fake};
+        uint64_t took, bound;
+        Probe *p;
+
+        (void)state;
+        p = start_probe_hooked(COUNTER_HW, &hooks);
+        assert_int_equal(probe_cpu_source(p), PROBE_CPU_SOURCE_TSC_AUX);
+        sleep_ms(50);
+        assert_int_equal(probe_state(p), PROBE_RUNNING);
+        assert_int_equal(probe_migrations(p), 0);
+        atomic_store(&fake.lying, 1);
+        bound = false_migration_bound_ns(p);
+        took = wait_failed(p, bound);
+        printf("  failed after %.1f ms (bound %.1f ms): %s\n", took / 1e6, bound / 1e6,
+               probe_failure(p));
+        assert_int_equal(probe_state(p), PROBE_FAILED);
+        assert_int_equal(probe_error(p), -EIO);
+        assert_int_equal(probe_migrations(p), PROBE_FALSE_MIGRATIONS_MAX);
+        assert_non_null(strstr(probe_failure(p), "CPU 1: TSC_AUX"));
+        assert_non_null(strstr(probe_failure(p), "said CPU 0 while sched_getcpu() said 1"));
+        assert_int_equal(probe_stop(p), 0);
+        probe_free(p);
+}
+
+/* Something moves the probe off its CPU again and again while it could go back: it fails
+ * rather than re-pin for ever. */
+static void test_moved_again_and_again(void **state)
+{
+        cpu_set_t other;
+        uint64_t took, bound, t0;
+        Probe *p;
+
+        (void)state;
+        p = start_probe(COUNTER_HW);
+        bound = false_migration_bound_ns(p);
+        CPU_ZERO(&other);
+        CPU_SET(0, &other);
+        t0 = thief_now_ns();
+        for (unsigned k = 0; k < PROBE_FALSE_MIGRATIONS_MAX; k++) {
+                /* Each time it is back on its CPU, move it again. */
+                for (int i = 0; i < 500 && probe_state(p) != PROBE_RUNNING; i++) {
+                        sleep_ms(1);
+                }
+                assert_int_equal(probe_state(p), PROBE_RUNNING);
+                assert_int_equal(sched_setaffinity(probe_tid(p), sizeof(other), &other), 0);
+                for (int i = 0; i < 500 && probe_migrations(p) == k; i++) {
+                        sleep_ms(1);
+                }
+                assert_int_equal(probe_migrations(p), k + 1);
+        }
+        wait_failed(p, bound);
+        took = thief_now_ns() - t0;
+        printf("  failed after %.1f ms: %s\n", took / 1e6, probe_failure(p));
+        assert_int_equal(probe_state(p), PROBE_FAILED);
+        assert_int_equal(probe_error(p), -EBUSY);
+        assert_non_null(strstr(probe_failure(p), "CPU 1: the probe was moved off it 3 times"));
+        assert_non_null(strstr(probe_failure(p), "last to CPU 0"));
+        probe_free(p);
 }
 
 int main(void)
@@ -174,6 +625,10 @@ int main(void)
                 cmocka_unit_test(test_advance_needs_harvest),
                 cmocka_unit_test(test_migration_detected),
                 cmocka_unit_test(test_bad_cpu),
+                cmocka_unit_test(test_tsc_aux_garbage_still_records),
+                cmocka_unit_test(test_without_rdtscp),
+                cmocka_unit_test(test_tsc_aux_lies_after_pinning),
+                cmocka_unit_test(test_moved_again_and_again),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

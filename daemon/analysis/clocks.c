@@ -11,9 +11,6 @@
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
 
 /* How long the search for a clock's smallest step may take: a few ticks of a coarse clock at
  * HZ=250, so a full run stays well under the 1-2 s an operator expects. */
@@ -206,28 +203,13 @@ static const ClockDef clock_defs[] = {
 
 _Static_assert(N_CLOCK_DEFS <= CLOCKS_MAX, "CLOCKS_MAX too small");
 
-static bool have_rdtscp(void)
-{
-#if defined(__x86_64__)
-        unsigned a, b, c, d;
-
-        if ((unsigned)__get_cpuid_max(0x80000000, NULL) < 0x80000001u) {
-                return false;
-        }
-        __cpuid(0x80000001, a, b, c, d);
-        return (d & (1u << 27)) != 0;
-#else
-        return false;
-#endif
-}
-
 /* Whether this host can run @def: rdtscp needs its CPUID bit, and a clock id the kernel does
  * not know is left out rather than timed failing. */
 static bool clock_def_usable(const ClockDef *def)
 {
         struct timespec ts;
 
-        if (def->needs_rdtscp && !have_rdtscp()) {
+        if (def->needs_rdtscp && !counter_have_rdtscp()) {
                 return false;
         }
         if (def->kind == KIND_CLOCK && clock_gettime(def->id, &ts) < 0) {
