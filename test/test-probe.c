@@ -205,9 +205,9 @@ static void check_moved_and_back(Probe *p)
          * next request (after t1), within the time the harvests took. */
         clock_pair_sample(pc->counter.source, &a);
         next_interval(p, slot);
-        t0 = thief_now_ns();
+        t0 = now_ns(CLOCK_MONOTONIC);
         sleep_ms(20);
-        t1 = thief_now_ns();
+        t1 = now_ns(CLOCK_MONOTONIC);
         next_interval(p, slot);
         clock_pair_sample(pc->counter.source, &b);
         clock_pair_map(&a, &pc->counter.conv, slot->start_ticks, &start_ns, NULL);
@@ -339,10 +339,10 @@ static uint64_t wake_overshoot_ns(void)
         uint64_t worst = 0;
 
         for (int i = 0; i < 10; i++) {
-                uint64_t t = thief_now_ns(), d;
+                uint64_t t = now_ns(CLOCK_MONOTONIC), d;
 
                 sleep_ms(1);
-                d = thief_now_ns() - t - 1000000ULL;
+                d = now_ns(CLOCK_MONOTONIC) - t - 1000000ULL;
                 worst = d > worst ? d : worst;
         }
         return worst;
@@ -364,12 +364,12 @@ static void record_with_thief(Probe *p, Recording *rec)
         rec->events = calloc(MAX_EVENTS, sizeof(*rec->events));
         assert_non_null(rec->events);
         probe_slot_clear(&rec->total);
-        t_adv = thief_now_ns();
+        t_adv = now_ns(CLOCK_MONOTONIC);
         e = probe_advance(p);
         assert_true(e > 1);
-        while (probe_acked_epoch(p) < (uint64_t)e && thief_now_ns() - t_adv < 1000000000ULL) {
+        while (probe_acked_epoch(p) < (uint64_t)e && now_ns(CLOCK_MONOTONIC) - t_adv < 1000000000ULL) {
         }
-        t0 = thief_now_ns();
+        t0 = now_ns(CLOCK_MONOTONIC);
         assert_true(probe_acked_epoch(p) >= (uint64_t)e);
         rec->ack_ns = t0 - t_adv;
         harvest_ready(p, &next, tmp, NULL);
@@ -378,7 +378,7 @@ static void record_with_thief(Probe *p, Recording *rec)
         rec->n_events = 0;
 
         clock_pair_sample(probe_config(p)->counter.source, &rec->ref);
-        rec->job.first_ns = thief_now_ns() + 20000000ULL;
+        rec->job.first_ns = now_ns(CLOCK_MONOTONIC) + 20000000ULL;
         for (int k = 0; k < THEFTS; k++) {
                 rec->job.durations[k] = 200000ULL + (uint64_t)k * 100000ULL; /* 200..700 us */
         }
@@ -394,9 +394,9 @@ static void record_with_thief(Probe *p, Recording *rec)
         assert_int_equal(probe_state(p), PROBE_RUNNING);
         rec->wake_ns = wake_overshoot_ns();
 
-        t_stop = thief_now_ns();
+        t_stop = now_ns(CLOCK_MONOTONIC);
         assert_int_equal(probe_stop(p), 0);
-        rec->stop_ns = thief_now_ns() - t_stop;
+        rec->stop_ns = now_ns(CLOCK_MONOTONIC) - t_stop;
         rec->wall_ns = t_stop - t0;
         assert_int_equal(probe_state(p), PROBE_STOPPED);
         assert_true(probe_advance(p) > 0);
@@ -528,12 +528,12 @@ static void test_without_rdtscp(void **state)
 /* Waits, at most @bound_ns, for @p to fail; returns how long it took. */
 static uint64_t wait_failed(Probe *p, uint64_t bound_ns)
 {
-        uint64_t t0 = thief_now_ns();
+        uint64_t t0 = now_ns(CLOCK_MONOTONIC);
 
-        while (probe_state(p) != PROBE_FAILED && thief_now_ns() - t0 < bound_ns) {
+        while (probe_state(p) != PROBE_FAILED && now_ns(CLOCK_MONOTONIC) - t0 < bound_ns) {
                 sleep_ms(1);
         }
-        return thief_now_ns() - t0;
+        return now_ns(CLOCK_MONOTONIC) - t0;
 }
 
 /* Each false migration costs a check of the loop, a re-pin and a preheat. */
@@ -585,7 +585,7 @@ static void test_moved_again_and_again(void **state)
         bound = false_migration_bound_ns(p);
         CPU_ZERO(&other);
         CPU_SET(0, &other);
-        t0 = thief_now_ns();
+        t0 = now_ns(CLOCK_MONOTONIC);
         for (unsigned k = 0; k < PROBE_FALSE_MIGRATIONS_MAX; k++) {
                 /* Each time it is back on its CPU, move it again. */
                 for (int i = 0; i < 500 && probe_state(p) != PROBE_RUNNING; i++) {
@@ -599,7 +599,7 @@ static void test_moved_again_and_again(void **state)
                 assert_int_equal(probe_migrations(p), k + 1);
         }
         wait_failed(p, bound);
-        took = thief_now_ns() - t0;
+        took = now_ns(CLOCK_MONOTONIC) - t0;
         printf("  failed after %.1f ms: %s\n", took / 1e6, probe_failure(p));
         assert_int_equal(probe_state(p), PROBE_FAILED);
         assert_int_equal(probe_error(p), -EBUSY);
