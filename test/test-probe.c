@@ -367,7 +367,8 @@ static void record_with_thief(Probe *p, Recording *rec)
         t_adv = now_ns(CLOCK_MONOTONIC);
         e = probe_advance(p);
         assert_true(e > 1);
-        while (probe_acked_epoch(p) < (uint64_t)e && now_ns(CLOCK_MONOTONIC) - t_adv < 1000000000ULL) {
+        while (probe_acked_epoch(p) < (uint64_t)e &&
+               now_ns(CLOCK_MONOTONIC) - t_adv < 1000000000ULL) {
         }
         t0 = now_ns(CLOCK_MONOTONIC);
         assert_true(probe_acked_epoch(p) >= (uint64_t)e);
