@@ -663,6 +663,9 @@ static size_t in_phase(Work *w, double period, double tol, bool mark)
                         fit_add(&all, ki, t);
                 }
         }
+        if (all.n == 0) {
+                return 0;
+        }
         fit_line(&all, p, &p, &t0);
         /* One event per point, the nearest: a burst of events at one point is one arrival.
          * In phase, events are in the order of their points. */
