@@ -33,13 +33,13 @@ static const struct {
         const char *name;
         uint64_t ns;
 } windows[] = {
-        { "10s", 10ULL * 1000000000ULL }, { "1m", 60ULL * 1000000000ULL },
-        { "5m", 300ULL * 1000000000ULL }, { "1h", 3600ULL * 1000000000ULL },
-        { "24h", 86400ULL * 1000000000ULL },
+        {"10s", 10ULL * 1000000000ULL},    {"1m", 60ULL * 1000000000ULL},
+        {"5m", 300ULL * 1000000000ULL},    {"1h", 3600ULL * 1000000000ULL},
+        {"24h", 86400ULL * 1000000000ULL},
 };
 
-int manager_window(const Manager *m, const char *window, uint64_t *ret_from_ns,
-                   uint64_t *ret_to_ns, bool *ret_all)
+int manager_window(const Manager *m, const char *window, uint64_t *ret_from_ns, uint64_t *ret_to_ns,
+                   bool *ret_all)
 {
         uint64_t now = manager_now_ns(CLOCK_MONOTONIC);
 
@@ -200,7 +200,7 @@ static json_t *causes_to_json(Manager *m, int cpu, const HistoryWindow *w)
                 return NULL;
         }
         if (w->intervals >= FIT_MIN_INTERVALS && fit_new(w->intervals + 16, &fit) == 0) {
-                FitCtx c = { fit, &m->counter.conv };
+                FitCtx c = {fit, &m->counter.conv};
 
                 history_foreach_point(m->history, cpu, w->from_ns, w->to_ns, add_fit_point, &c);
                 res = malloc(sizeof(*res));
@@ -254,12 +254,12 @@ static json_t *causes_to_json(Manager *m, int cpu, const HistoryWindow *w)
 
                         if (name && count > 0) {
                                 json_array_append_new(
-                                        arr, json_pack("{ss sI sf}", "source", name, "count",
-                                                       (json_int_t)count, "per_second",
-                                                       w->duration_ns
-                                                               ? (double)count * 1e9 /
-                                                                         (double)w->duration_ns
-                                                               : 0.0));
+                                        arr,
+                                        json_pack("{ss sI sf}", "source", name, "count",
+                                                  (json_int_t)count, "per_second",
+                                                  w->duration_ns ? (double)count * 1e9 /
+                                                                           (double)w->duration_ns
+                                                                 : 0.0));
                         }
                 }
         }
@@ -403,8 +403,8 @@ json_t *api_stats(Manager *m, const cpu_set_t *cpus, const char *window, bool an
 static int method_get_stats(VarlinkCallCtx *call, json_t *params, void *userdata)
 {
         static const VarlinkField fields[] = {
-                { "cpus", JSON_ARRAY, false },
-                { "window", JSON_STRING, false },
+                {"cpus", JSON_ARRAY, false},
+                {"window", JSON_STRING, false},
         };
         Manager *m = userdata;
         const char *window;
@@ -460,11 +460,10 @@ json_t *api_histogram(Manager *m, int cpu, const char *window, const char *kind)
                         max_ns = tickconv_signed_to_ns(&m->counter.conv, w->slot.dd.max);
                 }
         }
-        reply = json_pack("{sI ss ss sI sf sf so}", "cpu", cpu, "window", window, "kind", kind,
-                          "total",
-                          (json_int_t)(strcmp(kind, "gap") == 0 ? w->slot.gap.count
-                                                                : w->slot.dd.count),
-                          "min_ns", min_ns, "max_ns", max_ns, "buckets", buckets);
+        reply = json_pack(
+                "{sI ss ss sI sf sf so}", "cpu", cpu, "window", window, "kind", kind, "total",
+                (json_int_t)(strcmp(kind, "gap") == 0 ? w->slot.gap.count : w->slot.dd.count),
+                "min_ns", min_ns, "max_ns", max_ns, "buckets", buckets);
         free(w);
         return reply;
 }
@@ -472,9 +471,9 @@ json_t *api_histogram(Manager *m, int cpu, const char *window, const char *kind)
 static int method_get_histogram(VarlinkCallCtx *call, json_t *params, void *userdata)
 {
         static const VarlinkField fields[] = {
-                { "cpu", JSON_INTEGER, true },
-                { "window", JSON_STRING, false },
-                { "kind", JSON_STRING, false },
+                {"cpu", JSON_INTEGER, true},
+                {"window", JSON_STRING, false},
+                {"kind", JSON_STRING, false},
         };
         Manager *m = userdata;
         const char *window, *kind = "gap";
@@ -532,10 +531,10 @@ static int get_duration(VarlinkCallCtx *call, json_t *params, const char *name, 
 static int method_get_events(VarlinkCallCtx *call, json_t *params, void *userdata)
 {
         static const VarlinkField fields[] = {
-                { "cpus", JSON_ARRAY, false },
-                { "since", JSON_STRING, false },
-                { "min_duration", JSON_STRING, false },
-                { "limit", JSON_INTEGER, false },
+                {"cpus", JSON_ARRAY, false},
+                {"since", JSON_STRING, false},
+                {"min_duration", JSON_STRING, false},
+                {"limit", JSON_INTEGER, false},
         };
         Manager *m = userdata;
         uint64_t since = 0, min = 0, now = manager_now_ns(CLOCK_MONOTONIC);
@@ -566,11 +565,21 @@ static int method_get_events(VarlinkCallCtx *call, json_t *params, void *userdat
                            (size_t)limit);
         for (size_t i = 0; i < n; i++) {
                 char when[64];
+                json_t *o;
 
                 realtime_format_iso8601(when, sizeof(when), ev[i].start_real_ns);
-                json_array_append_new(arr, json_pack("{si sI ss sI}", "cpu", ev[i].cpu, "start_ns",
-                                                     (json_int_t)ev[i].start_ns, "realtime", when,
-                                                     "duration_ns", (json_int_t)ev[i].duration_ns));
+                o = json_pack("{si sI ss sI}", "cpu", ev[i].cpu, "start_ns",
+                              (json_int_t)ev[i].start_ns, "realtime", when, "duration_ns",
+                              (json_int_t)ev[i].duration_ns);
+                if (!o || manager_trace_event_to_json(m, &ev[i], o) < 0) {
+                        json_decref(o);
+                        o = NULL;
+                }
+                if (json_array_append_new(arr, o) < 0) {
+                        free(ev);
+                        json_decref(arr);
+                        return -ENOMEM;
+                }
         }
         free(ev);
         return varlink_call_reply(call, json_pack("{so}", "events", arr));
@@ -587,28 +596,27 @@ static int add_point(const HistoryPoint *pt, void *userdata)
         const TickConv *conv = &c->m->counter.conv;
 
         return json_array_append_new(
-                c->points,
-                json_pack("{sI sI sI sI sI sI sb}", "start_ns", (json_int_t)pt->start_ns,
-                          "duration_ns", (json_int_t)pt->duration_ns, "samples",
-                          (json_int_t)pt->samples, "max_gap_ns",
-                          (json_int_t)tickconv_to_ns(conv, pt->max_gap_ticks),
-                          "interruptions", (json_int_t)pt->events,
-                          "lost_ns", (json_int_t)tickconv_to_ns(conv, pt->lost_ticks), "stalled",
-                          pt->stalled));
+                c->points, json_pack("{sI sI sI sI sI sI sb}", "start_ns", (json_int_t)pt->start_ns,
+                                     "duration_ns", (json_int_t)pt->duration_ns, "samples",
+                                     (json_int_t)pt->samples, "max_gap_ns",
+                                     (json_int_t)tickconv_to_ns(conv, pt->max_gap_ticks),
+                                     "interruptions", (json_int_t)pt->events, "lost_ns",
+                                     (json_int_t)tickconv_to_ns(conv, pt->lost_ticks), "stalled",
+                                     pt->stalled));
 }
 
 static int method_get_timeline(VarlinkCallCtx *call, json_t *params, void *userdata)
 {
         static const VarlinkField fields[] = {
-                { "cpu", JSON_INTEGER, true },
-                { "window", JSON_STRING, false },
+                {"cpu", JSON_INTEGER, true},
+                {"window", JSON_STRING, false},
         };
         Manager *m = userdata;
         const char *window;
         uint64_t from, to;
         bool all;
         json_int_t cpu;
-        TimelineCtx c = { .m = m };
+        TimelineCtx c = {.m = m};
 
         if (varlink_call_check_params(call, params, fields, 2) < 0) {
                 return 0;
@@ -625,8 +633,8 @@ static int method_get_timeline(VarlinkCallCtx *call, json_t *params, void *userd
                 return -ENOMEM;
         }
         history_foreach_point(m->history, (int)cpu, from, to, add_point, &c);
-        return varlink_call_reply(call, json_pack("{sI ss so}", "cpu", cpu, "window", window,
-                                                  "points", c.points));
+        return varlink_call_reply(
+                call, json_pack("{sI ss so}", "cpu", cpu, "window", window, "points", c.points));
 }
 
 json_t *api_status(Manager *m)
@@ -643,28 +651,31 @@ json_t *api_status(Manager *m)
         }
         for (size_t i = 0; i < m->n_probes; i++) {
                 ProbeCtl *p = &m->probes[i];
+                char why[PROBE_FAILURE_MAX + 64];
                 uint64_t worst = 0;
                 json_t *o;
                 int to;
 
-                if (history_query(m->history, p->cpu, now - 60ULL * 1000000000ULL, now, false,
-                                  w) == 0 &&
+                if (history_query(m->history, p->cpu, now - 60ULL * 1000000000ULL, now, false, w) ==
+                            0 &&
                     w->slot.gap.count > 0) {
                         worst = tickconv_to_ns(&m->counter.conv, w->slot.gap.max);
                 }
-                o = json_pack("{si ss ss si sI sI sI}", "cpu", p->cpu, "state",
-                              manager_probe_state(p), "policy",
-                              m->config.probe_priority ? "SCHED_FIFO" : "SCHED_OTHER",
-                              "priority", (int)m->config.probe_priority, "samples",
-                              (json_int_t)p->samples_total, "floor_ns",
-                              (json_int_t)tickconv_to_ns(&m->counter.conv,
-                                                         probe_floor_ticks(p->probe)),
-                              "worst_gap_1m_ns", (json_int_t)worst);
+                o = json_pack(
+                        "{si ss ss si sI sI sI}", "cpu", p->cpu, "state", manager_probe_state(p),
+                        "policy", m->config.probe_priority ? "SCHED_FIFO" : "SCHED_OTHER",
+                        "priority", (int)m->config.probe_priority, "samples",
+                        (json_int_t)p->samples_total, "floor_ns",
+                        (json_int_t)tickconv_to_ns(&m->counter.conv, probe_floor_ticks(p->probe)),
+                        "worst_gap_1m_ns", (json_int_t)worst);
                 to = probe_migrated_to(p->probe);
                 if (to >= 0 && probe_state(p->probe) == PROBE_MIGRATED) {
                         json_object_set_new(o, "migrated_to", json_integer(to));
                 }
-                if (p->offline) {
+                if (manager_probe_failure(p, why, sizeof(why))) {
+                        json_object_set_new(o, "failure", json_string(why));
+                        json_object_set_new(o, "reason", json_string(why));
+                } else if (p->offline) {
                         json_object_set_new(o, "reason", json_string("the CPU is offline"));
                 } else if (probe_state(p->probe) == PROBE_MIGRATED) {
                         json_object_set_new(o, "reason",
@@ -693,19 +704,18 @@ json_t *api_status(Manager *m)
                                     json_string(m->config.export_prometheus_textfile));
         }
         realtime_format_iso8601(when, sizeof(when), m->start_real_ns);
-        return json_pack("{ss sI ss s{ss sI ss sf sf} so so sI}", "version", JITTERD_VERSION,
-                          "uptime_ns", (json_int_t)(now - m->start_mono_ns), "start_realtime",
-                          when, "counter", "source",
-                          counter_source_name(m->counter.source), "hz", (json_int_t)m->counter.hz,
-                          "hz_source", counter_hz_source_name(m->counter.hz_source),
-                          "precision_ppm", m->counter.precision_ppm, "drift_ppm", m->drift_ppm,
-                          "probes", probes, "config", cfg, "history_bytes",
-                          (json_int_t)history_memory_bytes(m->history));
+        return json_pack(
+                "{ss sI ss s{ss sI ss sf sf} so so sI}", "version", JITTERD_VERSION, "uptime_ns",
+                (json_int_t)(now - m->start_mono_ns), "start_realtime", when, "counter", "source",
+                counter_source_name(m->counter.source), "hz", (json_int_t)m->counter.hz,
+                "hz_source", counter_hz_source_name(m->counter.hz_source), "precision_ppm",
+                m->counter.precision_ppm, "drift_ppm", m->drift_ppm, "probes", probes, "config",
+                cfg, "history_bytes", (json_int_t)history_memory_bytes(m->history));
 }
 
 static int method_get_status(VarlinkCallCtx *call, json_t *params, void *userdata)
 {
-        static const VarlinkField fields[] = { { NULL, 0, false } };
+        static const VarlinkField fields[] = {{NULL, 0, false}};
         Manager *m = userdata;
         json_t *reply;
 
@@ -713,7 +723,8 @@ static int method_get_status(VarlinkCallCtx *call, json_t *params, void *userdat
                 return 0;
         }
         reply = api_status(m);
-        if (!reply) {
+        if (!reply || json_object_set_new(reply, "trace", manager_trace_status(m)) < 0) {
+                json_decref(reply);
                 return -ENOMEM;
         }
         return varlink_call_reply(call, reply);
@@ -737,7 +748,7 @@ static void monitor_closed(VarlinkCallCtx *call, void *userdata)
 
 static int method_monitor(VarlinkCallCtx *call, json_t *params, void *userdata)
 {
-        static const VarlinkField fields[] = { { "cpus", JSON_ARRAY, false } };
+        static const VarlinkField fields[] = {{"cpus", JSON_ARRAY, false}};
         Manager *m = userdata;
         MonitorClient *c;
         cpu_set_t cpus;
@@ -771,7 +782,7 @@ void manager_notify_monitors(Manager *m)
 
                 for (size_t i = 0; i < m->n_probes; i++) {
                         ProbeCtl *p = &m->probes[i];
-                        SlotSummary s = { 0 };
+                        SlotSummary s = {0};
                         json_t *o;
 
                         if (!CPU_ISSET(p->cpu, &c->cpus)) {
@@ -785,9 +796,8 @@ void manager_notify_monitors(Manager *m)
                         o = json_pack("{si ss sI sI sf sI sI sf}", "cpu", p->cpu, "state",
                                       manager_probe_state(p), "samples", (json_int_t)s.samples,
                                       "max_gap_ns", (json_int_t)s.gap.max_ns, "p99_ns",
-                                      s.gap.pct_ns[1], "interruptions",
-                                      (json_int_t)s.events, "lost_ns",
-                                      (json_int_t)s.lost_ns, "cpu_available_pct",
+                                      s.gap.pct_ns[1], "interruptions", (json_int_t)s.events,
+                                      "lost_ns", (json_int_t)s.lost_ns, "cpu_available_pct",
                                       s.cpu_available_pct);
                         (void)api_attrib_to_json(
                                 m, p->have_last ? &p->last_attrib : &(AttribDelta){0}, o);
@@ -801,7 +811,7 @@ void manager_notify_monitors(Manager *m)
                         c->call,
                         json_pack("{sI ss sI so}", "start_ns", (json_int_t)start, "realtime",
                                   realtime_format_iso8601(when, sizeof(when),
-                                          manager_now_ns(CLOCK_REALTIME) - dur),
+                                                          manager_now_ns(CLOCK_REALTIME) - dur),
                                   "duration_ns", (json_int_t)dur, "cpus", cpus));
         }
 }
@@ -821,7 +831,7 @@ void manager_free_monitors(Manager *m)
 
 static int method_audit(VarlinkCallCtx *call, json_t *params, void *userdata)
 {
-        static const VarlinkField fields[] = { { NULL, 0, false } };
+        static const VarlinkField fields[] = {{NULL, 0, false}};
         Manager *m = userdata;
         AuditOptions opt;
         json_t *report;
@@ -886,7 +896,7 @@ static bool peer_is_admin(Manager *m, VarlinkCallCtx *call)
 
 static int method_reset(VarlinkCallCtx *call, json_t *params, void *userdata)
 {
-        static const VarlinkField fields[] = { { "cpus", JSON_ARRAY, false } };
+        static const VarlinkField fields[] = {{"cpus", JSON_ARRAY, false}};
         Manager *m = userdata;
         cpu_set_t cpus;
         uid_t uid;
@@ -904,6 +914,7 @@ static int method_reset(VarlinkCallCtx *call, json_t *params, void *userdata)
         for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
                 if (CPU_ISSET(cpu, &cpus)) {
                         history_reset(m->history, cpu);
+                        manager_trace_reset(m, cpu);
                 }
         }
         log_notice("history reset by uid %u", (unsigned)uid);
@@ -913,14 +924,14 @@ static int method_reset(VarlinkCallCtx *call, json_t *params, void *userdata)
 int manager_add_api(Manager *m)
 {
         static const VarlinkMethod methods[] = {
-                { "GetStatus", method_get_status, 0 },
-                { "GetStats", method_get_stats, 0 },
-                { "GetHistogram", method_get_histogram, 0 },
-                { "GetEvents", method_get_events, 0 },
-                { "GetTimeline", method_get_timeline, 0 },
-                { "Monitor", method_monitor, VARLINK_METHOD_REQUIRES_MORE },
-                { "Audit", method_audit, 0 },
-                { "Reset", method_reset, 0 },
+                {"GetStatus", method_get_status, 0},
+                {"GetStats", method_get_stats, 0},
+                {"GetHistogram", method_get_histogram, 0},
+                {"GetEvents", method_get_events, 0},
+                {"GetTimeline", method_get_timeline, 0},
+                {"Monitor", method_monitor, VARLINK_METHOD_REQUIRES_MORE},
+                {"Audit", method_audit, 0},
+                {"Reset", method_reset, 0},
         };
         /* The description is config/io.jitterd.varlink, compiled in (interface.c). */
         return varlink_server_add_interface(m->server, "io.jitterd", jitterd_interface_description,

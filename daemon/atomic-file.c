@@ -8,12 +8,22 @@
 int atomic_file_write(int dfd, const char *tmp, const char *name, mode_t mode, bool sync_dir,
                       int (*write)(FILE *f, void *userdata), void *userdata)
 {
+        struct stat st = {0};
         FILE *f;
         int fd, r;
 
-        fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+        /* O_NONBLOCK: a FIFO left at @tmp would otherwise hold the caller until something
+         * reads it; it is refused (and removed below), a regular file is not affected. */
+        fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
+                    mode);
         if (fd < 0) {
-                return -errno;
+                r = -errno;
+                goto fail;
+        }
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                r = !S_ISREG(st.st_mode) && st.st_mode != 0 ? -EINVAL : -errno;
+                close(fd);
+                goto fail;
         }
         if (fchmod(fd, mode) < 0) {
                 r = -errno;

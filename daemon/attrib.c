@@ -293,7 +293,7 @@ void attrib_delta_add(AttribDelta *dst, const AttribDelta *src)
                         if (dst->n >= ATTRIB_MAX_SOURCES) {
                                 continue;
                         }
-                        dst->items[dst->n] = (AttribCount){ .id = c->id, .count = 0 };
+                        dst->items[dst->n] = (AttribCount){.id = c->id, .count = 0};
                         pos[c->id] = (uint16_t)(++dst->n);
                 }
                 d = &dst->items[pos[c->id] - 1];
@@ -329,7 +329,7 @@ static void snap_record(AttribSnapshot *s, unsigned id, uint64_t value, AttribDe
         if (prev_seen != 0 && prev_seen + 1 == s->gen && value > s->values[id] &&
             delta->n < ATTRIB_MAX_SOURCES) {
                 delta->items[delta->n++] =
-                        (AttribCount){ .id = (uint16_t)id, .count = value - s->values[id] };
+                        (AttribCount){.id = (uint16_t)id, .count = value - s->values[id]};
         }
         s->values[id] = value;
         s->seen[id] = s->gen;
@@ -355,7 +355,8 @@ static int open_kept(AttribTable *t, const char *path)
         if (strlen(path) >= sizeof(t->open_files[0].path)) {
                 return -ENAMETOOLONG;
         }
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        /* O_NONBLOCK: a FIFO below the audit root must not hold the loop. */
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0) {
                 return -errno;
         }
@@ -454,7 +455,7 @@ static ssize_t read_bounded(AttribTable *t, const char *root, const char *path)
         if (r < 0 || (size_t)r >= sizeof(full)) {
                 return -ENAMETOOLONG;
         }
-        fd = open(full, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        fd = open(full, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0) {
                 return -errno;
         }
@@ -682,8 +683,7 @@ static int parse_counts(AttribTable *t, size_t len, bool irq, AttribRequest *req
                         continue;
                 }
                 label_len = (size_t)(colon - label);
-                if (!label_valid(label, label_len) ||
-                    strlen(prefix) + label_len >= sizeof(name)) {
+                if (!label_valid(label, label_len) || strlen(prefix) + label_len >= sizeof(name)) {
                         continue;
                 }
                 /* ERR and MIS are machine-wide counts printed once, not per CPU. */
@@ -760,8 +760,8 @@ static int sample_ctxsw(AttribTable *t, const char *root, AttribRequest *req)
                 const char *key;
                 const char *name;
         } fields[] = {
-                { "voluntary_ctxt_switches", "ctxsw:voluntary" },
-                { "nonvoluntary_ctxt_switches", "ctxsw:involuntary" },
+                {"voluntary_ctxt_switches", "ctxsw:voluntary"},
+                {"nonvoluntary_ctxt_switches", "ctxsw:involuntary"},
         };
         char path[64];
         ssize_t len;
@@ -931,8 +931,8 @@ int attrib_sample_many(AttribTable *t, const char *root, AttribRequest *reqs, si
         return ret;
 }
 
-int attrib_sample(AttribTable *t, AttribSnapshot *snap, const char *root, int cpu, int pid,
-                  int tid, AttribDelta *ret_delta)
+int attrib_sample(AttribTable *t, AttribSnapshot *snap, const char *root, int cpu, int pid, int tid,
+                  AttribDelta *ret_delta)
 {
         AttribRequest req = {
                 .snap = snap,

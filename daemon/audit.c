@@ -375,7 +375,8 @@ static int read_path(const char *p, char *buf, size_t size)
         int fd, r;
 
         buf[0] = '\0';
-        fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        /* O_NONBLOCK: a FIFO in a fixture tree must not hold the loop (Audit() runs there). */
+        fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0) {
                 return -errno;
         }
@@ -649,7 +650,7 @@ static int interrupts_names(const Audit *a, IrqName **ret, size_t *ret_n)
         IrqName *names = NULL;
         size_t n = 0;
         FILE *f;
-        int r;
+        int fd, r;
 
         *ret = NULL;
         *ret_n = 0;
@@ -657,9 +658,14 @@ static int interrupts_names(const Audit *a, IrqName **ret, size_t *ret_n)
         if (r < 0) {
                 return r;
         }
-        f = fopen(p, "re");
+        fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        f = fd < 0 ? NULL : fdopen(fd, "re");
         if (!f) {
-                return -errno;
+                r = -errno;
+                if (fd >= 0) {
+                        close(fd);
+                }
+                return r;
         }
         while (fgets(line, sizeof(line), f)) {
                 char *s = line, *end, *last;

@@ -3,11 +3,13 @@
 #include <assert.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cpulist.h"
 #include "duration.h"
@@ -43,6 +45,11 @@ static const ConfigEnumName counter_names[] = {
         {"cntvct", COUNTER_HW},
         {"hw", COUNTER_HW},
         {NULL, 0},
+};
+
+static const ConfigEnumName boolean_names[] = {
+        {"no", 0}, {"yes", 1}, {"false", 0}, {"true", 1}, {"off", 0},
+        {"on", 1}, {"0", 0},   {"1", 1},     {NULL, 0},
 };
 
 /* Each macro checks at compile time that the field has the C type its ConfigType implies: a
@@ -150,6 +157,10 @@ static const ConfigKey keys[] = {
         KEY_PATH("audit", "root", audit_root, "", FLAG_PATH_PREFIX,
                  "Directory under which /proc and /sys are read for the tuning audit, to audit "
                  "a copy of another host's files. Empty: the real ones."),
+
+        KEY_ENUM("trace", "enabled", trace_enabled, int, boolean_names, "no",
+                 "Record kernel trace events of the probed CPUs (a tracefs instance of the "
+                 "daemon's own) and name the causes of every interruption: yes or no."),
 };
 
 #define N_KEYS ELEMENTSOF(keys)
@@ -1016,12 +1027,19 @@ static void load_file(Loader *l, const char *path)
         struct stat st;
         ssize_t n;
         FILE *f;
+        int fd;
 
-        f = fopen(path, "re");
+        /* O_NONBLOCK: opening a FIFO would otherwise wait for a writer, and a reload would
+         * block the event loop with it. On a regular file it changes nothing. */
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        f = fd < 0 ? NULL : fdopen(fd, "re");
         if (!f) {
                 if (errno != ENOENT) {
                         loader_add(l, CONFIG_SEVERITY_ERROR, path, 0, "cannot open: %s",
                                    strerror(errno));
+                }
+                if (fd >= 0) {
+                        close(fd);
                 }
                 return;
         }
@@ -1032,6 +1050,11 @@ static void load_file(Loader *l, const char *path)
         }
         if (S_ISDIR(st.st_mode)) {
                 loader_add(l, CONFIG_SEVERITY_ERROR, path, 0, "is a directory, not a file");
+                fclose(f);
+                return;
+        }
+        if (!S_ISREG(st.st_mode)) {
+                loader_add(l, CONFIG_SEVERITY_ERROR, path, 0, "is not a regular file");
                 fclose(f);
                 return;
         }

@@ -58,6 +58,9 @@ typedef struct Config {
 
         /* [audit] */
         char audit_root[CONFIG_PATH_MAX]; /* "": the real /proc and /sys; never ends in '/' */
+
+        /* [trace] */
+        int trace_enabled; /* 0 or 1 */
 } Config;
 
 typedef enum ConfigType {

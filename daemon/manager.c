@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "atomic-file.h"
@@ -23,6 +22,10 @@
 #define STATE_FILE "history.state"
 #define STATE_TMP "history.state.tmp"
 #define HARVEST_DELAY_USEC 2000 /* probes acknowledge a new epoch within microseconds */
+#define READY_POLL_USEC 20000
+/* At exit, how long the last state change (STOPPING=1) may wait for a reader that has stopped
+ * reading. */
+#define NOTIFY_EXIT_FLUSH_USEC 1000000ULL
 
 uint64_t manager_now_ns(clockid_t clock)
 {
@@ -47,6 +50,23 @@ const char *manager_probe_state(const ProbeCtl *p)
                 return "stalled";
         }
         return probe_state_name(s);
+}
+
+const char *manager_probe_failure(const ProbeCtl *p, char *buf, size_t size)
+{
+        const char *text;
+
+        if (!p->probe || probe_state(p->probe) != PROBE_FAILED) {
+                return NULL;
+        }
+        text = probe_failure(p->probe);
+        if (text[0]) {
+                snprintf(buf, size, "%s", text);
+        } else {
+                snprintf(buf, size, "CPU %d: the probe failed: %s", p->cpu,
+                         strerror(-probe_error(p->probe)));
+        }
+        return buf;
 }
 
 /* The CPUs to probe: the configured list, else the isolated and nohz_full CPUs. Each must be
@@ -156,15 +176,26 @@ static void checkpoint(Manager *m)
 static void checkpoint_load(Manager *m)
 {
         char path[PATH_MAX + 32], aside[PATH_MAX + 96];
+        struct stat st;
         FILE *f;
-        int r;
+        int fd, r;
 
         if (m->config.history_checkpoint_ns == 0) {
                 return;
         }
         snprintf(path, sizeof(path), "%s/%s", m->config.history_state_dir, STATE_FILE);
-        f = fopen(path, "re");
+        /* O_NONBLOCK and a regular file only: a FIFO there would hold the start forever. */
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+                close(fd);
+                fd = -1;
+                errno = EINVAL;
+        }
+        f = fd < 0 ? NULL : fdopen(fd, "re");
         if (!f) {
+                if (fd >= 0) {
+                        close(fd);
+                }
                 if (errno != ENOENT) {
                         log_warning("cannot read the checkpoint %s: %s; starting with an empty "
                                     "history",
@@ -271,23 +302,55 @@ static int probes_start(Manager *m)
         return 0;
 }
 
-static void probes_stop(Manager *m)
+/* Probes that would not stop: their threads may still touch their memory, which is kept
+ * (and reachable) until the process exits. */
+static Probe **abandoned;
+static size_t n_abandoned;
+
+static void abandon(Probe *p)
 {
+        Probe **a = realloc(abandoned, (n_abandoned + 1) * sizeof(*a));
+
+        if (a) {
+                abandoned = a;
+                abandoned[n_abandoned++] = p;
+        }
+}
+
+/* Stops every probe within one PROBE_STOP_TIMEOUT_NS, all asked at once. A probe starved by a
+ * higher-priority task cannot see the request: it is logged and left behind rather than waited
+ * for. Returns 0, or -ETIMEDOUT when one was left behind: the process must then exit, as that
+ * thread still spins on its CPU. */
+static int probes_stop(Manager *m)
+{
+        uint64_t deadline = manager_now_ns(CLOCK_MONOTONIC) + PROBE_STOP_TIMEOUT_NS;
+        int r = 0;
+
         for (size_t i = 0; i < m->n_probes; i++) {
-                /* A probe starved by a higher-priority task cannot see the stop request; do
-                 * not hang the shutdown on it. */
-                if (m->probes[i].probe &&
-                    probe_stop_timeout(m->probes[i].probe, 2000000000ULL) < 0) {
-                        log_warning("the probe on CPU %d did not stop within 2 s (starved by a "
-                                    "higher-priority task?); leaving it behind",
-                                    m->probes[i].cpu);
+                if (m->probes[i].probe) {
+                        (void)probe_stop_timeout(m->probes[i].probe, 0);
                 }
-                probe_free(m->probes[i].probe);
-                attrib_snapshot_free(m->probes[i].attrib_snap);
+        }
+        for (size_t i = 0; i < m->n_probes; i++) {
+                ProbeCtl *p = &m->probes[i];
+                uint64_t now = manager_now_ns(CLOCK_MONOTONIC);
+
+                if (p->probe &&
+                    probe_stop_timeout(p->probe, deadline > now ? deadline - now : 0) < 0) {
+                        log_error("the probe on CPU %d did not stop within %llu s (starved by a "
+                                  "higher-priority task?); leaving it behind",
+                                  p->cpu, PROBE_STOP_TIMEOUT_NS / 1000000000ULL);
+                        abandon(p->probe);
+                        r = -ETIMEDOUT;
+                } else {
+                        probe_free(p->probe);
+                }
+                attrib_snapshot_free(p->attrib_snap);
         }
         free(m->probes);
         m->probes = NULL;
         m->n_probes = 0;
+        return r;
 }
 
 /* Keeps the manager off the probed CPUs: it runs on the housekeeping CPUs only. */
@@ -323,6 +386,7 @@ static void drain_events(Manager *m, ProbeCtl *p)
                                &ev.start_real_ns);
                 ev.duration_ns = tickconv_to_ns(&m->counter.conv, dur);
                 (void)history_add_event(m->history, &ev);
+                manager_trace_explain(m, p, start, dur, ev.start_ns);
         }
 }
 
@@ -374,13 +438,14 @@ static void update_status(Manager *m)
                                 p->last.events);
                 }
         }
-        sd_notifyf(0, "STATUS=%s", line);
+        notifier_status(m->notifier, "STATUS=%s", line);
 }
 
 static int on_harvest(sd_event_source *s, uint64_t usec, void *userdata)
 {
         Manager *m = userdata;
 
+        manager_trace_read(m);
         for (size_t i = 0; i < m->n_probes; i++) {
                 harvest_probe(m, &m->probes[i]);
         }
@@ -389,6 +454,65 @@ static int on_harvest(sd_event_source *s, uint64_t usec, void *userdata)
         update_status(m);
         (void)manager_export_textfile(m);
         return 0;
+}
+
+/* One probe at the tick: its state for the API (offline, migrated, failed, stalled), each
+ * change logged once, and the next epoch. Nothing here waits for the probe: one that does not
+ * acknowledge is only counted (stalled after two intervals) and asked again at the next tick,
+ * so it never holds up the other probes or the loop. */
+static void tick_probe(Manager *m, ProbeCtl *p)
+{
+        ProbeState st = probe_state(p->probe);
+        int64_t e;
+
+        /* A probe that runs on its CPU needs no look at sysfs to know it is online. */
+        p->offline = st != PROBE_RUNNING && st != PROBE_PREHEATING && !cpulist_cpu_online(p->cpu);
+        /* Moved off an online CPU: a cpuset or affinity change that it cannot undo. Said once
+         * per episode; it measures nothing meanwhile. */
+        if (st == PROBE_MIGRATED && !p->offline && !p->migrated) {
+                log_warning("the probe on CPU %d was moved to CPU %d and cannot go back (is CPU "
+                            "%d still in the daemon's cpuset and CPUAffinity=?): not measuring "
+                            "CPU %d until it can",
+                            p->cpu, probe_migrated_to(p->probe), p->cpu, p->cpu);
+                p->migrated = true;
+        } else if (st != PROBE_MIGRATED && p->migrated) {
+                log_notice("the probe is back on CPU %d", p->cpu);
+                p->migrated = false;
+        }
+        /* A failed probe has ended its thread: said once, with the probe's reason. */
+        if (st == PROBE_FAILED && !p->failed) {
+                char why[PROBE_FAILURE_MAX + 64];
+
+                log_error("probe failed: %s; CPU %d is not measured until a reload or restart",
+                          manager_probe_failure(p, why, sizeof(why)), p->cpu);
+                p->failed = true;
+        }
+        if (st != PROBE_RUNNING && st != PROBE_PREHEATING) {
+                p->missed = 0;
+                p->stalled = false;
+        } else if (probe_acked_epoch(p->probe) < p->advanced_epoch) {
+                p->missed++;
+        } else {
+                p->missed = 0;
+        }
+        if (p->missed >= 2 && !p->stalled) {
+                log_warning("the probe on CPU %d made no progress for %u intervals: stalled (a "
+                            "higher-priority task or RT throttling?)",
+                            p->cpu, p->missed);
+        }
+        p->stalled = p->missed >= 2;
+        if (p->stalled) {
+                /* Marked on the interval the probe hands over when it comes back, which covers
+                 * the stall and holds its gap. */
+                p->stall_pending = true;
+                p->have_last = false;
+        }
+        /* -EBUSY while the probe has not acknowledged the current epoch: tried again at the
+         * next tick. */
+        e = probe_advance(p->probe);
+        if (e > 0) {
+                p->advanced_epoch = (uint64_t)e;
+        }
 }
 
 static int on_tick(sd_event_source *s, uint64_t usec, void *userdata)
@@ -404,51 +528,11 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata)
         m->have_clock_ref = true;
 
         for (size_t i = 0; i < m->n_probes; i++) {
-                ProbeCtl *p = &m->probes[i];
-                ProbeState st = probe_state(p->probe);
-                int64_t e;
-
-                /* A probe that runs on its CPU needs no look at sysfs to know it is online. */
-                p->offline = st != PROBE_RUNNING && st != PROBE_PREHEATING &&
-                             !cpulist_cpu_online(p->cpu);
-                /* Moved off an online CPU: a cpuset or affinity change that it cannot undo.
-                 * Said once per episode; it measures nothing meanwhile. */
-                if (st == PROBE_MIGRATED && !p->offline && !p->migrated) {
-                        log_warning("the probe on CPU %d was moved to CPU %d and cannot go back "
-                                    "(is CPU %d still in the daemon's cpuset and "
-                                    "CPUAffinity=?): not measuring CPU %d until it can",
-                                    p->cpu, probe_migrated_to(p->probe), p->cpu, p->cpu);
-                        p->migrated = true;
-                } else if (st != PROBE_MIGRATED && p->migrated) {
-                        log_notice("the probe is back on CPU %d", p->cpu);
-                        p->migrated = false;
-                }
-                if (st != PROBE_RUNNING && st != PROBE_PREHEATING) {
-                        p->missed = 0;
-                        p->stalled = false;
-                } else if (probe_acked_epoch(p->probe) < p->advanced_epoch) {
-                        p->missed++;
-                } else {
-                        p->missed = 0;
-                }
-                if (p->missed >= 2 && !p->stalled) {
-                        log_warning("the probe on CPU %d made no progress for %u intervals: "
-                                    "stalled (a higher-priority task or RT throttling?)",
-                                    p->cpu, p->missed);
-                }
-                p->stalled = p->missed >= 2;
-                if (p->stalled) {
-                        /* Marked on the interval the probe hands over when it comes back,
-                         * which covers the stall and holds its gap. */
-                        p->stall_pending = true;
-                        p->have_last = false;
-                }
-                e = probe_advance(p->probe);
-                if (e > 0) {
-                        p->advanced_epoch = (uint64_t)e;
-                }
+                tick_probe(m, &m->probes[i]);
         }
         sd_event_source_set_time(s, usec + m->config.history_interval_ns / 1000);
+        /* The harvest takes, once, what the probes acknowledged by then; a late one is taken at
+         * the next. */
         if (m->harvest_source) {
                 sd_event_source_set_time(m->harvest_source, usec + HARVEST_DELAY_USEC);
                 sd_event_source_set_enabled(m->harvest_source, SD_EVENT_ONESHOT);
@@ -456,29 +540,92 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata)
         return 0;
 }
 
+/* Logs, one line per probe, what each one is doing: why READY=1 was not sent. */
+static void log_probe_states(Manager *m)
+{
+        for (size_t i = 0; i < m->n_probes; i++) {
+                ProbeCtl *p = &m->probes[i];
+                char why[PROBE_FAILURE_MAX + 64];
+                ProbeState st = probe_state(p->probe);
+
+                if (st == PROBE_FAILED) {
+                        log_error("%s", manager_probe_failure(p, why, sizeof(why)));
+                        p->failed = true;
+                } else if (st == PROBE_MIGRATED && !cpulist_cpu_online(p->cpu)) {
+                        log_error("CPU %d: offline (unplugged), its probe cannot run", p->cpu);
+                } else if (st == PROBE_MIGRATED) {
+                        log_error("CPU %d: migrated, its probe found itself on CPU %d and cannot "
+                                  "go back (is CPU %d in the daemon's cpuset and CPUAffinity=?)",
+                                  p->cpu, probe_migrated_to(p->probe), p->cpu);
+                } else {
+                        log_error("CPU %d: %s", p->cpu, probe_state_name(st));
+                }
+        }
+}
+
+/* READY=1 waits until every probe runs on its CPU, after its preheat: never while one is
+ * preheating, migrated or failed. It waits at most the preheat and READY_GRACE_USEC; past that,
+ * or as soon as a probe failed, it says why and ends the loop with status 1, so that systemd
+ * sees a failed start (or reload) rather than waiting for its own timeout. */
 static int on_ready_poll(sd_event_source *s, uint64_t usec, void *userdata)
 {
         Manager *m = userdata;
+        bool all_running = true, failed = false;
 
         for (size_t i = 0; i < m->n_probes; i++) {
                 ProbeState st = probe_state(m->probes[i].probe);
 
-                if (st == PROBE_FAILED || st == PROBE_STOPPED) {
-                        log_error("the probe on CPU %d stopped: %s", m->probes[i].cpu,
-                                  strerror(-probe_error(m->probes[i].probe)));
-                        return sd_event_exit(m->event, 1);
-                }
-                if (st == PROBE_PREHEATING || st == PROBE_STARTING) {
-                        sd_event_source_set_time(s, usec + 20000);
-                        return 0;
-                }
+                failed = failed || st == PROBE_FAILED;
+                all_running = all_running && st == PROBE_RUNNING;
         }
-        m->ready = true;
-        sd_event_source_set_enabled(s, SD_EVENT_OFF);
-        sd_notify(0, "READY=1\nSTATUS=probes preheated, measuring");
-        log_info("ready: %zu probe%s preheated, measuring; socket %s", m->n_probes,
-                 m->n_probes == 1 ? "" : "s", m->socket_path);
+        if (all_running) {
+                m->ready = true;
+                sd_event_source_set_enabled(s, SD_EVENT_OFF);
+                notifier_state(m->notifier, "READY=1\nSTATUS=probes preheated, measuring");
+                log_info("ready: %zu probe%s preheated, measuring; socket %s", m->n_probes,
+                         m->n_probes == 1 ? "" : "s", m->socket_path);
+                return 0;
+        }
+        if (failed || usec >= m->ready_deadline_usec) {
+                char bound[32], preheat[32];
+
+                sd_event_source_set_enabled(s, SD_EVENT_OFF);
+                if (failed) {
+                        log_error("cannot get ready: a probe failed");
+                } else {
+                        log_error("cannot get ready: the probes are not all running %s after "
+                                  "they started (preheat %s and %llu s)",
+                                  duration_format(bound, sizeof(bound),
+                                                  m->config.probe_preheat_ns +
+                                                          READY_GRACE_USEC * 1000),
+                                  duration_format(preheat, sizeof(preheat),
+                                                  m->config.probe_preheat_ns),
+                                  READY_GRACE_USEC / 1000000ULL);
+                }
+                log_probe_states(m);
+                notifier_status(m->notifier, "STATUS=not ready: %s",
+                                failed ? "a probe failed" : "the probes are not all running");
+                return sd_event_exit(m->event, 1);
+        }
+        sd_event_source_set_time(s, usec + READY_POLL_USEC);
         return 0;
+}
+
+/* Waits for every probe to run before READY=1 (on_ready_poll), from now on, and tells systemd
+ * how long that may take: with a preheat longer than the default, TimeoutStartSec= alone would
+ * end the start first. */
+static void arm_ready(Manager *m)
+{
+        uint64_t now = manager_now_ns(CLOCK_MONOTONIC) / 1000;
+        uint64_t wait = m->config.probe_preheat_ns / 1000 + READY_GRACE_USEC;
+
+        m->ready = false;
+        m->ready_deadline_usec = now + wait;
+        /* The start may also end with a checkpoint and stopping the probes. */
+        notifier_status(m->notifier, "EXTEND_TIMEOUT_USEC=%llu\nSTATUS=preheating the probes",
+                        (unsigned long long)(wait + PROBE_STOP_TIMEOUT_NS / 1000 + 5000000ULL));
+        sd_event_source_set_time(m->ready_source, now + READY_POLL_USEC);
+        sd_event_source_set_enabled(m->ready_source, SD_EVENT_ON);
 }
 
 /* --- reload and signals ------------------------------------------------------------------- */
@@ -542,55 +689,96 @@ int manager_load_config(const char *path, const char *dropin, const Overrides *o
         return 0;
 }
 
+/* Whether any probe has failed: a reload starts the probes again, as a retry. */
+static bool any_probe_failed(const Manager *m)
+{
+        for (size_t i = 0; i < m->n_probes; i++) {
+                if (probe_state(m->probes[i].probe) == PROBE_FAILED) {
+                        return true;
+                }
+        }
+        return false;
+}
+
+/* Stops the probes and starts them with the [probe] section of @c, or again with the running
+ * one if that fails. Returns 0, or a negative errno when the loop must end: a probe did not
+ * stop (its thread still spins there), or none could be started. */
+static int probes_restart(Manager *m, const Config *c)
+{
+        Config old = m->config;
+        int r;
+
+        m->config.probe_cpus = c->probe_cpus;
+        m->config.probe_priority = c->probe_priority;
+        m->config.probe_threshold_ns = c->probe_threshold_ns;
+        m->config.probe_preheat_ns = c->probe_preheat_ns;
+        m->config.probe_counter = c->probe_counter;
+        r = probes_stop(m);
+        if (r < 0) {
+                log_error("cannot restart the probes while one is still running; exiting");
+                return r;
+        }
+        r = resolve_cpus(m);
+        if (r < 0 || (r = probes_start(m)) < 0) {
+                log_error("cannot start the probes with the new configuration; back to the "
+                          "previous one");
+                r = probes_stop(m);
+                if (r < 0) {
+                        return r;
+                }
+                m->config = old;
+                (void)resolve_cpus(m);
+                r = probes_start(m);
+                if (r < 0) {
+                        return r;
+                }
+        }
+        return 0;
+}
+
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
         Manager *m = userdata;
+        bool restart, trace_restart;
         Config c;
         int r;
 
-        sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64 "\nSTATUS=reloading",
-                   manager_now_ns(CLOCK_MONOTONIC) / 1000);
+        notifier_state(m->notifier, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64 "\nSTATUS=reloading",
+                       manager_now_ns(CLOCK_MONOTONIC) / 1000);
         log_info("reloading the configuration from %s", m->config_path);
         r = manager_load_config(m->config_path, m->dropin_dir, &m->overrides, &c);
         if (r < 0) {
                 log_error("the configuration has errors; keeping the running configuration");
-                sd_notify(0, "READY=1");
-                update_status(m);
-                return 0;
-        }
-        if (!config_equal(&c, &m->config, "history") || !config_equal(&c, &m->config, "server")) {
+                c = m->config;
+        } else if (!config_equal(&c, &m->config, "history") ||
+                   !config_equal(&c, &m->config, "server")) {
                 log_notice("changes to [history] and [server] take effect at the next start");
         }
-        if (!config_equal(&c, &m->config, "probe")) {
-                Config old = m->config;
-
+        trace_restart =
+                !config_equal(&c, &m->config, "trace") || !config_equal(&c, &m->config, "probe");
+        restart = !config_equal(&c, &m->config, "probe");
+        if (restart) {
                 log_info("[probe] changed: restarting the probes");
-                m->config.probe_cpus = c.probe_cpus;
-                m->config.probe_priority = c.probe_priority;
-                m->config.probe_threshold_ns = c.probe_threshold_ns;
-                m->config.probe_preheat_ns = c.probe_preheat_ns;
-                m->config.probe_counter = c.probe_counter;
-                probes_stop(m);
-                r = resolve_cpus(m);
-                if (r < 0 || (r = probes_start(m)) < 0) {
-                        log_error("cannot start the probes with the new configuration; back to "
-                                  "the previous one");
-                        probes_stop(m);
-                        m->config = old;
-                        (void)resolve_cpus(m);
-                        if (probes_start(m) < 0) {
-                                return sd_event_exit(m->event, 1);
-                        }
+        } else if (any_probe_failed(m)) {
+                log_info("starting the failed probes again");
+                restart = true;
+        }
+        if (restart) {
+                r = probes_restart(m, &c);
+                if (r < 0) {
+                        return sd_event_exit(m->event, 1);
                 }
-                m->ready = false;
-                sd_event_source_set_time(m->ready_source, manager_now_ns(CLOCK_MONOTONIC) / 1000);
-                sd_event_source_set_enabled(m->ready_source, SD_EVENT_ON);
+        }
+        /* The recorder follows the probed CPUs and [trace]. */
+        if (trace_restart) {
+                m->config.trace_enabled = c.trace_enabled;
+                manager_trace_stop(m);
+                manager_trace_start(m);
         }
         memcpy(m->config.export_prometheus_textfile, c.export_prometheus_textfile,
                sizeof(c.export_prometheus_textfile));
-        if (m->ready) {
-                sd_notify(0, "READY=1");
-        }
+        /* READY=1 ends the reload, and says again that every probe runs on its CPU. */
+        arm_ready(m);
         update_status(m);
         return 0;
 }
@@ -600,7 +788,8 @@ static int on_exit_signal(sd_event_source *s, const struct signalfd_siginfo *si,
         Manager *m = userdata;
 
         log_info("received %s, stopping", strsignal((int)si->ssi_signo));
-        sd_notify(0, "STOPPING=1\nSTATUS=stopping");
+        notifier_state(m->notifier, "STOPPING=1\nSTATUS=stopping");
+        m->stopping = true;
         return sd_event_exit(m->event, 0);
 }
 
@@ -743,8 +932,13 @@ int manager_new(const Config *config, const char *config_path, const char *dropi
         sd_event_add_signal(m->event, NULL, SIGTERM, on_exit_signal, m);
         sd_event_add_signal(m->event, NULL, SIGINT, on_exit_signal, m);
         sd_event_add_signal(m->event, NULL, SIGHUP, on_sighup, m);
-        /* WATCHDOG=1 from the loop itself when WatchdogSec= is set: a stuck loop is noticed. */
-        sd_event_set_watchdog(m->event, true);
+        /* Not sd_notify() nor sd_event_set_watchdog(), which sends with it: both block the loop
+         * once the reader stops reading. WATCHDOG=1 comes from a timer of the loop, so a stuck
+         * loop is still noticed. */
+        r = notifier_new(m->event, &m->notifier);
+        if (r < 0) {
+                return r;
+        }
 
         r = attrib_table_new(&m->attrib);
         if (r < 0) {
@@ -772,7 +966,7 @@ int manager_new(const Config *config, const char *config_path, const char *dropi
 int manager_run(Manager *m)
 {
         uint64_t now = manager_now_ns(CLOCK_MONOTONIC) / 1000;
-        int r;
+        int r, status;
 
         r = privileges_lock_memory();
         if (r < 0) {
@@ -786,15 +980,15 @@ int manager_run(Manager *m)
                 return 1;
         }
         pin_manager(m);
+        manager_trace_start(m);
         r = privileges_drop(m->config.probe_priority > 0);
         if (r < 0) {
                 log_warning("cannot drop capabilities: %s", strerror(-r));
         }
-        sd_notify(0, "STATUS=preheating the probes");
-        r = sd_event_add_time(m->event, &m->ready_source, CLOCK_MONOTONIC, now + 20000, 1000,
-                              on_ready_poll, m);
+        r = sd_event_add_time(m->event, &m->ready_source, CLOCK_MONOTONIC, UINT64_MAX,
+                              READY_POLL_USEC / 20, on_ready_poll, m);
         if (r >= 0) {
-                sd_event_source_set_enabled(m->ready_source, SD_EVENT_ON);
+                arm_ready(m);
                 r = sd_event_add_time(m->event, &m->tick_source, CLOCK_MONOTONIC,
                                       now + m->config.history_interval_ns / 1000, 1000, on_tick, m);
         }
@@ -815,10 +1009,25 @@ int manager_run(Manager *m)
                 log_error("cannot set up the timers: %s", strerror(-r));
                 return 1;
         }
-        sd_event_source_set_enabled(m->tick_source, SD_EVENT_ON);
         r = sd_event_loop(m->event);
-        sd_notify(0, "STOPPING=1");
-        return r < 0 ? 1 : r;
+        status = r < 0 ? 1 : r;
+        if (!m->stopping) {
+                notifier_state(m->notifier, "STOPPING=1");
+                m->stopping = true;
+        }
+        /* Checkpoint first: stopping a probe that a higher-priority real-time task starves
+         * takes time, and a stop that systemd ends with SIGKILL meanwhile must not lose the
+         * history. */
+        checkpoint(m);
+        if (probes_stop(m) < 0) {
+                status = 1;
+        }
+        m->stopped = true;
+        if (notifier_flush(m->notifier, NOTIFY_EXIT_FLUSH_USEC) < 0) {
+                log_warning("the service manager did not read STOPPING=1 within %llu s",
+                            NOTIFY_EXIT_FLUSH_USEC / 1000000ULL);
+        }
+        return status;
 }
 
 Manager *manager_free(Manager *m)
@@ -826,13 +1035,16 @@ Manager *manager_free(Manager *m)
         if (!m) {
                 return NULL;
         }
-        /* Checkpoint first: stopping a probe that a higher-priority real-time task starves
-         * takes time, and a stop that systemd ends with SIGKILL meanwhile must not lose the
-         * history. */
-        if (m->history) {
-                checkpoint(m);
+        if (!m->stopped) {
+                /* Checkpoint first, as in manager_run(). */
+                if (m->history) {
+                        checkpoint(m);
+                }
+                (void)probes_stop(m);
         }
-        probes_stop(m);
+        manager_trace_stop(m);
+        cause_store_free(m->cause_store);
+        ksyms_free(m->ksyms);
         manager_free_monitors(m);
         for (size_t i = 0; i < sizeof(m->analysis_cache) / sizeof(m->analysis_cache[0]); i++) {
                 json_decref(m->analysis_cache[i].causes);
@@ -843,6 +1055,7 @@ Manager *manager_free(Manager *m)
         sd_event_source_unref(m->harvest_source);
         sd_event_source_unref(m->ready_source);
         sd_event_source_unref(m->checkpoint_source);
+        notifier_free(m->notifier);
         sd_event_unref(m->event);
         history_free(m->history);
         attrib_table_free(m->attrib);

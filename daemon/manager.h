@@ -11,10 +11,14 @@
 #include <systemd/sd-event.h>
 
 #include "attrib.h"
+#include "cause-store.h"
 #include "config.h"
 #include "counter.h"
 #include "history.h"
+#include "ksyms.h"
+#include "notify.h"
 #include "probe.h"
+#include "trace.h"
 #include "varlink-server.h"
 
 typedef struct Manager Manager;
@@ -31,7 +35,8 @@ typedef struct ProbeCtl {
         bool stalled;
         bool stall_pending; /* the next interval harvested ends a stall */
         bool offline;
-        bool migrated;      /* off its CPU while that CPU is online: warned once */
+        bool migrated; /* off its CPU while that CPU is online: warned once */
+        bool failed;   /* its failure was logged */
         RingReader reader;
         AttribSnapshot *attrib_snap;
         uint64_t samples_total; /* since start, for status */
@@ -64,6 +69,7 @@ struct Manager {
         sd_event_source *harvest_source;
         sd_event_source *ready_source;
         sd_event_source *checkpoint_source;
+        Notifier *notifier;
         VarlinkServer *server;
         char socket_path[108];
 
@@ -82,10 +88,22 @@ struct Manager {
         uint64_t start_mono_ns;
         uint64_t start_real_ns;
         bool ready;
-        bool checkpoint_failing; /* an error was logged; log again only once it recovers */
+        uint64_t ready_deadline_usec; /* CLOCK_MONOTONIC: every probe runs by then, or we exit */
+        bool stopping;                /* STOPPING=1 was sent */
+        bool stopped;                 /* manager_run() stopped the probes and checkpointed */
+        bool checkpoint_failing;      /* an error was logged; log again only once it recovers */
         bool export_failing;
         gid_t admin_gid;
         bool have_admin_gid;
+
+        /* Trace causes (manager-trace.c): the recorder while [trace] enabled and tracing
+         * works, the causes of the interruptions the history keeps, and why tracing is off
+         * although enabled. */
+        TraceRecorder *trace;
+        CauseStore *cause_store;
+        Ksyms *ksyms;
+        char trace_reason[TRACE_REASON_MAX];
+        bool trace_read_failing;
 
         /* Monitor calls waiting for the next interval. */
         struct MonitorClient *monitors;
@@ -109,7 +127,10 @@ struct Manager {
 int manager_new(const Config *config, const char *config_path, const char *dropin_dir,
                 const Overrides *overrides, Manager **ret);
 
-/* Starts the probes and runs the event loop until SIGTERM/SIGINT. Returns the exit status. */
+/* Starts the probes and runs the event loop until SIGTERM/SIGINT, then checkpoints and stops
+ * the probes. Returns the exit status: 0, or 1 when the probes did not all run within the
+ * preheat and READY_GRACE_USEC (at start or after a reload), or one did not stop within
+ * PROBE_STOP_TIMEOUT_NS. */
 int manager_run(Manager *m);
 
 /* Stops the probes, writes a last checkpoint and frees everything. Accepts NULL. */
@@ -147,5 +168,42 @@ int manager_window(const Manager *m, const char *window, uint64_t *ret_from_ns, 
 /* The state of @p for humans and the API: "running", "stalled", "offline", ... */
 const char *manager_probe_state(const ProbeCtl *p);
 
+/* Why @p failed, one line naming its CPU (probe_failure(), or its errno when the probe gave no
+ * text), into @buf; NULL when it has not failed. */
+const char *manager_probe_failure(const ProbeCtl *p, char *buf, size_t size);
+
+/* How long after the probes start READY=1 may wait beyond their preheat, and how long a probe
+ * thread is given to stop. Past either, jitterd logs why and exits with status 1. */
+#define READY_GRACE_USEC (5 * 1000000ULL)
+#define PROBE_STOP_TIMEOUT_NS (2 * 1000000000ULL)
+
 /* Writes the Prometheus textfile if configured (export.c). Returns 0 or a negative errno. */
 int manager_export_textfile(Manager *m);
+
+/* --- trace causes (manager-trace.c) --- */
+
+/* With [trace] enabled, starts recording the probed CPUs; when that is not possible, logs why
+ * once and keeps the reason for GetStatus. Call while the daemon still has its privileges
+ * (kallsyms is opened then, for function names). */
+void manager_trace_start(Manager *m);
+
+/* Stops recording (and removes the tracing instance); accepts a manager that does not. */
+void manager_trace_stop(Manager *m);
+
+/* Reads what the kernel recorded since the last call (each interval); logs a failure once. */
+void manager_trace_read(Manager *m);
+
+/* Explains the interruption of @p that began at @start_ticks (@start_ns) and stores its
+ * causes for GetEvents. Does nothing when not recording. */
+void manager_trace_explain(Manager *m, const ProbeCtl *p, uint64_t start_ticks,
+                           uint64_t duration_ticks, uint64_t start_ns);
+
+/* Forgets the stored causes of @cpu (-1: all), as Reset does with the history. */
+void manager_trace_reset(Manager *m, int cpu);
+
+/* GetStatus' "trace" object: state ("off", "recording", "unavailable"), reason, clock... */
+json_t *manager_trace_status(Manager *m);
+
+/* Adds the causes of @ev to its GetEvents object @o ("causes", "unexplained_ns", "other_ns",
+ * "trace_lost") when they are known. Returns 0 or -ENOMEM. */
+int manager_trace_event_to_json(Manager *m, const HistoryEvent *ev, json_t *o);

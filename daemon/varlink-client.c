@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,9 +52,9 @@ int varlink_client_new_from_fd(int fd, VarlinkClient **ret)
         return 0;
 }
 
-int varlink_client_connect(const char *path, VarlinkClient **ret)
+int varlink_client_connect_timeout(const char *path, uint64_t timeout_usec, VarlinkClient **ret)
 {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
         int fd, r;
 
         if (!path || path[0] == '\0') {
@@ -67,16 +68,46 @@ int varlink_client_connect(const char *path, VarlinkClient **ret)
         if (fd < 0) {
                 return -errno;
         }
-        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-                r = -errno;
+        /* connect() on AF_UNIX waits while the server's listen queue is full (a server that
+         * does not accept), for as long as the send timeout allows. */
+        if (timeout_usec > 0) {
+                struct timeval tv = {
+                        .tv_sec = (time_t)(timeout_usec / 1000000ULL),
+                        .tv_usec = (suseconds_t)(timeout_usec % 1000000ULL),
+                };
+
+                if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0) {
+                        r = -errno;
+                        close(fd);
+                        return r;
+                }
+        }
+        while (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+                if (errno == EINTR) {
+                        continue;
+                }
+                /* The send timeout ran out while the listen queue stayed full. */
+                r = errno == EAGAIN ? -ETIMEDOUT : -errno;
                 close(fd);
                 return r;
         }
         r = varlink_client_new_from_fd(fd, ret);
         if (r < 0) {
                 close(fd);
+                return r;
         }
-        return r;
+        (*ret)->timeout_usec = timeout_usec;
+        return 0;
+}
+
+int varlink_client_connect(const char *path, VarlinkClient **ret)
+{
+        return varlink_client_connect_timeout(path, VARLINK_CLIENT_TIMEOUT_USEC_DEFAULT, ret);
+}
+
+int varlink_client_fd(const VarlinkClient *c)
+{
+        return c->fd;
 }
 
 VarlinkClient *varlink_client_free(VarlinkClient *c)
@@ -120,7 +151,7 @@ static uint64_t client_deadline(const VarlinkClient *c)
 static int client_wait(VarlinkClient *c, short events, uint64_t deadline)
 {
         for (;;) {
-                struct pollfd p = { .fd = c->fd, .events = events };
+                struct pollfd p = {.fd = c->fd, .events = events};
                 int timeout_ms = -1;
                 int n;
 

@@ -13,9 +13,17 @@ typedef struct VarlinkClient VarlinkClient;
 #define VARLINK_CLIENT_TIMEOUT_USEC_DEFAULT (30 * 1000000ULL)
 #define VARLINK_CLIENT_MAX_MESSAGE_DEFAULT (64 * 1024 * 1024)
 
-/* Connects to the AF_UNIX stream socket @path. Returns 0, -ENAMETOOLONG, -ENOMEM or the negative
- * errno of socket()/connect() (-ENOENT, -ECONNREFUSED, -EACCES, ...). */
+/* Connects to the AF_UNIX stream socket @path, waiting at most @timeout_usec (0: no bound) for
+ * a server whose listen queue is full, and sets that timeout for the calls. Returns 0,
+ * -ENAMETOOLONG, -ENOMEM, -ETIMEDOUT, or the negative errno of socket()/connect() (-ENOENT,
+ * -ECONNREFUSED, -EACCES, ...). */
+int varlink_client_connect_timeout(const char *path, uint64_t timeout_usec, VarlinkClient **ret);
+
+/* varlink_client_connect_timeout() with VARLINK_CLIENT_TIMEOUT_USEC_DEFAULT. */
 int varlink_client_connect(const char *path, VarlinkClient **ret);
+
+/* The connection's socket, e.g. to shutdown() it from another thread and so end a wait. */
+int varlink_client_fd(const VarlinkClient *c);
 
 /* Wraps an already connected stream socket; the client owns @fd on success. Returns 0, -EBADF or
  * -ENOMEM. */

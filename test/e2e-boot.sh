@@ -1,121 +1,40 @@
 #!/usr/bin/env bash
-# The boot test: the Debian package, installed on a Debian 12 system that boots with systemd
-# as PID 1 (systemd-nspawn --boot), works as an operator would use it.
+# The boot test: the Debian package, installed into a Debian 12 root the way images are
+# built, works once that system boots with systemd as PID 1 (systemd-nspawn --boot), as an
+# operator would use it.
 #
-# A minimal bookworm root file system is made once with debootstrap and cached in
-# $JITTERD_TEST_CACHE (default /var/cache/jitterd-test); every run boots a fresh copy of it.
-# The package built from BUILD_DIR by cpack is installed with apt (offline: its dependencies
-# are in the cached tree), then the container boots and a unit inside it runs the checks,
-# writes what it saw to /jitterd-test/result and powers off; the host reads that file.
+# Every run works on a fresh copy of the minimal bookworm root that test/debian-root.sh
+# caches. The package built from BUILD_DIR by cpack is installed with apt in a plain chroot,
+# without /proc (as debootstrap, mmdebstrap and "chroot apt-get install" do): dpkg must end
+# with the package configured, the user created and the socket enabled. Then the container
+# boots and a unit inside it runs the checks, writes what it saw to /jitterd-test/result and
+# powers off; the host reads that file.
 #
-# Checked inside: the socket is enabled and listening after boot with the right owner and mode,
-# the service is not running until the first client, "jitterctl status" starts it, it runs as
-# user jitterd with only CAP_SYS_NICE and CAP_IPC_LOCK and locked memory, "systemctl reload"
-# and "systemctl stop" succeed, the journal shows the service started and no error, and
-# purging the package stops and removes everything.
+# Checked inside: the state directory made at boot, the socket enabled and listening after
+# boot with the right owner and mode, the service not running until the first client,
+# "jitterctl status" starts it, it runs as user jitterd with only CAP_SYS_NICE and
+# CAP_IPC_LOCK and locked memory, "systemctl reload" and "systemctl stop" succeed, the journal
+# shows the service started and no error, and purging the package stops and removes
+# everything. Then the package is installed again on the running system (the socket starts at
+# once), reinstalled as an upgrade (a running daemon is restarted), and purged again.
 #
 # Needs root, debootstrap and systemd-nspawn (systemd-container). Exit 77 (skipped) only when
 # no cached root file system exists and the Debian mirror that the host's apt uses cannot be
 # reached. Env: BUILD_DIR, SOURCE_DIR (set by CTest); JITTERD_TEST_CACHE,
-# JITTERD_TEST_MIRROR (optional).
+# JITTERD_TEST_MIRROR (optional, see test/debian-root.sh).
 set -euo pipefail
 
 : "${BUILD_DIR:?BUILD_DIR must point to the build directory}"
 : "${SOURCE_DIR:?SOURCE_DIR must point to the source directory}"
 BUILD_DIR=$(realpath "$BUILD_DIR")
 
-SUITE=bookworm
-CACHE=${JITTERD_TEST_CACHE:-/var/cache/jitterd-test}
-ROOTFS=$CACHE/$SUITE-rootfs
-# What the tree holds besides minbase; a change of this list makes a new tree.
-INCLUDE=systemd,systemd-sysv,dbus,libsystemd0,libjansson4,libcap2,procps
-STAMP="$SUITE $INCLUDE v2"
-BOOT_TIMEOUT=300
+# The boot, the checks and the power-off take about 10 s.
+BOOT_TIMEOUT=120
 
-die() {
-    echo "FAIL: $*" >&2
-    exit 1
-}
-
-[[ $(id -u) -eq 0 ]] || die "must run as root (debootstrap, systemd-nspawn)"
-for tool in debootstrap systemd-nspawn cpack dpkg-deb wget flock; do
-    command -v "$tool" >/dev/null || die "$tool is missing (tools/deps test)"
-done
-
-# The Debian mirror the host's apt is configured with, for the suite's main component.
-apt_mirror() {
-    local f
-    for f in /etc/apt/sources.list.d/*.sources; do
-        [[ -f $f ]] || continue
-        awk -v suite="$SUITE" '
-            BEGIN { RS = ""; FS = "\n" }
-            {
-                types = uris = suites = comps = ""
-                for (i = 1; i <= NF; i++) {
-                    if ($i ~ /^#/) continue
-                    if ($i ~ /^Types:/) types = " " substr($i, 7) " "
-                    if ($i ~ /^URIs:/) uris = substr($i, 6)
-                    if ($i ~ /^Suites:/) suites = " " substr($i, 8) " "
-                    if ($i ~ /^Components:/) comps = " " substr($i, 12) " "
-                }
-                if (types ~ / deb / && suites ~ (" " suite " ") && comps ~ / main /) {
-                    split(uris, u, " ")
-                    print u[1]
-                    exit
-                }
-            }' "$f"
-    done
-    if [[ -f /etc/apt/sources.list ]]; then
-        sed -nE "s/^deb( \[[^]]*\])? ([^ ]+) $SUITE( .*)? main( .*)?\$/\2/p" /etc/apt/sources.list
-    fi
-}
-
-# --- The cached root file system. -----------------------------------------------------------
-mkdir -p "$CACHE"
-exec 9>"$CACHE/lock"
-flock 9
-if [[ ! -f $ROOTFS/.jitterd-rootfs || $(cat "$ROOTFS/.jitterd-rootfs") != "$STAMP" ]]; then
-    mirror=${JITTERD_TEST_MIRROR:-$(apt_mirror | head -n 1)}
-    if [[ -z $mirror ]]; then
-        echo "SKIP: no cached root file system in $ROOTFS, and no Debian $SUITE mirror in the"
-        echo "host's apt sources (set JITTERD_TEST_MIRROR) to debootstrap one from"
-        exit 77
-    fi
-    mirror=${mirror%/}
-    if ! wget -q -T 30 -t 2 -O /dev/null "$mirror/dists/$SUITE/InRelease"; then
-        echo "SKIP: no cached root file system in $ROOTFS, and debootstrap cannot reach the"
-        echo "package mirror $mirror to make one"
-        exit 77
-    fi
-    echo "debootstrap $SUITE from $mirror into $ROOTFS (only the first time)"
-    rm -rf "$ROOTFS" "$ROOTFS.new"
-    keyring=()
-    [[ -f /usr/share/keyrings/debian-archive-keyring.gpg ]] &&
-        keyring=(--keyring=/usr/share/keyrings/debian-archive-keyring.gpg)
-    if ! debootstrap --variant=minbase --include="$INCLUDE" "${keyring[@]}" "$SUITE" \
-            "$ROOTFS.new" "$mirror" >"$CACHE/debootstrap.log" 2>&1; then
-        tail -n 30 "$CACHE/debootstrap.log" >&2
-        rm -rf "$ROOTFS.new"
-        die "debootstrap failed (log: $CACHE/debootstrap.log)"
-    fi
-    # An empty machine-id: each boot gets a transient one. (A missing one would make the
-    # boot a "first boot", on which systemd applies the presets and enables every unit.)
-    : >"$ROOTFS.new/etc/machine-id"
-    rm -rf "$ROOTFS.new/var/cache/apt/archives/"*.deb
-    echo "$STAMP" >"$ROOTFS.new/.jitterd-rootfs"
-    mv "$ROOTFS.new" "$ROOTFS"
-fi
-
-# --- This run's copy, with the package and the checks. --------------------------------------
-work=$(mktemp -d /var/tmp/jitterd-boot.XXXXXX)
-cleanup() {
-    rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 143' TERM INT
-root=$work/root
-cp -a --reflink=auto "$ROOTFS" "$root"
-flock -u 9
+# shellcheck source=test/debian-root.sh
+source "$SOURCE_DIR/test/debian-root.sh"
+# This run's copy of the root, with the package and the checks.
+debian_root_start boot cpack dpkg-deb
 
 cpack -G DEB -B "$work/pkg" --config "$BUILD_DIR/CPackConfig.cmake" >"$work/cpack.log" 2>&1 ||
     { cat "$work/cpack.log" >&2; die "cpack -G DEB failed"; }
@@ -128,23 +47,36 @@ deb_name=$(basename "$deb")
 # The container sees the host's CPUs: probe the last one, as on the host.
 cpu=$(sed 's/.*[-,]//' /sys/devices/system/cpu/online)
 
-# Installed as an operator would, before the boot: apt resolves the package's dependencies
-# from what the tree holds, no download needed. The postinst runs without a running systemd
-# here; it must still create the user and enable the socket.
-systemd-nspawn -q -D "$root" --register=no --keep-unit --private-network \
-    --chdir=/jitterd-test --setenv=DEBIAN_FRONTEND=noninteractive \
-    apt-get install -y "./$deb_name" >"$work/apt.log" 2>&1 ||
-    { cat "$work/apt.log" >&2; die "apt-get install ./$deb_name failed in the container"; }
-
-mkdir -p "$root/etc/jitterd/jitterd.conf.d"
-# SCHED_FIFO probes: what the unit's CAP_SYS_NICE and LimitRTPRIO= are for. The kernel's RT
-# throttling (sched_rt_runtime_us) leaves the other tasks of that CPU 5 % meanwhile.
-printf '[probe]\ncpus = %s\npriority = 50\n' "$cpu" \
-    >"$root/etc/jitterd/jitterd.conf.d/test.conf"
+# --- Installed in a chroot, as images are built. ------------------------------------------
+# Plain chroot: no /proc, /sys or /run mounted, no systemd running. apt resolves the
+# package's dependencies from what the tree holds, no download needed.
+[[ ! -e $root/proc/self ]] || die "the copy of the root has /proc mounted"
+if ! chroot "$root" /usr/bin/env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y "/jitterd-test/$deb_name" >"$work/apt.log" 2>&1; then
+    cat "$work/apt.log" >&2
+    die "apt-get install /jitterd-test/$deb_name failed in a chroot without /proc"
+fi
+status=$(chroot "$root" dpkg-query -W -f='${db:Status-Abbrev}' jitterd 2>&1 || true)
+if [[ $status != "ii " ]]; then
+    cat "$work/apt.log" >&2
+    die "after the chroot install dpkg reports jitterd as '$status', want 'ii '"
+fi
+echo "ok: installed in a chroot without /proc: dpkg status ii"
+passwd_entry=$(chroot "$root" getent passwd jitterd || true)
+group_entry=$(chroot "$root" getent group jitterd || true)
+[[ -n $passwd_entry && -n $group_entry ]] ||
+    die "the chroot install made no user or group jitterd: '$passwd_entry' '$group_entry'"
+echo "ok: user and group jitterd: $passwd_entry"
+link=$root/etc/systemd/system/sockets.target.wants/jitterd.socket
+[[ -L $link ]] || die "the chroot install did not enable jitterd.socket (no $link)"
+echo "ok: jitterd.socket enabled"
+[[ ! -e $root/etc/systemd/system/multi-user.target.wants/jitterd.service ]] ||
+    die "the chroot install enabled jitterd.service"
 
 {
     echo '#!/bin/bash'
     echo "CPU=$cpu"
+    echo "DEB=/jitterd-test/$deb_name"
     cat <<'EOF'
 # Runs inside the booted container; every line of /jitterd-test/result is "ok: ..." or
 # "FAIL: ...", and the last one "done".
@@ -171,6 +103,16 @@ if [[ $state != inactive ]]; then
     systemctl show -p WantedBy,RequiredBy,TriggeredBy jitterd.service
     journalctl -b --no-pager -o short-monotonic | grep -i -B3 'Starting jitterd.service'
 fi
+# The chroot had no /proc for systemd-tmpfiles: the boot made the state directory.
+expect "/var/lib/jitterd made at boot" "jitterd jitterd 750" \
+    "$(stat -c '%U %G %a' /var/lib/jitterd 2>&1)"
+[[ -d /etc/jitterd/jitterd.conf.d ]] && ok "drop-in directory /etc/jitterd/jitterd.conf.d" ||
+    fail "no /etc/jitterd/jitterd.conf.d"
+# SCHED_FIFO probes: what the unit's CAP_SYS_NICE and LimitRTPRIO= are for. The kernel's RT
+# throttling (sched_rt_runtime_us) leaves the other tasks of that CPU 5 % meanwhile. The
+# service is not running yet, so it starts with this.
+printf '[probe]\ncpus = %s\npriority = 50\n' "$CPU" >/etc/jitterd/jitterd.conf.d/test.conf
+
 expect "socket owner, group, mode" "root jitterd 660" \
     "$(stat -c '%U %G %a' /run/jitterd/io.jitterd 2>&1)"
 expect "user jitterd" "jitterd" "$(id -gn jitterd 2>&1)"
@@ -264,6 +206,50 @@ fi
 expect "jitterd.socket after purge" inactive "$(systemctl is-active jitterd.socket)"
 [[ ! -e /run/jitterd/io.jitterd ]] && ok "socket file removed" || fail "socket file left"
 [[ ! -e /var/lib/jitterd ]] && ok "/var/lib/jitterd purged" || fail "/var/lib/jitterd left"
+
+# Installed on the running system: the socket starts at once, the service still waits.
+if out=$(DEBIAN_FRONTEND=noninteractive apt-get install -y "$DEB" 2>&1); then
+    ok "apt-get install on the running system"
+else
+    fail "apt-get install on the running system: $out"
+fi
+expect "dpkg status" "ii " "$(dpkg-query -W -f='${db:Status-Abbrev}' jitterd 2>&1)"
+expect "jitterd.socket after installing" active "$(systemctl is-active jitterd.socket)"
+expect "jitterd.socket enabled after installing" enabled "$(systemctl is-enabled jitterd.socket)"
+expect "jitterd.service after installing" inactive "$(systemctl is-active jitterd.service)"
+expect "jitterd.service enabled after installing" disabled \
+    "$(systemctl is-enabled jitterd.service)"
+
+# An upgrade (here a reinstall) restarts a running daemon.
+timeout 60 jitterctl status >/dev/null 2>&1 || true
+if wait_state jitterd.service active 30; then
+    pid=$(systemctl show -p MainPID --value jitterd.service)
+    if out=$(DEBIAN_FRONTEND=noninteractive apt-get install -y --reinstall "$DEB" 2>&1); then
+        ok "apt-get install --reinstall"
+    else
+        fail "apt-get install --reinstall: $out"
+    fi
+    if wait_state jitterd.service active 30; then
+        new_pid=$(systemctl show -p MainPID --value jitterd.service)
+        if [[ $new_pid != 0 && $new_pid != "$pid" ]]; then
+            ok "the upgrade restarted the daemon (PID $pid, then $new_pid)"
+        else
+            fail "the upgrade did not restart the daemon (PID $pid, then $new_pid)"
+        fi
+    else
+        fail "jitterd.service is $(systemctl is-active jitterd.service) after the upgrade"
+    fi
+else
+    fail "jitterd.service did not start for jitterctl after installing on the running system"
+fi
+if out=$(DEBIAN_FRONTEND=noninteractive apt-get purge -y jitterd 2>&1); then
+    ok "apt-get purge jitterd, again"
+else
+    fail "apt-get purge jitterd, again: $out"
+fi
+expect "jitterd.service after the second purge" inactive "$(systemctl is-active jitterd.service)"
+expect "jitterd.socket after the second purge" inactive "$(systemctl is-active jitterd.socket)"
+[[ ! -e /var/lib/jitterd ]] && ok "/var/lib/jitterd purged again" || fail "/var/lib/jitterd left"
 
 echo "--- journal"
 journalctl -b -u jitterd.service -u jitterd.socket --no-pager -o short-monotonic

@@ -13,9 +13,7 @@ preheat = 300ms
 checkpoint = 5s
 CONF
 
-SKIPPED=()
 UNMOUNT=
-CG=
 # On exit: unmount what is mounted over the state directory and put the daemon back in its
 # cgroup before the usual clean-up, whatever failed.
 faults_exit() {
@@ -25,7 +23,7 @@ faults_exit() {
         umount "$STATE" 2>/dev/null
         umount "$STATE" 2>/dev/null
     fi
-    [[ -n $CG ]] && cg_cleanup
+    cpuset_remove
     (exit $rc)
     cleanup
 }
@@ -131,7 +129,7 @@ checkpoint = 1s
 CONF
 mkdir -p "$T/mnt-test"
 if ! mount -t tmpfs -o size=64k tmpfs "$T/mnt-test" 2>/dev/null; then
-    SKIPPED+=("read-only and full state directory: mounts are not permitted here")
+    skip_part "read-only and full state directory" "mounts are not permitted here"
 else
     umount "$T/mnt-test"
     UNMOUNT=1
@@ -205,28 +203,9 @@ done
 pass "affinity changed by hand: the probe pins itself back to CPU 1"
 
 # By the cgroup: CPU 1 leaves the daemon's cpuset, which the probe cannot undo.
-CG_PARENT=
-if [[ -f /sys/fs/cgroup/cpuset/cpuset.cpus ]]; then
-    CG_PARENT=/sys/fs/cgroup/cpuset # cgroup v1
-elif grep -qw cpuset /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
-    CG_PARENT=/sys/fs/cgroup # cgroup v2
-    grep -qw cpuset /sys/fs/cgroup/cgroup.subtree_control \
-        || echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || CG_PARENT=
-fi
-if [[ -n $CG_PARENT ]] && mkdir "$CG_PARENT/jitterd-e2e-$$" 2>/dev/null; then
-    CG=$CG_PARENT/jitterd-e2e-$$
-    cg_cleanup() {
-        [[ -n $DAEMON_PID ]] && echo "$DAEMON_PID" > "$CG_PARENT/cgroup.procs" 2>/dev/null
-        rmdir "$CG" 2>/dev/null || true
-    }
-    # v1 needs the memory nodes set before a task may join; v2 inherits them.
-    if [[ -f $CG_PARENT/cpuset.mems ]]; then
-        cat "$CG_PARENT/cpuset.mems" > "$CG/cpuset.mems" 2>/dev/null || true
-    fi
-    echo 0-1 > "$CG/cpuset.cpus" 2>/dev/null || { rmdir "$CG"; CG=; }
-fi
+cpuset_make
 if [[ -z $CG ]] || ! echo "$DAEMON_PID" > "$CG/cgroup.procs" 2>/dev/null; then
-    SKIPPED+=("probe CPU taken out of the cpuset: no writable cpuset cgroup here")
+    skip_part "probe CPU taken out of the cpuset" "no writable cpuset cgroup here"
 else
     mark=$(log_mark)
     echo 0 > "$CG/cpuset.cpus"
@@ -260,13 +239,8 @@ else
     done
     (( ok )) || fail "the probe did not come back once CPU 1 was in the cpuset again"
     log_since "$mark" | grep -q 'the probe is back on CPU 1' || fail "the return is not logged"
-    cg_cleanup
-    CG=
+    cpuset_remove
     pass "CPU 1 back in the cpuset: the probe runs there again, and says so"
 fi
 
 stop_daemon || fail "exit status not 0"
-if (( ${#SKIPPED[@]} > 0 )); then
-    printf 'not exercised: %s\n' "${SKIPPED[@]}"
-    skip "${SKIPPED[*]}"
-fi

@@ -88,8 +88,8 @@ sleep 2.5
 # must not add TLB shootdowns on CPU 1 beyond what 5 quiet seconds bring.
 tlb_cpu1() { awk '$1 == "TLB:" {print $3}' /proc/interrupts; }
 if (( SANITIZED )); then
-    echo "note: sanitizer build: its allocator hands memory back on its own terms, so TLB" \
-         "shootdowns are not counted here"
+    skip_part "TLB shootdowns on the probe's CPU while answering" \
+        "sanitizer build: its allocator hands memory back on its own terms"
 elif [[ -n $(tlb_cpu1) ]]; then
     t0=$(tlb_cpu1) calls=0 end=$((SECONDS + 5))
     while (( SECONDS < end )); do
@@ -106,7 +106,8 @@ elif [[ -n $(tlb_cpu1) ]]; then
         || fail "answering clients interrupts the probe: $((t1 - t0)) TLB shootdowns on CPU 1"
     pass "$calls GetStats add no TLB shootdown on the probe's CPU"
 else
-    echo "note: /proc/interrupts counts no TLB shootdowns on this architecture; not checked"
+    skip_part "TLB shootdowns on the probe's CPU while answering" \
+        "/proc/interrupts counts no TLB shootdowns on this architecture"
 fi
 
 # rate_last N: samples per ns over the last N intervals of CPU 1 (timeline points).
@@ -188,8 +189,9 @@ pass "answers GetStatus, GetStats and GetInfo after the attack"
 hwm=$(vm VmHWM)
 rss=$(vm VmRSS)
 if (( SANITIZED )); then
-    echo "note: sanitizer build: its allocator keeps freed memory in quarantine, so RSS is" \
-         "not measured here (leaks are caught by LeakSanitizer when the daemon exits)"
+    skip_part "the daemon's peak memory under attack" \
+        "sanitizer build: its allocator keeps freed memory in quarantine (leaks are caught" \
+        "by LeakSanitizer when the daemon exits)"
 else
     bound=$(( MAX_CLIENTS * (4096 + 64 + 64) ))
     grown=$(( hwm - rss_base ))

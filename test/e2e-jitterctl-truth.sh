@@ -83,7 +83,7 @@ for cmd in "${commands[@]}"; do
     for opt in $(grep -oE -- '--[a-z][a-z-]*' <<< "$out" | sort -u); do
         grep -qx -- "$opt" <<< "$offered" || bad "the bash completion does not offer $cmd $opt"
         case $opt in
-            --socket | --json | --no-color | --help) continue ;;
+            --socket | --json | --no-color | --timeout | --help) continue ;;
         esac
         grep -qF -- "${opt//-/\\-}" <<< "$section" \
             || bad "the manual page does not describe $cmd $opt"

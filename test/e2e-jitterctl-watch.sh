@@ -56,6 +56,8 @@ check_frame() {
 # check_restored NAME STATUS: jitterctl exited with STATUS and left the terminal as it was.
 check_restored() {
     wait_screen "$1" '^exit=[0-9]+$' 5 || { screen "$1" >&2; fail "$1: jitterctl did not exit"; }
+    # stty -a prints after the exit line: wait for its modes before reading them.
+    wait_screen "$1" '(^| )-?icanon( |$)' 5 || { screen "$1" >&2; fail "$1: stty -a printed nothing"; }
     local s
     s=$(screen "$1")
     grep -qx "exit=$2" <<< "$s" || { echo "$s" >&2; fail "$1: exit status is not $2"; }

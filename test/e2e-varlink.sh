@@ -1,43 +1,48 @@
-# The Varlink interface as any client sees it: the description in config/io.jitterd.varlink
-# parses with an independent IDL parser (varlink-go's generator), the daemon serves exactly that
-# text through org.varlink.service, and GetInfo lists the interfaces.
+# The Varlink interface as an independent client sees it: test/varlink-check, a Go program on
+# the varlink-go client library (Debian's golang-github-varlink-go-dev), built here offline,
+# calls every method of io.jitterd and org.varlink.service on the real daemon, Monitor as a
+# stream with "more", and calls that are wrong in every way a client can be. Each reply is
+# checked against the types of config/io.jitterd.varlink as varlink-go's IDL parser reads them
+# (and org.varlink.service as the Varlink specification defines it): required fields present,
+# types right, no field the description does not name, errors declared with their parameters.
 source "$(dirname "$0")/lib.sh"
 need_cpu1
-IDL=$SOURCE_DIR/config/io.jitterd.varlink
-GEN=$(command -v varlink-go-interface-generator) || fail "varlink-go-interface-generator missing (Debian varlink-go; tools/deps test)"
+GOSRC=/usr/share/gocode/src/github.com/varlink/go/varlink
+command -v go > /dev/null || fail "needs go (golang-go; tools/deps test)"
+[[ -f $GOSRC/idl/idl.go ]] || fail "needs $GOSRC (golang-github-varlink-go-dev; tools/deps test)"
+command -v taskset > /dev/null || fail "needs taskset (util-linux; tools/deps test)"
 
-mkdir -p "$T/idl" && cp "$IDL" "$T/idl/" && (cd "$T/idl" && "$GEN" io.jitterd.varlink) \
-    || fail "config/io.jitterd.varlink does not parse with varlink-go"
-grep -q 'func (c \*VarlinkCall) ReplyGetStats' "$T/idl"/*.go || fail "the parser saw no GetStats method"
-# The parser must be able to say no, or the check above proves nothing.
-mkdir -p "$T/bad" && sed 's/^method GetStats(/method GetStats((/' "$IDL" > "$T/bad/io.jitterd.varlink"
-if (cd "$T/bad" && "$GEN" io.jitterd.varlink) >/dev/null 2>&1; then
-    fail "the IDL parser accepted a syntax error"
-fi
-pass "config/io.jitterd.varlink parses with an independent Varlink IDL parser"
+# GOPATH mode on Debian's packaged sources: nothing is fetched, the build cache is private.
+(cd "$SOURCE_DIR/test/varlink-check" &&
+    GO111MODULE=off GOPATH=/usr/share/gocode GOPROXY=off GOFLAGS= GOENV=off \
+        GOCACHE="$T/go-cache" go build -o "$T/varlink-check" .) > "$T/go-build.log" 2>&1 \
+    || fail "cannot build test/varlink-check: $(cat "$T/go-build.log")"
+pass "test/varlink-check built against varlink-go $(dpkg-query -W -f='${Version}' \
+    golang-github-varlink-go-dev 2>/dev/null || echo '(version unknown)')"
 
 printf '[probe]\npreheat = 200ms\n' > "$T/jitterd.conf"
 start_daemon
-jctl --json call org.varlink.service.GetInfo > "$T/info.json"
-jq -e '.vendor == "jitterd" and .product == "jitterd" and (.version | length > 0)
-       and (.interfaces | index("io.jitterd") != null)
-       and (.interfaces | index("org.varlink.service") != null)' "$T/info.json" >/dev/null \
-    || fail "GetInfo: $(cat "$T/info.json")"
-jctl --json call org.varlink.service.GetInterfaceDescription '{"interface": "io.jitterd"}' \
-    | jq -j .description > "$T/served.varlink"
-cmp -s <(cat "$IDL") "$T/served.varlink" || fail "the served description differs from $IDL"
-pass "GetInfo and GetInterfaceDescription serve config/io.jitterd.varlink"
+# A few intervals, so that windows, timelines and events have something in them.
+sleep 1
 
-# Errors as the protocol names them.
-out=$(jctl call io.jitterd.GetStats '{"bogus": 1}' 2>&1 || true)
-grep -q 'org.varlink.service.InvalidParameter' <<<"$out" || fail "unknown field: $out"
-out=$(jctl call io.jitterd.Frobnicate 2>&1 || true)
-grep -q 'org.varlink.service.MethodNotFound' <<<"$out" || fail "unknown method: $out"
-out=$(jctl call io.jitterd.GetHistogram '{"cpu": 0}' 2>&1 || true)
-grep -q 'io.jitterd.NoSuchCpu' <<<"$out" || fail "unprobed CPU: $out"
-out=$(jctl call io.jitterd.GetStats '{"window": "7y"}' 2>&1 || true)
-grep -q 'io.jitterd.InvalidWindow' <<<"$out" || fail "bad window: $out"
-out=$(jctl call io.jitterd.Monitor 2>&1 || true)
-grep -q 'org.varlink.service.ExpectedMore' <<<"$out" || fail "Monitor without more: $out"
-pass "InvalidParameter, MethodNotFound, NoSuchCpu, InvalidWindow, ExpectedMore"
+# On CPU 0: the client's threads must not take the probe's CPU, or Monitor's intervals show it.
+taskset -c 0 "$T/varlink-check" -socket "$SOCK" -idl "$SOURCE_DIR/config/io.jitterd.varlink" \
+    -cpu 1 > "$T/check.log" 2>&1 || { cat "$T/check.log"; fail "varlink-check found problems"; }
+cat "$T/check.log"
+pass "$(grep -c '^ok:' "$T/check.log") checks of varlink-check passed"
+
+# A peer that is neither root nor in the admin group: Reset refused with the declared error.
+if command -v setpriv > /dev/null && id nobody > /dev/null 2>&1; then
+    chmod 755 "$T"
+    chmod 666 "$SOCK"
+    setpriv --reuid=nobody --regid=nogroup --clear-groups taskset -c 0 "$T/varlink-check" \
+        -socket "$SOCK" -idl "$SOURCE_DIR/config/io.jitterd.varlink" -unprivileged \
+        > "$T/nobody.log" 2>&1 || { cat "$T/nobody.log"; fail "varlink-check as nobody"; }
+    cat "$T/nobody.log"
+    pass "an unprivileged peer: Reset refused with org.varlink.service.PermissionDenied"
+else
+    skip_part "Reset from an unprivileged peer" "no setpriv or no user nobody here"
+fi
+
 stop_daemon || fail "exit status"
+pass "jitterd stopped cleanly"

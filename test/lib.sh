@@ -17,12 +17,18 @@ STATE=$T/state
 DAEMON_PID=
 LISTEN_PID=
 declare -a CLEANUP_PIDS=()
+declare -a SKIPPED_PARTS=()
 
 cleanup() {
     local rc=$?
-    [[ -n $DAEMON_PID ]] && kill "$DAEMON_PID" 2>/dev/null && wait "$DAEMON_PID" 2>/dev/null
+    [[ -n $DAEMON_PID ]] && kill "$DAEMON_PID" 2>/dev/null && { reap_daemon 10 || true; }
     [[ -n $LISTEN_PID ]] && kill "$LISTEN_PID" 2>/dev/null
     for p in "${CLEANUP_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    if (( ${#SKIPPED_PARTS[@]} > 0 )); then
+        local list
+        list=$(printf '%s; ' "${SKIPPED_PARTS[@]}")
+        echo "skipped parts (${#SKIPPED_PARTS[@]}): ${list%; }"
+    fi
     if (( rc != 0 && rc != 77 )); then
         echo "--- daemon log"; cat "$T/daemon.log" 2>/dev/null | tail -40 || true
         echo "--- notifications"; tail -40 "$T/notify.log" 2>/dev/null || true
@@ -31,27 +37,64 @@ cleanup() {
     exit $rc
 }
 trap cleanup EXIT
+# Killed by a signal without a trap, bash would exit without the EXIT trap, and leave the daemon
+# spinning on CPU 1.
+trap 'exit 143' TERM INT HUP
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 pass() { echo "ok: $*"; }
 skip() { echo "skipped: $*" >&2; exit 77; }
+# skip_part PART WHY: one part of the test cannot run here. It is said by name when it is
+# passed over and again when the test ends, so that a log shows what the test did not check.
+skip_part() {
+    local part=$1
+    shift
+    echo "skipped: $part: $*"
+    SKIPPED_PARTS+=("$part")
+}
 
 need_cpu1() {
     [[ $(nproc) -ge 2 ]] || skip "needs CPU 1 (this machine has one CPU)"
     [[ $(id -u) -eq 0 ]] || skip "needs root (mlockall and pinning without limits)"
 }
 
-# start_daemon [ARGS...]: starts jitterd on CPU 1 with a 200 ms interval and waits for READY=1.
-start_daemon() {
+# start_listener: the stand-in for systemd's notification socket, at $NOTIFY_ADDR (default
+# $T/notify; "@NAME" for an abstract socket) with the options in $NOTIFY_LISTEN_OPTS (e.g.
+# "--stop-after READY=1" for a reader that stops reading). It appends to $T/notify.log.
+start_listener() {
+    NOTIFY_ADDR=${NOTIFY_ADDR:-$T/notify}
+    # shellcheck disable=SC2086 # the options are words
+    "$NOTIFY_LISTEN" ${NOTIFY_LISTEN_OPTS:-} "$NOTIFY_ADDR" >> "$T/notify.log" &
+    LISTEN_PID=$!
+    for _ in $(seq 50); do
+        if [[ $NOTIFY_ADDR == @* ]]; then
+            grep -q " ${NOTIFY_ADDR}\$" /proc/net/unix && break
+        else
+            [[ -S $NOTIFY_ADDR ]] && break
+        fi
+        sleep 0.05
+    done
+}
+
+stop_listener() {
+    [[ -n $LISTEN_PID ]] || return 0
+    kill "$LISTEN_PID" 2>/dev/null || true
+    wait "$LISTEN_PID" 2>/dev/null || true
+    LISTEN_PID=
+}
+
+# launch_daemon [ARGS...]: starts jitterd on CPU 1 with a 200 ms interval, and does not wait.
+launch_daemon() {
     : > "$T/notify.log"
-    if [[ -z $LISTEN_PID ]]; then
-        "$NOTIFY_LISTEN" "$T/notify" >> "$T/notify.log" &
-        LISTEN_PID=$!
-        for _ in $(seq 50); do [[ -S $T/notify ]] && break; sleep 0.05; done
-    fi
-    NOTIFY_SOCKET=$T/notify "$JITTERD" --config "$T/jitterd.conf" --cpus 1 --socket "$SOCK" \
+    [[ -n $LISTEN_PID ]] || start_listener
+    NOTIFY_SOCKET=$NOTIFY_ADDR "$JITTERD" --config "$T/jitterd.conf" --cpus 1 --socket "$SOCK" \
         --state-dir "$STATE" --interval 200ms "$@" >> "$T/daemon.log" 2>&1 &
     DAEMON_PID=$!
+}
+
+# start_daemon [ARGS...]: launch_daemon, then waits for READY=1.
+start_daemon() {
+    launch_daemon "$@"
     wait_notify READY=1 20 || fail "no READY=1 within 20 s"
 }
 
@@ -66,12 +109,73 @@ wait_notify() {
     return 1
 }
 
-stop_daemon() {
-    kill -TERM "$DAEMON_PID"
-    local rc=0
-    wait "$DAEMON_PID" || rc=$?
+# reap_daemon SECONDS: waits that long for the daemon to exit, then kills it with SIGKILL.
+# Returns its exit status, 124 after a SIGKILL.
+reap_daemon() {
+    local i rc=0
+    for ((i = 0; i < $1 * 10; i++)); do
+        kill -0 "$DAEMON_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$DAEMON_PID" 2>/dev/null; then
+        echo "jitterd did not exit within $1 s: killed" >&2
+        kill -KILL "$DAEMON_PID" 2>/dev/null
+        wait "$DAEMON_PID" 2>/dev/null
+        rc=124
+    else
+        wait "$DAEMON_PID" || rc=$?
+    fi
     DAEMON_PID=
     return $rc
 }
 
+# stop_daemon: SIGTERM, and its exit status within 15 s (checkpoint, probes, notifications).
+stop_daemon() {
+    kill -TERM "$DAEMON_PID"
+    reap_daemon 15
+}
+
 jctl() { "$JITTERCTL" --socket "$SOCK" "$@"; }
+
+# wait_until SECONDS COMMAND...: runs COMMAND every 0.1 s until it succeeds (status 0) or
+# SECONDS have passed (status 1).
+wait_until() {
+    local i n=$(($1 * 10))
+    shift
+    for ((i = 0; i < n; i++)); do
+        "$@" && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# cpuset_make: a cpuset cgroup of CPUs 0-1 that the test can move the daemon into and then take
+# CPU 1 away from it, in $CG (its parent in $CG_PARENT); CG is empty when this host has no
+# writable cpuset. cpuset_remove moves the daemon back and removes the cgroup.
+CG=''
+CG_PARENT=''
+cpuset_make() {
+    CG=''
+    CG_PARENT=
+    if [[ -f /sys/fs/cgroup/cpuset/cpuset.cpus ]]; then
+        CG_PARENT=/sys/fs/cgroup/cpuset # cgroup v1
+    elif grep -qw cpuset /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
+        CG_PARENT=/sys/fs/cgroup # cgroup v2
+        grep -qw cpuset /sys/fs/cgroup/cgroup.subtree_control \
+            || echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || CG_PARENT=
+    fi
+    [[ -n $CG_PARENT ]] && mkdir "$CG_PARENT/jitterd-e2e-$$" 2>/dev/null || return 0
+    CG=$CG_PARENT/jitterd-e2e-$$
+    # v1 needs the memory nodes set before a task may join; v2 inherits them.
+    if [[ -f $CG_PARENT/cpuset.mems ]]; then
+        cat "$CG_PARENT/cpuset.mems" > "$CG/cpuset.mems" 2>/dev/null || true
+    fi
+    echo 0-1 > "$CG/cpuset.cpus" 2>/dev/null || { rmdir "$CG"; CG=; }
+}
+
+cpuset_remove() {
+    [[ -n $CG ]] || return 0
+    [[ -z $DAEMON_PID ]] || echo "$DAEMON_PID" > "$CG_PARENT/cgroup.procs" 2>/dev/null || true
+    rmdir "$CG" 2>/dev/null || true
+    CG=
+}

@@ -158,13 +158,13 @@ static void test_delta_add(void **state)
         (void)state;
         attrib_delta_clear(&a);
         attrib_delta_clear(&b);
-        a.items[a.n++] = (AttribCount){ .id = 3, .count = 10 };
-        a.items[a.n++] = (AttribCount){ .id = 1, .count = UINT64_MAX - 1 };
-        b.items[b.n++] = (AttribCount){ .id = 1, .count = 5 };
-        b.items[b.n++] = (AttribCount){ .id = 7, .count = 2 };
-        b.items[b.n++] = (AttribCount){ .id = 3, .count = 1 };
-        b.items[b.n++] = (AttribCount){ .id = 9, .count = 0 };
-        b.items[b.n++] = (AttribCount){ .id = ATTRIB_MAX_SOURCES + 5, .count = 4 };
+        a.items[a.n++] = (AttribCount){.id = 3, .count = 10};
+        a.items[a.n++] = (AttribCount){.id = 1, .count = UINT64_MAX - 1};
+        b.items[b.n++] = (AttribCount){.id = 1, .count = 5};
+        b.items[b.n++] = (AttribCount){.id = 7, .count = 2};
+        b.items[b.n++] = (AttribCount){.id = 3, .count = 1};
+        b.items[b.n++] = (AttribCount){.id = 9, .count = 0};
+        b.items[b.n++] = (AttribCount){.id = ATTRIB_MAX_SOURCES + 5, .count = 4};
         attrib_delta_add(&a, &b);
         assert_int_equal(a.n, 3);
         assert_int_equal(attrib_delta_get(&a, 3), 11);
@@ -249,12 +249,12 @@ static void test_many(void **state)
         Fixture *f = *state;
         AttribTable *t = f->t;
         AttribRequest reqs[2] = {
-                { .snap = f->s0, .cpu = 0, .delta = f->d0 },
-                { .snap = f->s1, .cpu = 1, .pid = 100, .tid = 101, .delta = f->d1 },
+                {.snap = f->s0, .cpu = 0, .delta = f->d0},
+                {.snap = f->s1, .cpu = 1, .pid = 100, .tid = 101, .delta = f->d1},
         };
         AttribRequest dup[2] = {
-                { .snap = f->s0, .cpu = 0, .delta = f->d0 },
-                { .snap = f->s0, .cpu = 1, .delta = f->d1 },
+                {.snap = f->s0, .cpu = 0, .delta = f->d0},
+                {.snap = f->s0, .cpu = 1, .delta = f->d1},
         };
 
         assert_int_equal(attrib_sample_many(t, FIXTURES "/two-a", reqs, 2), 0);
@@ -296,8 +296,7 @@ static void test_offline_column(void **state)
         assert_int_equal(count_of(t, f->d0, "softirq:NET_RX"), 5);
         assert_int_equal(count_of(t, f->d0, "softirq:RCU"), 0);
         assert_int_equal(f->d0->n, 6);
-        assert_string_equal(attrib_table_description(t, attrib_table_find(t, "irq:30")),
-                            "nvme0q1");
+        assert_string_equal(attrib_table_description(t, attrib_table_find(t, "irq:30")), "nvme0q1");
 
         /* CPU2: no interrupt column (offline), its softirq column still counts */
         for (size_t i = 0; i < f->d1->n; i++) {
@@ -459,8 +458,8 @@ static void test_bounded(void **state)
         for (int irq = 0; irq < 700; irq++) {
                 size_t before = written;
 
-                written += (size_t)fprintf(fp, "%4d: %10d %10d   chip %d-edge  dev%s\n", irq,
-                                           irq, irq, irq, pad);
+                written += (size_t)fprintf(fp, "%4d: %10d %10d   chip %d-edge  dev%s\n", irq, irq,
+                                           irq, irq, pad);
                 if (cut < 0 && written > ATTRIB_FILE_MAX) {
                         assert_true(before <= ATTRIB_FILE_MAX);
                         cut = irq;
@@ -497,14 +496,15 @@ static void test_garbage(void **state)
         for (int round = 0; round < 2; round++) {
                 fp = fopen(path, "we");
                 assert_non_null(fp);
-                fprintf(fp, "           CPU0       CPU1\n"
-                            "no colon here 1 2\n"
-                            ":  1 2\n"
-                            "LOC:  %d %d  Local timer interrupts\n"
-                            "BIG: 99999999999999999999999 99999999999999999999999 x\n"
-                            "ONE: 5\n"
-                            "NEG: -1 -2\n"
-                            "\n",
+                fprintf(fp,
+                        "           CPU0       CPU1\n"
+                        "no colon here 1 2\n"
+                        ":  1 2\n"
+                        "LOC:  %d %d  Local timer interrupts\n"
+                        "BIG: 99999999999999999999999 99999999999999999999999 x\n"
+                        "ONE: 5\n"
+                        "NEG: -1 -2\n"
+                        "\n",
                         100 + round, 200 + round * 7);
                 assert_int_equal(fclose(fp), 0);
                 assert_int_equal(attrib_sample(t, f->s1, root, 1, 0, 0, f->d1), 0);
@@ -543,7 +543,8 @@ static void test_real_system(void **state)
         CPU_ZERO(&set);
         CPU_SET(1, &set);
         if (sched_setaffinity(0, sizeof(set), &set) < 0) {
-                print_message("cannot pin to CPU 1 (%s): needs a machine with 2 CPUs\n",
+                print_message("skipped: counts of CPU 1 while sleeping there: cannot pin to "
+                              "CPU 1 (%s), it needs a machine with 2 CPUs\n",
                               strerror(errno));
                 skip();
         }
@@ -554,7 +555,7 @@ static void test_real_system(void **state)
 
         clock_gettime(CLOCK_MONOTONIC, &start);
         do {
-                struct timespec ms = { .tv_nsec = 1000000 };
+                struct timespec ms = {.tv_nsec = 1000000};
 
                 nanosleep(&ms, NULL);
                 sleeps++;

@@ -360,6 +360,30 @@ static void test_dropin_error(void **state)
         remove_tmpdir();
 }
 
+/* A FIFO where a file is expected (a drop-in here) is refused at once: reading it would wait
+ * for a writer, and a reload with it. SIGALRM ends the test if the load blocks. */
+static void test_fifo_refused(void **state)
+{
+        ConfigDiag diag = {0};
+        char dir[128], fifo[160];
+        Config c;
+
+        make_tmpdir();
+        snprintf(dir, sizeof(dir), "%s/conf.d", tmpdir);
+        assert_int_equal(mkdir(dir, 0755), 0);
+        snprintf(fifo, sizeof(fifo), "%s/50-fifo.conf", dir);
+        assert_int_equal(mkfifo(fifo, 0644), 0);
+        config_init_defaults(&c);
+        alarm(10);
+        assert_int_equal(config_load(&c, FIXTURES "/good.conf", dir, &diag), -EINVAL);
+        alarm(0);
+        assert_int_equal(diag.n_messages, 1);
+        assert_string_equal(strrchr(diag.messages[0].text, '/'),
+                            "/50-fifo.conf: is not a regular file");
+        config_diag_clear(&diag);
+        remove_tmpdir();
+}
+
 static void test_missing_files(void **state)
 {
         ConfigDiag diag = {0};
@@ -697,6 +721,7 @@ int main(void)
                 cmocka_unit_test(test_duplicate_key),
                 cmocka_unit_test(test_dropins),
                 cmocka_unit_test(test_dropin_error),
+                cmocka_unit_test(test_fifo_refused),
                 cmocka_unit_test(test_missing_files),
                 cmocka_unit_test(test_unreadable),
                 cmocka_unit_test(test_odd_bytes),

@@ -1,6 +1,6 @@
-/* Rolling history: windows against the exact merge of what was added, the fine → coarse
- * roll-over, retention, totals, reset, events, and the checkpoint (round trip, corrupt and
- * truncated files, a counter of another frequency). */
+/* Rolling history: windows against a reference the test builds from the gaps it made up, the
+ * fine → coarse roll-over, retention, totals, reset, events, and the checkpoint (round trip,
+ * corrupt and truncated files, a counter of another frequency). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,10 +18,20 @@
 #define S 1000000000ULL
 #define MS 1000000ULL
 
-/* What the test added, to build the expected windows from. */
+/* A run of @n equal gaps of @v ticks, as a probe would see them one after the other. */
+typedef struct Run {
+        uint64_t v, n;
+} Run;
+
+#define MAX_RUNS 256
+
+/* What the test added: the gaps themselves, from which the expected windows are built, and
+ * the slot a probe would have handed over for them. */
 typedef struct Added {
         uint64_t start_ns, duration_ns;
         bool stalled;
+        Run runs[MAX_RUNS];
+        size_t n_runs;
         ProbeSlot slot;
         AttribDelta attrib;
 } Added;
@@ -35,29 +46,42 @@ static const HistoryOptions small_opt = {
         .events_per_cpu = 8,
 };
 
-static void add_gap(ProbeSlot *s, uint64_t v, uint64_t n, uint64_t *prev, bool *have_prev)
-{
-        s->gap_hist.counts[histogram_index(v)] += n;
-        s->gap.count += n;
-        s->gap.sum += (unsigned __int128)v * n;
-        s->gap.sumsq += (unsigned __int128)v * v * n;
-        if (v < s->gap.min) {
-                s->gap.min = v;
-        }
-        if (v > s->gap.max) {
-                s->gap.max = v;
-        }
-        if (*have_prev) {
-                int64_t dd = (int64_t)(v - *prev);
+/* Gaps from 1000 ticks on are interruptions; the floor is 20 ticks. */
+#define EVENT_TICKS 1000
+#define FLOOR_TICKS 20
 
-                signed_stats_add(&s->dd, dd);
-                signed_histogram_add(&s->dd_hist, dd);
+/* Records the run and fills the slot the way the probe's loop does, with the engine's own
+ * inline adders: this is the input, not what the test compares with. */
+static void add_gap(Added *a, uint64_t v, uint64_t n, uint64_t *prev, bool *have_prev)
+{
+        ProbeSlot *s = &a->slot;
+
+        assert_true(a->n_runs < MAX_RUNS);
+        a->runs[a->n_runs++] = (Run){.v = v, .n = n};
+        for (uint64_t k = 0; k < n && k < 2; k++) {
+                stats_add(&s->gap, v);
+                histogram_add(&s->gap_hist, v);
+                if (*have_prev) {
+                        signed_stats_add(&s->dd, (int64_t)(v - *prev));
+                        signed_histogram_add(&s->dd_hist, (int64_t)(v - *prev));
+                }
+                *prev = v;
+                *have_prev = true;
         }
-        *prev = v;
-        *have_prev = true;
-        if (v >= 1000) {
-                s->events++;
-                s->lost_ticks += v - 20;
+        /* The rest of a long run at once: the same gap, and a diff-of-diff of 0 each. */
+        if (n > 2) {
+                s->gap.count += n - 2;
+                s->gap.sum += (unsigned __int128)v * (n - 2);
+                s->gap.sumsq += (unsigned __int128)v * v * (n - 2);
+                histogram_add_n(&s->gap_hist, v, n - 2);
+                s->dd.count += n - 2;
+                s->dd.min = s->dd.min > 0 ? 0 : s->dd.min;
+                s->dd.max = s->dd.max < 0 ? 0 : s->dd.max;
+                histogram_add_n(&s->dd_hist.pos, 0, n - 2);
+        }
+        if (v >= EVENT_TICKS) {
+                s->events += n;
+                s->lost_ticks += (v - FLOOR_TICKS) * n;
         }
 }
 
@@ -73,6 +97,7 @@ static void make_interval(Added *a, uint64_t start_ns, uint64_t duration_ns, boo
         a->start_ns = start_ns;
         a->duration_ns = duration_ns;
         a->stalled = stalled;
+        a->n_runs = 0;
         probe_slot_clear(s);
         a->attrib.n = 0;
         if (stalled) {
@@ -90,13 +115,13 @@ static void make_interval(Added *a, uint64_t start_ns, uint64_t duration_ns, boo
                 } else {
                         v = 20 + rng_next() % 12;
                 }
-                add_gap(s, v, 1, &prev, &have_prev);
+                add_gap(a, v, 1 + (rng_next() % 8 == 0 ? rng_next() % 5 : 0), &prev, &have_prev);
         }
         if (rng_next() % 4 == 0) {
-                add_gap(s, 25, (1ULL << 40) + rng_next() % 1000000, &prev, &have_prev);
+                add_gap(a, 25, (1ULL << 40) + rng_next() % 1000000, &prev, &have_prev);
         }
         if (rng_next() % 16 == 0) {
-                add_gap(s, UINT64_MAX - rng_next() % 1000, 1, &prev, &have_prev);
+                add_gap(a, UINT64_MAX - rng_next() % 1000, 1, &prev, &have_prev);
         }
         for (unsigned i = 0, n = (unsigned)(rng_next() % 5); i < n; i++) {
                 a->attrib.items[a->attrib.n++] = (AttribCount){
@@ -135,51 +160,172 @@ static void assert_slot_equal(const ProbeSlot *x, const ProbeSlot *y)
         }
 }
 
-/* @w must be exactly the merge of the intervals @use marks. */
+/* ---- the reference ------------------------------------------------------------------------ */
+
+/* What a window must hold, computed from the runs of gaps alone with none of the engine's
+ * code (no probe_slot_merge, histogram_index or stats functions). Sums are taken modulo 2^128
+ * as the engine's are, so an extreme gap wraps the sum of squares the same way. */
+#define REF_SOURCES 16
+
+typedef struct Reference {
+        uint64_t count, min, max;
+        unsigned __int128 sum, sumsq;
+        uint64_t dd_count;
+        int64_t dd_min, dd_max;
+        __int128 dd_sum;
+        unsigned __int128 dd_sumsq;
+        uint64_t events, lost_ticks, start_ticks, end_ticks;
+        uint64_t gap_hist[HIST_BUCKETS], dd_neg[HIST_BUCKETS], dd_pos[HIST_BUCKETS];
+        uint64_t attrib[REF_SOURCES];
+        uint64_t intervals_with_samples, stalls, duration_ns, from_ns, to_ns;
+} Reference;
+
+/* The bucket of @v as probe/histogram.h defines it: values below 64 have one each; above,
+ * every power of two is cut into 32 equal parts, so the bucket is the count of low bits
+ * dropped until 6 bits are left, times 32, plus what is left. */
+static unsigned ref_bucket(uint64_t v)
+{
+        unsigned dropped = 0;
+
+        while ((v >> dropped) >= 64) {
+                dropped++;
+        }
+        return dropped * 32 + (unsigned)(v >> dropped);
+}
+
+static void ref_init(Reference *r)
+{
+        memset(r, 0, sizeof(*r));
+        r->min = UINT64_MAX;
+        r->dd_min = INT64_MAX;
+        r->dd_max = INT64_MIN;
+        r->from_ns = UINT64_MAX;
+}
+
+/* @n diff-of-diffs of @d. */
+static void ref_dd(Reference *r, int64_t d, uint64_t n)
+{
+        uint64_t m = d < 0 ? -(uint64_t)d : (uint64_t)d;
+
+        r->dd_count += n;
+        r->dd_sum += (__int128)d * (__int128)n;
+        r->dd_sumsq += (unsigned __int128)m * m * n;
+        r->dd_min = d < r->dd_min ? d : r->dd_min;
+        r->dd_max = d > r->dd_max ? d : r->dd_max;
+        if (d < 0) {
+                r->dd_neg[ref_bucket(m)] += n;
+        } else {
+                r->dd_pos[ref_bucket(m)] += n;
+        }
+}
+
+static void ref_add(Reference *r, const Added *a)
+{
+        uint64_t prev = 0;
+
+        r->stalls += a->stalled;
+        r->duration_ns += a->duration_ns;
+        r->from_ns = a->start_ns < r->from_ns ? a->start_ns : r->from_ns;
+        r->to_ns =
+                a->start_ns + a->duration_ns > r->to_ns ? a->start_ns + a->duration_ns : r->to_ns;
+        for (size_t i = 0; i < a->attrib.n; i++) {
+                assert_true(a->attrib.items[i].id < REF_SOURCES);
+                r->attrib[a->attrib.items[i].id] += a->attrib.items[i].count;
+        }
+        if (a->n_runs == 0) {
+                return;
+        }
+        /* An interval's ticks span from its first sample to its last. */
+        if (r->intervals_with_samples++ == 0 || a->slot.start_ticks < r->start_ticks) {
+                r->start_ticks = a->slot.start_ticks;
+        }
+        r->end_ticks = a->slot.end_ticks > r->end_ticks ? a->slot.end_ticks : r->end_ticks;
+        for (size_t i = 0; i < a->n_runs; i++) {
+                uint64_t v = a->runs[i].v, n = a->runs[i].n;
+
+                r->count += n;
+                r->sum += (unsigned __int128)v * n;
+                r->sumsq += (unsigned __int128)v * v * n;
+                r->min = v < r->min ? v : r->min;
+                r->max = v > r->max ? v : r->max;
+                r->gap_hist[ref_bucket(v)] += n;
+                if (v >= EVENT_TICKS) {
+                        r->events += n;
+                        r->lost_ticks += (v - FLOOR_TICKS) * n;
+                }
+                /* Diff-of-diffs within the interval: the step into the run, then zeros. */
+                if (i > 0) {
+                        ref_dd(r, (int64_t)(v - prev), 1);
+                }
+                if (n > 1) {
+                        ref_dd(r, 0, n - 1);
+                }
+                prev = v;
+        }
+}
+
+/* @w must hold exactly the intervals @use marks, as the reference computes them. */
 static void assert_window(const HistoryWindow *w, const Added *a, size_t n, const bool *use)
 {
-        ProbeSlot *s = malloc(sizeof(*s));
-        AttribDelta *d = calloc(1, sizeof(*d));
-        uint64_t stalls = 0, duration = 0, from = UINT64_MAX, to = 0;
+        Reference *r = malloc(sizeof(*r));
         size_t k = 0, nonzero = 0;
 
-        assert_non_null(s);
-        assert_non_null(d);
-        probe_slot_clear(s);
+        assert_non_null(r);
+        ref_init(r);
         for (size_t i = 0; i < n; i++) {
-                if (!use[i]) {
-                        continue;
+                if (use[i]) {
+                        ref_add(r, &a[i]);
+                        k++;
                 }
-                probe_slot_merge(s, &a[i].slot);
-                attrib_delta_add(d, &a[i].attrib);
-                stalls += a[i].stalled;
-                duration += a[i].duration_ns;
-                from = a[i].start_ns < from ? a[i].start_ns : from;
-                to = a[i].start_ns + a[i].duration_ns > to ? a[i].start_ns + a[i].duration_ns : to;
-                k++;
         }
-        assert_slot_equal(&w->slot, s);
-        assert_int_equal(w->stalls, stalls);
-        assert_int_equal(w->duration_ns, duration);
+        assert_int_equal(w->slot.gap.count, r->count);
+        assert_int_equal(w->slot.gap.min, r->min);
+        assert_int_equal(w->slot.gap.max, r->max);
+        assert_true(w->slot.gap.sum == r->sum);
+        assert_true(w->slot.gap.sumsq == r->sumsq);
+        assert_int_equal(w->slot.dd.count, r->dd_count);
+        assert_int_equal(w->slot.dd.min, r->dd_min);
+        assert_int_equal(w->slot.dd.max, r->dd_max);
+        assert_true(w->slot.dd.sum == r->dd_sum);
+        assert_true(w->slot.dd.sumsq == r->dd_sumsq);
+        assert_int_equal(w->slot.events, r->events);
+        assert_int_equal(w->slot.lost_ticks, r->lost_ticks);
+        if (r->intervals_with_samples > 0) {
+                assert_int_equal(w->slot.start_ticks, r->start_ticks);
+                assert_int_equal(w->slot.end_ticks, r->end_ticks);
+        }
+        for (unsigned i = 0; i < HIST_BUCKETS; i++) {
+                if (w->slot.gap_hist.counts[i] != r->gap_hist[i] ||
+                    w->slot.dd_hist.neg.counts[i] != r->dd_neg[i] ||
+                    w->slot.dd_hist.pos.counts[i] != r->dd_pos[i]) {
+                        fail_msg("bucket %u: gap %" PRIu64 " (expected %" PRIu64
+                                 "), diff-of-diff -%" PRIu64 " +%" PRIu64 " (expected -%" PRIu64
+                                 " +%" PRIu64 ")",
+                                 i, w->slot.gap_hist.counts[i], r->gap_hist[i],
+                                 w->slot.dd_hist.neg.counts[i], w->slot.dd_hist.pos.counts[i],
+                                 r->dd_neg[i], r->dd_pos[i]);
+                }
+        }
+        assert_int_equal(w->stalls, r->stalls);
+        assert_int_equal(w->duration_ns, r->duration_ns);
         if (k > 0) {
-                assert_int_equal(w->from_ns, from);
-                assert_int_equal(w->to_ns, to);
+                assert_int_equal(w->from_ns, r->from_ns);
+                assert_int_equal(w->to_ns, r->to_ns);
         } else {
                 assert_int_equal(w->intervals, 0);
         }
-        for (size_t i = 0; i < d->n; i++) {
-                nonzero += d->items[i].count != 0;
+        for (unsigned id = 0; id < REF_SOURCES; id++) {
+                nonzero += r->attrib[id] != 0;
         }
         assert_int_equal(w->attrib.n, nonzero);
         for (size_t i = 0; i < w->attrib.n; i++) {
                 if (i > 0) {
                         assert_true(w->attrib.items[i - 1].id < w->attrib.items[i].id);
                 }
-                assert_int_equal(w->attrib.items[i].count,
-                                 attrib_delta_get(d, w->attrib.items[i].id));
+                assert_true(w->attrib.items[i].id < REF_SOURCES);
+                assert_int_equal(w->attrib.items[i].count, r->attrib[w->attrib.items[i].id]);
         }
-        free(s);
-        free(d);
+        free(r);
 }
 
 static void mark(bool *use, size_t n, size_t lo, size_t hi)
@@ -792,6 +938,21 @@ static void test_save_load_roundtrip(void **state)
         assert_int_equal(attrib_table_size(t), 6);
         assert_same_queries(h, h2, 0);
         assert_same_queries(h, h2, 3);
+        /* And the same as what went in: the totals of each CPU, by the reference. */
+        {
+                HistoryWindow *w = malloc(sizeof(*w));
+                bool *use = calloc(n, sizeof(*use));
+
+                for (int cpu = 0; cpu <= 3; cpu += 3) {
+                        for (size_t i = 0; i < n; i++) {
+                                use[i] = (int)(i % 2) * 3 == cpu;
+                        }
+                        assert_int_equal(history_query(h2, cpu, 0, UINT64_MAX, true, w), 0);
+                        assert_window(w, a, n, use);
+                }
+                free(use);
+                free(w);
+        }
         n1 = history_events(h, NULL, 0, 0, e1, 64);
         n2 = history_events(h2, NULL, 0, 0, e2, 64);
         assert_int_equal(n1, n2);
@@ -1130,7 +1291,8 @@ static void test_load_stale(void **state)
                 fix_crc(p, file.size);
                 assert_int_equal(load(other, t, HZ, p, file.size), -ESTALE);
         } else {
-                print_message("no boot id readable here: the other-boot case is not checked\n");
+                print_message("skipped: a checkpoint of another boot: no boot id readable "
+                              "here\n");
         }
         history_free(h);
         history_free(other);

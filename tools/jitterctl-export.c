@@ -13,17 +13,18 @@
 
 /* Calls io.jitterd.@method with @params (stolen). Returns 0 and the reply in @ret, or prints
  * why not and returns a negative errno. */
-static int export_call(VarlinkClient *c, const char *method, json_t *params, json_t **ret)
+static int export_call(Ctl *ctl, const char *method, json_t *params, json_t **ret)
 {
-        char full[64], *error = NULL;
+        char full[64], why[128], *error = NULL;
         json_t *reply = NULL;
         int r;
 
         snprintf(full, sizeof(full), "io.jitterd.%s", method);
-        r = varlink_client_call(c, full, params, &reply, &error);
+        r = varlink_client_call(ctl->client, full, params, &reply, &error);
         json_decref(params);
         if (r < 0) {
-                fprintf(stderr, "jitterctl export: %s failed: %s\n", full, strerror(-r));
+                fprintf(stderr, "jitterctl export: %s failed: %s\n", full,
+                        ctl_call_strerror(ctl, r, why, sizeof(why)));
                 return r;
         }
         if (error) {
@@ -43,10 +44,10 @@ static int export_call(VarlinkClient *c, const char *method, json_t *params, jso
 }
 
 /* The "cpus" array of GetStats over @window, as a new reference. */
-static int export_stats(VarlinkClient *c, const char *window, json_t **ret)
+static int export_stats(Ctl *ctl, const char *window, json_t **ret)
 {
         json_t *reply, *cpus;
-        int r = export_call(c, "GetStats", json_pack("{ss}", "window", window), &reply);
+        int r = export_call(ctl, "GetStats", json_pack("{ss}", "window", window), &reply);
 
         if (r < 0) {
                 return r;
@@ -59,7 +60,7 @@ static int export_stats(VarlinkClient *c, const char *window, json_t **ret)
 
 /* For each probed CPU its GetHistogram reply (window "all", kind "gap"), and the newest point
  * of its timeline over @window with "cpu" added, as the daemon's textfile has them. */
-static int export_per_cpu(VarlinkClient *c, json_t *probes, const char *window, json_t *histograms,
+static int export_per_cpu(Ctl *ctl, json_t *probes, const char *window, json_t *histograms,
                           json_t *intervals)
 {
         json_t *p;
@@ -73,7 +74,7 @@ static int export_per_cpu(VarlinkClient *c, json_t *probes, const char *window, 
                 if (!json_is_integer(cpu)) {
                         return -EBADMSG;
                 }
-                r = export_call(c, "GetHistogram",
+                r = export_call(ctl, "GetHistogram",
                                 json_pack("{sO ss ss}", "cpu", cpu, "window", "all", "kind", "gap"),
                                 &hist);
                 if (r < 0) {
@@ -82,7 +83,7 @@ static int export_per_cpu(VarlinkClient *c, json_t *probes, const char *window, 
                 if (json_array_append_new(histograms, hist) < 0) {
                         return -ENOMEM;
                 }
-                r = export_call(c, "GetTimeline",
+                r = export_call(ctl, "GetTimeline",
                                 json_pack("{sO ss}", "cpu", cpu, "window", window), &timeline);
                 if (r < 0) {
                         return r;
@@ -106,12 +107,14 @@ static int export_per_cpu(VarlinkClient *c, json_t *probes, const char *window, 
 
 static void export_usage(FILE *f)
 {
-        fputs("Usage: jitterctl export [--format prometheus] [--socket PATH]\n\n"
+        fputs("Usage: jitterctl export [--format prometheus] [--socket PATH] [--timeout DUR]\n\n"
               "The Prometheus exposition the daemon writes as its textfile.\n\n"
               "Options:\n"
               "  -f, --format F     the format: prometheus (the default and only one)\n"
               "      --socket PATH  the daemon's socket (default: " SYSTEM_SOCKET " for root,\n"
               "                     else $XDG_RUNTIME_DIR/jitterd/io.jitterd)\n"
+              "      --timeout DUR  give up on a daemon that does not answer within DUR\n"
+              "                     (default 10s)\n"
               "  -h, --help         this help\n",
               f);
 }
@@ -126,13 +129,13 @@ int jitterctl_export(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
         static const struct option options[] = {
                 {"format", required_argument, NULL, 'f'},
                 {"socket", required_argument, NULL, CTL_OPT_SOCKET},
+                {"timeout", required_argument, NULL, CTL_OPT_TIMEOUT},
                 {"help", no_argument, NULL, 'h'},
                 {},
         };
         json_t *status = NULL, *stats_all = NULL, *stats_1m = NULL;
         json_t *histograms = json_array(), *intervals = json_array();
         json_int_t interval_ns;
-        VarlinkClient *c;
         int opt, r, ret = CTL_EXIT_FAILURE;
 
         optind = 0;
@@ -140,14 +143,21 @@ int jitterctl_export(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                 switch (opt) {
                 case 'f':
                         if (strcmp(optarg, "prometheus") != 0) {
-                                ret = ctl_usage_error(cmd, "unknown format \"%s\" (the format "
-                                                           "is prometheus)",
+                                ret = ctl_usage_error(cmd,
+                                                      "unknown format \"%s\" (the format "
+                                                      "is prometheus)",
                                                       optarg);
                                 goto out;
                         }
                         break;
                 case CTL_OPT_SOCKET:
                         ctl->socket_path = optarg;
+                        break;
+                case CTL_OPT_TIMEOUT:
+                        if (ctl_parse_common(ctl, cmd, opt) != CTL_CONTINUE) {
+                                ret = CTL_EXIT_USAGE;
+                                goto out;
+                        }
                         break;
                 case 'h':
                         export_usage(stdout);
@@ -166,25 +176,24 @@ int jitterctl_export(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
         if (ctl_connect(ctl) < 0) {
                 goto out;
         }
-        c = ctl->client;
         if (!histograms || !intervals) {
                 fputs("jitterctl export: out of memory\n", stderr);
                 goto out;
         }
 
-        r = export_call(c, "GetStatus", NULL, &status);
+        r = export_call(ctl, "GetStatus", NULL, &status);
         if (r < 0) {
                 goto out;
         }
         interval_ns = json_integer_value(
                 json_object_get(json_object_get(status, "config"), "interval_ns"));
-        r = export_stats(c, "all", &stats_all);
+        r = export_stats(ctl, "all", &stats_all);
         if (r >= 0) {
-                r = export_stats(c, "1m", &stats_1m);
+                r = export_stats(ctl, "1m", &stats_1m);
         }
         if (r >= 0) {
                 r = export_per_cpu(
-                        c, json_object_get(status, "probes"),
+                        ctl, json_object_get(status, "probes"),
                         prometheus_interval_window(interval_ns > 0 ? (uint64_t)interval_ns : 0),
                         histograms, intervals);
         }

@@ -63,6 +63,36 @@ static void print_config(json_t *config, uint64_t history_bytes)
                (double)history_bytes / 1024);
 }
 
+/* The trace recorder: off, recording (clock, what the kernel lacks, losses), or why not. */
+static void print_trace(json_t *trace)
+{
+        const char *state = json_get_string(trace, "state", NULL);
+        const char *missing = json_get_string(trace, "missing", NULL);
+        const char *reason = json_get_string(trace, "reason", NULL);
+        uint64_t losses = 0;
+
+        if (!state) {
+                return;
+        }
+        if (strcmp(state, "recording") != 0) {
+                printf("trace:    %s%s%s\n", state, reason ? ": " : "", reason ? reason : "");
+                return;
+        }
+        json_get_u64(trace, "losses", &losses);
+        printf("trace:    recording in %s, clock %s", json_get_string(trace, "instance", "?"),
+               json_get_string(trace, "clock", "?"));
+        if (missing) {
+                printf(", this kernel lacks %s", missing);
+        }
+        if (losses) {
+                printf(", %llu losses", (unsigned long long)losses);
+        }
+        fputc('\n', stdout);
+        if (reason) {
+                printf("          %s\n", reason);
+        }
+}
+
 int cmd_status(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 {
         static const struct option options[] = {
@@ -108,6 +138,7 @@ int cmd_status(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                format_uptime(uptime, sizeof(uptime), uptime_ns), since);
         print_counter(json_object_get(reply, "counter"));
         print_config(json_object_get(reply, "config"), history_bytes);
+        print_trace(json_object_get(reply, "trace"));
 
         probes = json_object_get(reply, "probes");
         printf("\n%s CPU  %-10s  %-13s", ctl_color(ctl, CTL_BOLD), "STATE", "POLICY");
@@ -119,6 +150,7 @@ int cmd_status(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
         {
                 const char *state = json_get_string(probe, "state", "?");
                 const char *reason = json_get_string(probe, "reason", NULL);
+                const char *failure = json_get_string(probe, "failure", NULL);
                 char policy[48], samples[FORMAT_MAX], floor_ns[FORMAT_MAX], worst[FORMAT_MAX];
                 uint64_t cpu = 0, prio = 0, n = 0, v;
                 json_t *migrated = json_object_get(probe, "migrated_to");
@@ -147,7 +179,11 @@ int cmd_status(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                         printf("  (on CPU %lld)", (long long)json_integer_value(migrated));
                 }
                 fputc('\n', stdout);
-                if (reason) {
+                /* A failure is the probe's own account of why it stopped measuring. */
+                if (failure) {
+                        printf("      %sfailed:%s %s\n", ctl_color(ctl, CTL_RED),
+                               ctl_color(ctl, CTL_RESET), failure);
+                } else if (reason) {
                         printf("      %s\n", reason);
                 }
         }
@@ -382,6 +418,31 @@ int cmd_stats(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 
 /* ---- events ---- */
 
+#define CAUSE_TEXT_MAX 96
+
+/* The main cause of @e ("task thief:4242 812us"), or "" when the trace gave none. */
+static const char *main_cause(json_t *e, char *buf, size_t size)
+{
+        json_t *causes = json_object_get(e, "causes"), *c = json_array_get(causes, 0);
+        bool lost = json_is_true(json_object_get(e, "trace_lost"));
+        char ns[FORMAT_MAX];
+        uint64_t v = 0;
+
+        if (!json_is_array(causes)) {
+                buf[0] = 0;
+                return buf;
+        }
+        if (!c) {
+                snprintf(buf, size, "(unexplained)%s", lost ? ", records lost" : "");
+                return buf;
+        }
+        json_get_u64(c, "ns", &v);
+        snprintf(buf, size, "%s %s %s%s", json_get_string(c, "kind", "?"),
+                 json_get_string(c, "name", "?"), format_ns(ns, sizeof(ns), (double)v),
+                 lost ? ", records lost" : "");
+        return buf;
+}
+
 int cmd_events(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 {
         static const struct option options[] = {
@@ -395,7 +456,7 @@ int cmd_events(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
         const char *since = NULL, *min = NULL;
         json_t *cpus = NULL, *params, *reply = NULL, *events, *e;
         unsigned long long limit = 0;
-        bool have_limit = false;
+        bool have_limit = false, traced = false;
         uint64_t ns;
         size_t i;
         int c, r;
@@ -461,11 +522,15 @@ int cmd_events(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                 json_decref(reply);
                 return CTL_EXIT_OK;
         }
-        printf("%sTIME                        CPU    DURATION%s\n", ctl_color(ctl, CTL_BOLD),
-               ctl_color(ctl, CTL_RESET));
         json_array_foreach(events, i, e)
         {
-                char when[FORMAT_MAX], dur[FORMAT_MAX];
+                traced |= json_is_array(json_object_get(e, "causes"));
+        }
+        printf("%sTIME                        CPU    DURATION%s%s\n", ctl_color(ctl, CTL_BOLD),
+               traced ? "  MAIN CAUSE" : "", ctl_color(ctl, CTL_RESET));
+        json_array_foreach(events, i, e)
+        {
+                char when[FORMAT_MAX], dur[FORMAT_MAX], cause[CAUSE_TEXT_MAX];
                 struct timespec ts;
                 uint64_t cpu = 0, d = 0;
 
@@ -478,6 +543,9 @@ int cmd_events(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                 }
                 printf("%-26s %4llu", when, (unsigned long long)cpu);
                 fput_padded(stdout, format_ns(dur, sizeof(dur), (double)d), 12);
+                if (traced) {
+                        printf("  %s", main_cause(e, cause, sizeof(cause)));
+                }
                 fputc('\n', stdout);
         }
         json_decref(reply);

@@ -21,6 +21,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "duration.h"
 #include "jitterctl-format.h"
 #include "jitterctl.h"
 
@@ -156,9 +157,8 @@ static void put_clipped(const char *line, size_t len, unsigned cols)
                 if (line[i] == '\033' && i + 1 < len && line[i + 1] == '[') {
                         /* CSI: parameters, then one final byte in 0x40..0x7e. */
                         n = 2;
-                        while (i + n < len &&
-                               !((unsigned char)line[i + n] >= 0x40 &&
-                                 (unsigned char)line[i + n] <= 0x7e)) {
+                        while (i + n < len && !((unsigned char)line[i + n] >= 0x40 &&
+                                                (unsigned char)line[i + n] <= 0x7e)) {
                                 n++;
                         }
                         n += i + n < len;
@@ -246,8 +246,8 @@ static void draw(const Ctl *ctl, const WatchView *view, json_t *reply, const cha
                 json_get_u64(c, "cpu", &cpu);
                 json_get_u64(c, "samples", &samples);
                 fprintf(f, "%4llu  %s%-10s%s", (unsigned long long)cpu,
-                        ctl_color(ctl, strcmp(state, "running") == 0 ? CTL_GREEN : CTL_RED),
-                        state, ctl_color(ctl, CTL_RESET));
+                        ctl_color(ctl, strcmp(state, "running") == 0 ? CTL_GREEN : CTL_RED), state,
+                        ctl_color(ctl, CTL_RESET));
                 fput_padded(f, format_count(text, sizeof(text), samples), 9);
                 json_get_u64(c, "max_gap_ns", &v);
                 fput_padded(f, format_gap(text, sizeof(text), samples, (double)v), 11);
@@ -279,6 +279,20 @@ static void draw(const Ctl *ctl, const WatchView *view, json_t *reply, const cha
                 blit(frame, size, cols, rows);
         }
         free(frame);
+}
+
+/* Why the stream ended, for messages: a timeout is the gap between two replies. */
+static const char *stream_strerror(const Ctl *ctl, int r, char *buf, size_t size)
+{
+        char t[32];
+
+        if (r != -ETIMEDOUT) {
+                return ctl_call_strerror(ctl, r, buf, size);
+        }
+        snprintf(buf, size,
+                 "no interval from jitterd for one interval and %s (--timeout DUR waits longer)",
+                 duration_format(t, sizeof(t), ctl->timeout_usec * 1000));
+        return buf;
 }
 
 /* ---- the stream thread ---- */
@@ -476,7 +490,7 @@ out:
                 pthread_mutex_unlock(&s.lock);
                 /* Wakes the stream thread from its wait for the next reply. */
                 if (!finished) {
-                        shutdown(ctl->fd, SHUT_RDWR);
+                        shutdown(varlink_client_fd(ctl->client), SHUT_RDWR);
                 }
                 pthread_join(thread, NULL);
                 terminal_leave(&term);
@@ -485,7 +499,10 @@ out:
 
                         r = ctl_fail("%s", format_error(msg, sizeof(msg), s.error, s.error_params));
                 } else if (finished && s.result < 0) {
-                        r = ctl_fail("the stream from jitterd ended: %s", strerror(-s.result));
+                        char why[128];
+
+                        r = ctl_fail("the stream from jitterd ended: %s",
+                                     stream_strerror(ctl, s.result, why, sizeof(why)));
                 } else if (finished && !quit) {
                         r = ctl_fail("jitterd ended the stream");
                 }
@@ -562,7 +579,10 @@ static int watch_lines(Ctl *ctl, json_t *params, unsigned long long count)
                 return ctl_fail("cannot write to standard output");
         }
         if (r < 0) {
-                return ctl_fail("the stream from jitterd ended: %s", strerror(-r));
+                char why[128];
+
+                return ctl_fail("the stream from jitterd ended: %s",
+                                stream_strerror(ctl, r, why, sizeof(why)));
         }
         return ctl_fail("jitterd ended the stream");
 }
@@ -576,7 +596,8 @@ int cmd_watch(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                 {},
         };
         unsigned long long count = 0;
-        json_t *cpus = NULL, *params;
+        json_t *cpus = NULL, *params, *status = NULL;
+        uint64_t interval_ns;
         int c, r;
 
         while ((c = getopt_long(argc, argv, "c:n:h", options, NULL)) >= 0) {
@@ -607,12 +628,19 @@ int cmd_watch(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
         if (cpus) {
                 json_object_set_new(params, "cpus", cpus);
         }
-        if (ctl_connect(ctl) < 0) {
+        /* The daemon answers every interval; the interval is configurable. Each reply is
+         * awaited for one interval and the timeout, so a daemon that stops sending is noticed,
+         * whatever its interval. */
+        r = ctl_call(ctl, "GetStatus", NULL, &status);
+        if (r < 0) {
                 json_decref(params);
                 return CTL_EXIT_FAILURE;
         }
-        /* Intervals may be long (the interval is configurable): wait as long as it takes. */
-        varlink_client_set_timeout(ctl->client, 0);
+        if (!json_get_u64(json_object_get(status, "config"), "interval_ns", &interval_ns)) {
+                interval_ns = 0;
+        }
+        json_decref(status);
+        varlink_client_set_timeout(ctl->client, interval_ns / 1000 + ctl->timeout_usec);
         if (isatty(STDOUT_FILENO) && !ctl->json) {
                 r = watch_terminal(ctl, params, count);
         } else {

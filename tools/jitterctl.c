@@ -12,11 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "cpulist.h"
+#include "duration.h"
 #include "jitterctl-format.h"
 
 static const CtlCommand commands[] = {
@@ -83,11 +82,14 @@ static const char common_help[] =
         "                     else $XDG_RUNTIME_DIR/jitterd/io.jitterd)\n"
         "      --json         print JSON instead of text\n"
         "      --no-color     no colour even on a terminal (also: NO_COLOR set)\n"
+        "      --timeout DUR  give up on a daemon that does not answer within DUR\n"
+        "                     (default 10s; in a stream, for each reply)\n"
         "  -h, --help         this help\n";
 
 static void usage(FILE *f)
 {
-        fprintf(f, "Usage: jitterctl [--socket PATH] [--json] COMMAND [OPTIONS] [ARGS]\n\n"
+        fprintf(f, "Usage: jitterctl [--socket PATH] [--json] [--timeout DUR] COMMAND [OPTIONS] "
+                   "[ARGS]\n\n"
                    "Queries jitterd, which measures how often and for how long CPUs are taken\n"
                    "away from a task that wants them 100 %% of the time.\n\nCommands:\n");
         for (size_t i = 0; i < N_COMMANDS; i++) {
@@ -112,9 +114,31 @@ static void command_help(const CtlCommand *cmd)
                cmd->summary + 1, cmd->help ? cmd->help : "", common_help);
 }
 
+/* Parses a --timeout value: a positive duration ("500ms", "10s", "2m"; a bare number is in
+ * seconds). Returns 0 or -EINVAL after saying why. */
+static int parse_timeout(Ctl *ctl, const char *text)
+{
+        uint64_t ns;
+
+        if (duration_parse(text, 1000000000ULL, &ns) < 0 || ns < 1000) {
+                fprintf(stderr,
+                        "jitterctl: invalid timeout \"%s\": a positive duration such as 500ms, "
+                        "10s or 2m\n",
+                        text);
+                return -EINVAL;
+        }
+        ctl->timeout_usec = ns / 1000;
+        if (ctl->client) {
+                varlink_client_set_timeout(ctl->client, ctl->timeout_usec);
+        }
+        return 0;
+}
+
 int ctl_parse_common(Ctl *ctl, const CtlCommand *cmd, int c)
 {
         switch (c) {
+        case CTL_OPT_TIMEOUT:
+                return parse_timeout(ctl, optarg) < 0 ? CTL_EXIT_USAGE : CTL_CONTINUE;
         case CTL_OPT_SOCKET:
                 ctl->socket_path = optarg;
                 return CTL_CONTINUE;
@@ -134,8 +158,7 @@ int ctl_parse_common(Ctl *ctl, const CtlCommand *cmd, int c)
         }
 }
 
-int ctl_parse_option(Ctl *ctl, const CtlCommand *cmd, int c, const char **window,
-                     json_t **cpus)
+int ctl_parse_option(Ctl *ctl, const CtlCommand *cmd, int c, const char **window, json_t **cpus)
 {
         if (c == 'w' && window) {
                 *window = optarg;
@@ -177,53 +200,46 @@ const char *ctl_color(const Ctl *ctl, const char *escape)
         return ctl->color ? escape : "";
 }
 
+/* "10.0 s": the timeout, for messages. */
+static char *timeout_text(const Ctl *ctl, char *buf, size_t size)
+{
+        return duration_format(buf, size, ctl->timeout_usec * 1000);
+}
+
 int ctl_connect(Ctl *ctl)
 {
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        int fd, r;
+        char t[32];
+        int r;
 
         if (ctl->client) {
                 return 0;
         }
-        if (strlen(ctl->socket_path) >= sizeof(sa.sun_path)) {
-                r = -ENAMETOOLONG;
-                goto fail;
+        r = varlink_client_connect_timeout(ctl->socket_path, ctl->timeout_usec, &ctl->client);
+        if (r == -ETIMEDOUT) {
+                fprintf(stderr,
+                        "jitterctl: cannot connect to %s: nothing accepted the connection within "
+                        "%s (the daemon is stuck or overloaded; --timeout DUR waits longer)\n",
+                        ctl->socket_path, timeout_text(ctl, t, sizeof(t)));
+        } else if (r < 0) {
+                fprintf(stderr,
+                        "jitterctl: cannot connect to %s: %s — is jitterd running? (systemctl "
+                        "start jitterd.socket, or --socket PATH)\n",
+                        ctl->socket_path, strerror(-r));
         }
-        /* Connecting here rather than with varlink_client_connect() keeps the descriptor, which
-         * "watch" shuts down to end a stream from another thread. */
-        memcpy(sa.sun_path, ctl->socket_path, strlen(ctl->socket_path));
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0) {
-                r = -errno;
-                goto fail;
-        }
-        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-                r = -errno;
-                close(fd);
-                goto fail;
-        }
-        r = varlink_client_new_from_fd(fd, &ctl->client);
-        if (r < 0) {
-                close(fd);
-                goto fail;
-        }
-        ctl->fd = fd;
-        return 0;
-fail:
-        fprintf(stderr,
-                "jitterctl: cannot connect to %s: %s — is jitterd running? (systemctl start "
-                "jitterd.socket, or --socket PATH)\n",
-                ctl->socket_path, strerror(-r));
         return r;
 }
 
-static const char *call_strerror(int r)
+const char *ctl_call_strerror(const Ctl *ctl, int r, char *buf, size_t size)
 {
+        char t[32];
+
         switch (r) {
         case -ECONNRESET:
                 return "jitterd closed the connection";
         case -ETIMEDOUT:
-                return "no reply from jitterd in time";
+                snprintf(buf, size, "no reply from jitterd within %s (--timeout DUR waits longer)",
+                         timeout_text(ctl, t, sizeof(t)));
+                return buf;
         case -EBADMSG:
         case -EPROTO:
                 return "the reply is not valid Varlink (is this socket jitterd's?)";
@@ -237,7 +253,7 @@ static const char *call_strerror(int r)
 int ctl_call_full(Ctl *ctl, const char *method, json_t *params, json_t **ret, char **ret_error,
                   json_t **ret_error_params, bool quiet_error)
 {
-        char full[256], msg[512];
+        char full[256], msg[512], why[128];
         char *error = NULL;
         json_t *reply = NULL;
         int r;
@@ -251,7 +267,8 @@ int ctl_call_full(Ctl *ctl, const char *method, json_t *params, json_t **ret, ch
         r = varlink_client_call(ctl->client, full, params, &reply, &error);
         json_decref(params);
         if (r < 0) {
-                fprintf(stderr, "jitterctl: %s failed: %s\n", full, call_strerror(r));
+                fprintf(stderr, "jitterctl: %s failed: %s\n", full,
+                        ctl_call_strerror(ctl, r, why, sizeof(why)));
                 return r;
         }
         if (error) {
@@ -427,9 +444,14 @@ int cmd_call(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
         if (r >= 0) {
                 CallStream stream = {.method = full};
 
+                char why[128];
+
+                /* The timeout bounds the wait for each reply: a stream whose replies are further
+                 * apart than that needs a longer --timeout. */
                 r = varlink_client_call_more(ctl->client, full, params, call_stream_reply, &stream);
                 if (r < 0 && r != -EREMOTEIO && r != -EIO) {
-                        fprintf(stderr, "jitterctl: %s failed: %s\n", full, call_strerror(r));
+                        fprintf(stderr, "jitterctl: %s failed: %s\n", full,
+                                ctl_call_strerror(ctl, r, why, sizeof(why)));
                 }
                 if (r >= 0 && stream.failed) {
                         r = -EREMOTEIO;
@@ -455,12 +477,13 @@ int main(int argc, char **argv)
                 {"socket", required_argument, NULL, CTL_OPT_SOCKET},
                 {"json", no_argument, NULL, CTL_OPT_JSON},
                 {"no-color", no_argument, NULL, CTL_OPT_NO_COLOR},
+                {"timeout", required_argument, NULL, CTL_OPT_TIMEOUT},
                 {"help", no_argument, NULL, 'h'},
                 {"version", no_argument, NULL, 'V'},
                 {},
         };
         static char default_socket[PATH_MAX];
-        Ctl ctl = {.fd = -1};
+        Ctl ctl = {.timeout_usec = CTL_TIMEOUT_USEC_DEFAULT};
         const CtlCommand *cmd;
         char progname[64];
         const char *runtime_dir = getenv("XDG_RUNTIME_DIR");
@@ -490,6 +513,11 @@ int main(int argc, char **argv)
                         break;
                 case CTL_OPT_NO_COLOR:
                         ctl.color = false;
+                        break;
+                case CTL_OPT_TIMEOUT:
+                        if (parse_timeout(&ctl, optarg) < 0) {
+                                return CTL_EXIT_USAGE;
+                        }
                         break;
                 case 'h':
                         usage(stdout);

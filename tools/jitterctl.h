@@ -15,6 +15,9 @@
 /* The system daemon's socket: the default for root. */
 #define SYSTEM_SOCKET "/run/jitterd/io.jitterd"
 
+/* How long jitterctl waits to connect, to send a call and for each reply (--timeout). */
+#define CTL_TIMEOUT_USEC_DEFAULT (10 * 1000000ULL)
+
 /* Exit statuses. */
 #define CTL_EXIT_OK 0
 #define CTL_EXIT_FAILURE 1
@@ -25,6 +28,7 @@ enum {
         CTL_OPT_SOCKET = 0x100,
         CTL_OPT_JSON,
         CTL_OPT_NO_COLOR,
+        CTL_OPT_TIMEOUT,
         CTL_OPT_FIRST_PRIVATE, /* commands number their own long-only options from here */
 };
 
@@ -33,6 +37,7 @@ enum {
         { "socket", required_argument, NULL, CTL_OPT_SOCKET },  \
         { "json", no_argument, NULL, CTL_OPT_JSON },            \
         { "no-color", no_argument, NULL, CTL_OPT_NO_COLOR },    \
+        { "timeout", required_argument, NULL, CTL_OPT_TIMEOUT }, \
         { "help", no_argument, NULL, 'h' }
 /* clang-format on */
 
@@ -50,16 +55,17 @@ typedef struct CtlCommand {
 struct Ctl {
         const char *socket_path;
         bool json;
-        bool color; /* stdout is a terminal and NO_COLOR is unset */
+        bool color;            /* stdout is a terminal and NO_COLOR is unset */
+        uint64_t timeout_usec; /* --timeout: every wait for the daemon */
         VarlinkClient *client;
-        int fd; /* the client's socket, -1 before connecting */
 };
 
 /* Returned by ctl_parse_common() for an option that is not a common one. */
 #define CTL_CONTINUE (-1)
 
 /* Handles option @c (as returned by getopt_long) if it is a common one: --socket, --json,
- * --no-color, --help (prints the command's help, returns CTL_EXIT_OK) or an unknown option
+ * --no-color, --timeout (a bad value prints why and returns CTL_EXIT_USAGE), --help (prints the
+ * command's help, returns CTL_EXIT_OK) or an unknown option
  * (prints the usage to stderr, returns CTL_EXIT_USAGE). Returns CTL_CONTINUE when the caller
  * should go on parsing. */
 int ctl_parse_common(Ctl *ctl, const CtlCommand *cmd, int c);
@@ -68,8 +74,7 @@ int ctl_parse_common(Ctl *ctl, const CtlCommand *cmd, int c);
  * list into @cpus as a JSON array, replacing one from an earlier --cpu) for the commands that
  * take them: NULL for one a command does not take. On a bad --cpu prints why and returns
  * CTL_EXIT_USAGE. */
-int ctl_parse_option(Ctl *ctl, const CtlCommand *cmd, int c, const char **window,
-                     json_t **cpus);
+int ctl_parse_option(Ctl *ctl, const CtlCommand *cmd, int c, const char **window, json_t **cpus);
 
 /* Prints "jitterctl NAME: MESSAGE" and the command's usage to stderr; returns CTL_EXIT_USAGE. */
 int ctl_usage_error(const CtlCommand *cmd, const char *fmt, ...)
@@ -78,9 +83,13 @@ int ctl_usage_error(const CtlCommand *cmd, const char *fmt, ...)
 /* Prints "jitterctl: MESSAGE" to stderr; returns CTL_EXIT_FAILURE. */
 int ctl_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Connects to the daemon unless already connected. On failure prints the "cannot connect ...
- * is jitterd running?" message and returns a negative errno. */
+/* Connects to the daemon unless already connected, waiting at most the timeout. On failure
+ * prints the "cannot connect ... is jitterd running?" message and returns a negative errno. */
 int ctl_connect(Ctl *ctl);
+
+/* Why a call to the daemon got no reply (@r is a negative errno of varlink_client_call*()), for
+ * messages: "no reply from jitterd within 10.0 s (--timeout DUR waits longer)", ... */
+const char *ctl_call_strerror(const Ctl *ctl, int r, char *buf, size_t size);
 
 /* Calls io.jitterd.@method (or @method as given when it holds a dot) with @params (stolen, NULL
  * for none). Returns 0 and the reply parameters in @ret (a new reference), or prints why the

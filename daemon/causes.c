@@ -1,0 +1,364 @@
+#include "causes.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Distinct causes followed while walking one interruption, before the longest CAUSES_MAX are
+ * kept; the time of any beyond (rare: an interruption is a few contexts) goes to other_ticks. */
+#define WORK_MAX 64
+
+#define SLOT_UNEXPLAINED (-1)
+#define SLOT_OTHER (-2)
+
+static const char *const kind_names[CAUSE_KIND_MAX] = {
+        [CAUSE_IRQ] = "irq",   [CAUSE_VECTOR] = "vector", [CAUSE_SOFTIRQ] = "softirq",
+        [CAUSE_TASK] = "task", [CAUSE_TIMER] = "timer",   [CAUSE_WORK] = "work",
+        [CAUSE_IPI] = "ipi",
+};
+
+const char *cause_kind_name(CauseKind kind)
+{
+        if ((unsigned)kind >= CAUSE_KIND_MAX) {
+                return NULL;
+        }
+        return kind_names[kind];
+}
+
+int cause_kind_parse(const char *name, CauseKind *ret)
+{
+        for (unsigned k = 0; k < CAUSE_KIND_MAX; k++) {
+                if (strcmp(name, kind_names[k]) == 0) {
+                        *ret = (CauseKind)k;
+                        return 0;
+                }
+        }
+        return -EINVAL;
+}
+
+size_t causes_lower_bound(const TraceRecord *records, size_t n, uint64_t ticks)
+{
+        size_t lo = 0, hi = n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (records[mid].ticks < ticks) {
+                        lo = mid + 1;
+                } else {
+                        hi = mid;
+                }
+        }
+        return lo;
+}
+
+/* A context that is open. It belongs to the task that ran when it began: on a kernel that
+ * runs softirqs and IRQ threads in preemptible tasks (PREEMPT_RT) it may stay open while
+ * another task runs, and then gets no time until its task runs again. */
+typedef struct Frame {
+        uint8_t kind;
+        uint64_t id;
+        int32_t owner;
+        uint64_t entry_ticks;
+        int slot;
+        bool counted;
+} Frame;
+
+typedef struct Walk {
+        uint64_t start, end, t;
+        int32_t probe_pid;
+        int32_t current; /* the task that runs */
+        int base_slot;   /* where the current task's own time goes */
+        bool base_counted;
+        uint64_t base_acc; /* time given to base_slot since the current task began to run */
+        Frame stack[CAUSES_DEPTH_MAX];
+        size_t depth;
+        Cause work[WORK_MAX];
+        size_t n_work;
+        CauseList *out;
+} Walk;
+
+static int slot_for(Walk *w, CauseKind kind, const char *name)
+{
+        for (size_t i = 0; i < w->n_work; i++) {
+                if (w->work[i].kind == kind && strcmp(w->work[i].name, name) == 0) {
+                        return (int)i;
+                }
+        }
+        if (w->n_work == WORK_MAX) {
+                return SLOT_OTHER;
+        }
+        w->work[w->n_work] = (Cause){.kind = kind};
+        snprintf(w->work[w->n_work].name, sizeof(w->work[w->n_work].name), "%s", name);
+        return (int)w->n_work++;
+}
+
+static void give(Walk *w, int slot, uint64_t ticks, bool *counted)
+{
+        if (ticks == 0) {
+                return;
+        }
+        if (slot >= 0) {
+                w->work[slot].ticks += ticks;
+                if (!*counted) {
+                        w->work[slot].count++;
+                }
+        } else if (slot == SLOT_OTHER) {
+                w->out->other_ticks += ticks;
+        } else {
+                w->out->unexplained_ticks += ticks;
+        }
+        *counted = true;
+}
+
+/* The innermost open context of the task that runs, or NULL. */
+static Frame *innermost(Walk *w)
+{
+        for (size_t i = w->depth; i-- > 0;) {
+                if (w->stack[i].owner == w->current) {
+                        return &w->stack[i];
+                }
+        }
+        return NULL;
+}
+
+/* Gives the time from w->t to @ticks (clipped to the interruption) to what runs. */
+static void advance(Walk *w, uint64_t ticks)
+{
+        uint64_t to = ticks < w->start ? w->start : ticks > w->end ? w->end : ticks;
+        Frame *f;
+
+        if (to <= w->t) {
+                return;
+        }
+        f = innermost(w);
+        if (f) {
+                give(w, f->slot, to - w->t, &f->counted);
+        } else {
+                give(w, w->base_slot, to - w->t, &w->base_counted);
+                w->base_acc += to - w->t;
+        }
+        w->t = to;
+}
+
+static void name_of_unknown(const TraceRecord *r, char *buf, size_t size)
+{
+        if (r->name[0]) {
+                snprintf(buf, size, "%s", r->name);
+        } else if (r->kind == CAUSE_IRQ || r->kind == CAUSE_VECTOR || r->kind == CAUSE_SOFTIRQ) {
+                snprintf(buf, size, "%llu", (unsigned long long)r->id);
+        } else {
+                snprintf(buf, size, "0x%llx", (unsigned long long)r->id);
+        }
+}
+
+static void on_entry(Walk *w, const TraceRecord *r)
+{
+        char name[CAUSE_NAME_MAX];
+
+        if ((unsigned)r->kind >= CAUSE_KIND_MAX || r->kind == CAUSE_TASK) {
+                return;
+        }
+        if (w->depth == CAUSES_DEPTH_MAX) {
+                w->out->flags |= CAUSES_TOO_DEEP;
+                return;
+        }
+        name_of_unknown(r, name, sizeof(name));
+        w->stack[w->depth++] = (Frame){
+                .kind = r->kind,
+                .id = r->id,
+                .owner = w->current,
+                .entry_ticks = r->ticks,
+                .slot = slot_for(w, (CauseKind)r->kind, name),
+        };
+}
+
+static void close_frame(Walk *w, size_t i, uint64_t exit_ticks)
+{
+        if (w->stack[i].entry_ticks < w->start && exit_ticks > w->start) {
+                w->out->flags |= CAUSES_CLIPPED;
+        }
+        if (exit_ticks > w->end && w->stack[i].entry_ticks < w->end) {
+                w->out->flags |= CAUSES_CLIPPED;
+        }
+        memmove(&w->stack[i], &w->stack[i + 1], (w->depth - i - 1) * sizeof(Frame));
+        w->depth--;
+}
+
+static void on_exit(Walk *w, const TraceRecord *r)
+{
+        char name[CAUSE_NAME_MAX];
+        bool counted = false;
+        int slot;
+
+        for (size_t i = w->depth; i-- > 0;) {
+                Frame *f = &w->stack[i];
+
+                if (f->owner != w->current || f->kind != r->kind || f->id != r->id) {
+                        continue;
+                }
+                /* Contexts of this task opened inside it and still open lost their exits. */
+                for (size_t j = w->depth; j-- > i + 1;) {
+                        if (w->stack[j].owner == w->current) {
+                                w->out->flags |= CAUSES_UNMATCHED;
+                                close_frame(w, j, r->ticks);
+                        }
+                }
+                close_frame(w, i, r->ticks);
+                return;
+        }
+        if ((unsigned)r->kind >= CAUSE_KIND_MAX || r->kind == CAUSE_TASK) {
+                return;
+        }
+        /* An exit whose entry we never saw: that context was open from before the first
+         * record (or its entry was lost), so every open context of this task lost its exit,
+         * and the time given to the task itself since it began to run was the context's. */
+        for (size_t j = w->depth; j-- > 0;) {
+                if (w->stack[j].owner == w->current) {
+                        w->out->flags |= CAUSES_UNMATCHED;
+                        close_frame(w, j, r->ticks);
+                }
+        }
+        if (r->ticks <= w->start) {
+                return; /* it ended before the interruption: nothing to move */
+        }
+        name_of_unknown(r, name, sizeof(name));
+        slot = slot_for(w, (CauseKind)r->kind, name);
+        if (w->base_acc > 0) {
+                if (w->base_slot >= 0) {
+                        w->work[w->base_slot].ticks -= w->base_acc;
+                } else if (w->base_slot == SLOT_OTHER) {
+                        w->out->other_ticks -= w->base_acc;
+                } else {
+                        w->out->unexplained_ticks -= w->base_acc;
+                }
+                give(w, slot, w->base_acc, &counted);
+                w->base_acc = 0;
+        }
+        w->out->flags |= CAUSES_CLIPPED;
+}
+
+static void on_switch(Walk *w, const TraceRecord *r)
+{
+        char name[CAUSE_NAME_MAX];
+
+        /* A vector and an IPI's function run with interrupts off and cannot be switched out:
+         * one still open lost its exit. */
+        for (size_t i = w->depth; i-- > 0;) {
+                if (w->stack[i].owner == w->current &&
+                    (w->stack[i].kind == CAUSE_VECTOR || w->stack[i].kind == CAUSE_IPI)) {
+                        w->out->flags |= CAUSES_UNMATCHED;
+                        close_frame(w, i, r->ticks);
+                }
+        }
+        if (w->probe_pid < 0) {
+                /* Unknown probe: it is whatever ran when the interruption began. */
+                w->probe_pid = (int32_t)r->id;
+                for (size_t i = 0; i < w->depth; i++) {
+                        if (w->stack[i].owner < 0) {
+                                w->stack[i].owner = w->probe_pid;
+                        }
+                }
+        }
+        w->current = r->pid;
+        w->base_acc = 0;
+        w->base_counted = false;
+        if (r->pid == w->probe_pid) {
+                w->base_slot = SLOT_UNEXPLAINED;
+                return;
+        }
+        snprintf(name, sizeof(name), "%.*s:%d", (int)(sizeof(name) - 12),
+                 r->name[0] ? r->name : "?", (int)r->pid);
+        w->base_slot = slot_for(w, CAUSE_TASK, name);
+}
+
+static int cmp_cause(const void *a, const void *b)
+{
+        const Cause *x = a, *y = b;
+
+        if (x->ticks != y->ticks) {
+                return x->ticks < y->ticks ? 1 : -1;
+        }
+        if (x->kind != y->kind) {
+                return x->kind < y->kind ? -1 : 1;
+        }
+        return strcmp(x->name, y->name);
+}
+
+/* Sorts @w's causes, keeps the longest CAUSES_MAX with time, and sums the rest. */
+static void finish(Walk *w)
+{
+        CauseList *out = w->out;
+        size_t kept = 0;
+
+        /* Insertion sort: at most WORK_MAX entries, and no qsort needed for that. */
+        for (size_t i = 1; i < w->n_work; i++) {
+                Cause c = w->work[i];
+                size_t j = i;
+
+                while (j > 0 && cmp_cause(&w->work[j - 1], &c) > 0) {
+                        w->work[j] = w->work[j - 1];
+                        j--;
+                }
+                w->work[j] = c;
+        }
+        for (size_t i = 0; i < w->n_work; i++) {
+                if (w->work[i].ticks == 0) {
+                        continue;
+                }
+                if (kept < CAUSES_MAX) {
+                        out->causes[kept++] = w->work[i];
+                } else {
+                        out->other_ticks += w->work[i].ticks;
+                }
+        }
+        out->n = kept;
+}
+
+int causes_analyze(const TraceRecord *records, size_t n, uint64_t start_ticks, uint64_t end_ticks,
+                   int probe_pid, CauseList *ret)
+{
+        Walk w = {
+                .start = start_ticks,
+                .end = end_ticks,
+                .t = start_ticks,
+                .probe_pid = probe_pid,
+                .current = probe_pid,
+                .base_slot = SLOT_UNEXPLAINED,
+                .out = ret,
+        };
+
+        if (end_ticks < start_ticks) {
+                return -EINVAL;
+        }
+        *ret = (CauseList){.total_ticks = end_ticks - start_ticks};
+        for (size_t i = 0; i < n; i++) {
+                const TraceRecord *r = &records[i];
+
+                if (r->ticks > end_ticks && r->phase != TRACE_EXIT) {
+                        break; /* an exit just after the end may still close a context */
+                }
+                advance(&w, r->ticks);
+                switch (r->phase) {
+                case TRACE_ENTRY:
+                        on_entry(&w, r);
+                        break;
+                case TRACE_EXIT:
+                        on_exit(&w, r);
+                        break;
+                case TRACE_SWITCH:
+                        on_switch(&w, r);
+                        break;
+                default:
+                        break;
+                }
+        }
+        advance(&w, end_ticks);
+        for (size_t i = 0; i < w.depth; i++) {
+                if (w.stack[i].entry_ticks < end_ticks) {
+                        ret->flags |= CAUSES_UNFINISHED;
+                }
+        }
+        finish(&w);
+        return 0;
+}

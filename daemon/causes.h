@@ -1,0 +1,115 @@
+#pragma once
+
+/* The causes of one interruption, from the kernel trace records of its CPU: pure functions
+ * over data, shared by the trace recorder and its tests, with no knowledge of tracefs.
+ *
+ * A record is one kernel trace event reduced to what matching needs: when it happened (in
+ * counter ticks, the probe's unit), whether a context begins or ends there (an IRQ handler, an
+ * x86 vector, a softirq, an hrtimer callback, a work item, an IPI's function) or another task
+ * starts to run (sched_switch), and a name. The analysis walks the records of one CPU between
+ * the interruption's start and end and gives every slice of time to the innermost context open
+ * then, so each cause's time is its own, nested time subtracted: an hrtimer callback inside a
+ * local timer vector counts for the timer, the rest of the vector's time for the vector. While
+ * no context is open, the time belongs to the task that runs: another task (the probe was
+ * switched out) is a cause; the probe itself, in the kernel on its way in or out, is the
+ * unexplained remainder.
+ *
+ * A context belongs to the task that ran when it began: on a kernel that runs softirqs and IRQ
+ * threads in preemptible tasks (PREEMPT_RT) it can stay open while another task runs, and gets
+ * no time until its task runs again.
+ *
+ * At the interruption's start the probe was running its loop in user space, so the analysis
+ * starts with no context open and the probe running. Records that contradict this (an exit
+ * without its entry: the entry fell before the window or was lost) are repaired as well as the
+ * order allows and flagged. This module never logs and never allocates. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum CauseKind {
+        CAUSE_IRQ,     /* a device IRQ handler: its name from request_irq() */
+        CAUSE_VECTOR,  /* an x86 system vector: local_timer, reschedule, call_function... */
+        CAUSE_SOFTIRQ, /* TIMER, RCU, NET_RX... */
+        CAUSE_TASK,    /* another task ran on the CPU: "comm:pid" */
+        CAUSE_TIMER,   /* an hrtimer callback: its function */
+        CAUSE_WORK,    /* a workqueue item: its function */
+        CAUSE_IPI,     /* the function an IPI ran (smp_call_function), or an arm64 IPI */
+        CAUSE_KIND_MAX,
+} CauseKind;
+
+typedef enum TracePhase {
+        TRACE_ENTRY,  /* a context of @kind begins */
+        TRACE_EXIT,   /* the context of @kind and @id ends */
+        TRACE_SWITCH, /* sched_switch: from now on task @pid (comm @name) runs; @id is the
+                       * pid that ran before */
+        TRACE_MARK,   /* a point in time with no duration (a trace_marker write) */
+} TracePhase;
+
+#define CAUSE_NAME_MAX 32
+
+typedef struct TraceRecord {
+        uint64_t ticks; /* when, in counter ticks */
+        uint64_t id;    /* pairs an entry with its exit: IRQ number, vector, softirq number,
+                         * hrtimer, work or csd address */
+        int32_t pid;    /* TRACE_SWITCH: the task that runs next */
+        uint8_t kind;   /* CauseKind; ignored for TRACE_SWITCH and TRACE_MARK */
+        uint8_t phase;  /* TracePhase */
+        char name[CAUSE_NAME_MAX]; /* entry: what it is; switch: the next task's comm; mark:
+                                    * the text written. NUL-terminated, maybe cut short. */
+} TraceRecord;
+
+/* Causes kept per interruption; the time of the others is summed in other_ticks. */
+#define CAUSES_MAX 8
+
+/* The deepest nesting followed; deeper entries are counted to the innermost context kept. */
+#define CAUSES_DEPTH_MAX 16
+
+typedef struct Cause {
+        CauseKind kind;
+        char name[CAUSE_NAME_MAX]; /* for a task "comm:pid" */
+        uint64_t ticks;            /* its own time within the interruption */
+        uint32_t count;            /* how many times it began (or was switched to) */
+} Cause;
+
+/* The records do not cover the whole interruption: some were overwritten in the kernel's
+ * buffer, dropped from the recorder's window, or not read yet (set by the recorder). */
+#define CAUSES_LOST (1u << 0)
+/* A context began before the interruption or ended after it; only its part inside counts. */
+#define CAUSES_CLIPPED (1u << 1)
+/* An exit or a switch did not match what was open (a record is missing): the contexts it
+ * skipped were closed there. */
+#define CAUSES_UNMATCHED (1u << 2)
+/* A context was still open at the interruption's end (its exit is missing or later). */
+#define CAUSES_UNFINISHED (1u << 3)
+/* Nesting deeper than CAUSES_DEPTH_MAX. */
+#define CAUSES_TOO_DEEP (1u << 4)
+
+typedef struct CauseList {
+        size_t n;
+        Cause causes[CAUSES_MAX]; /* longest first, each (kind, name) once */
+        uint64_t other_ticks;     /* causes beyond CAUSES_MAX */
+        uint64_t unexplained_ticks;
+        uint64_t total_ticks; /* the interruption: Σ causes + other + unexplained */
+        unsigned flags;       /* CAUSES_* */
+} CauseList;
+
+/* Explains the interruption [@start_ticks, @end_ticks] of one CPU from @records of that CPU,
+ * @n of them in time order, which should cover at least that range (records outside it only
+ * set the scene: an entry before the start opens a context whose time counts from the start).
+ * @probe_pid is the probe thread's kernel tid: a switch to it ends another task's time (-1:
+ * unknown, then the task the first switch leaves is taken for the probe).
+ * Fills @ret; the causes' ticks, other_ticks and unexplained_ticks add up to
+ * @end_ticks - @start_ticks. Causes with no time inside the range are left out. Returns 0, or
+ * -EINVAL when @end_ticks < @start_ticks. */
+int causes_analyze(const TraceRecord *records, size_t n, uint64_t start_ticks, uint64_t end_ticks,
+                   int probe_pid, CauseList *ret);
+
+/* "irq", "vector", "softirq", "task", "timer", "work", "ipi"; NULL for a bad kind. */
+const char *cause_kind_name(CauseKind kind);
+
+/* Parses a name of cause_kind_name(). Returns 0 or -EINVAL. */
+int cause_kind_parse(const char *name, CauseKind *ret);
+
+/* Index of the first of @n records (in time order) at or after @ticks; @n when none is. */
+size_t causes_lower_bound(const TraceRecord *records, size_t n, uint64_t ticks);

@@ -1,0 +1,1192 @@
+#include "trace.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <mntent.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event-parse.h>
+#include <kbuffer.h>
+#include <trace-seq.h>
+#include <tracefs.h>
+
+#include "ksyms.h"
+
+#define TRACEFS_MAGIC_NUMBER 0x74726163
+#define DEFAULT_ROOT "/sys/kernel/tracing"
+#define DEFAULT_INSTANCE "jitterd"
+#define HANDLERS_MAX 64
+#define LOSSES_MAX 16
+#define OPEN_MAX 16
+/* The kernel's smallest buffer, for the CPUs the instance does not record. */
+#define UNUSED_BUFFER_KB 4u
+
+#define PERMISSION_HINT                                                                            \
+        "tracing needs root, or CAP_DAC_OVERRIDE for another user (tracefs files are root's, "     \
+        "mode 0640; the gid= mount option gives a group read access only)"
+#define MOUNT_HINT "mount it with: mount -t tracefs nodev " DEFAULT_ROOT
+
+/* How the fields of an event become a record. */
+typedef enum Parse {
+        PARSE_IRQ_ENTRY,  /* id: irq; name: the name string */
+        PARSE_ID,         /* id only: exits, whose name comes from their entry */
+        PARSE_FUNCTION,   /* id; name: the kernel function at the name field */
+        PARSE_LABEL,      /* id; name: fixed per event (the vector's) */
+        PARSE_SOFTIRQ,    /* id: vec; name: the softirq's */
+        PARSE_SWITCH,     /* id: prev_pid; pid: next_pid; name: next_comm */
+        PARSE_IPI_REASON, /* arm64 ipi_entry/exit: id: the reason pointer; name: its text */
+        PARSE_MARK,       /* ftrace:print: name: the text */
+} Parse;
+
+typedef struct Handler {
+        int type;
+        Parse parse;
+        uint8_t kind;
+        uint8_t phase;
+        struct tep_event *event;
+        struct tep_format_field *id;
+        struct tep_format_field *pid;
+        const char *name_field;
+        struct tep_format_field *name;
+        struct tep_format_field *func;
+        char label[CAUSE_NAME_MAX];
+} Handler;
+
+/* Kinds of events wanted: an entry/exit pair or a single event. */
+typedef struct Source {
+        const char *group; /* named in the missing list when absent */
+        const char *system;
+        const char *entry;
+        const char *exit; /* NULL: a single event */
+        CauseKind kind;
+        Parse entry_parse;
+        const char *id_field;
+        const char *name_field;
+} Source;
+
+static const Source SOURCES[] = {
+        {"irq", "irq", "irq_handler_entry", "irq_handler_exit", CAUSE_IRQ, PARSE_IRQ_ENTRY, "irq",
+         "name"},
+        {"softirq", "irq", "softirq_entry", "softirq_exit", CAUSE_SOFTIRQ, PARSE_SOFTIRQ, "vec",
+         NULL},
+        {"sched", "sched", "sched_switch", NULL, CAUSE_TASK, PARSE_SWITCH, "prev_pid", "next_comm"},
+        {"hrtimer", "timer", "hrtimer_expire_entry", "hrtimer_expire_exit", CAUSE_TIMER,
+         PARSE_FUNCTION, "hrtimer", "function"},
+        {"workqueue", "workqueue", "workqueue_execute_start", "workqueue_execute_end", CAUSE_WORK,
+         PARSE_FUNCTION, "work", "function"},
+        {"ipi", "csd", "csd_function_entry", "csd_function_exit", CAUSE_IPI, PARSE_FUNCTION, "csd",
+         "func"},
+        {"ipi", "ipi", "ipi_entry", "ipi_exit", CAUSE_IPI, PARSE_IPI_REASON, "reason", NULL},
+};
+
+static const char *const SOFTIRQ_NAMES[] = {
+        "HI",       "TIMER",   "NET_TX", "NET_RX",  "BLOCK",
+        "IRQ_POLL", "TASKLET", "SCHED",  "HRTIMER", "RCU",
+};
+
+typedef struct Loss {
+        uint64_t from_ticks; /* the last record kept before it */
+        uint64_t to_ticks;   /* the first record after it */
+} Loss;
+
+/* An entry seen without its exit yet, to name the exit (exit events carry no name). */
+typedef struct Open {
+        uint8_t kind;
+        uint64_t id;
+        char name[CAUSE_NAME_MAX];
+} Open;
+
+typedef struct TraceCpu {
+        int cpu;
+        struct tracefs_cpu *tcpu;
+        TraceRecord *win;
+        size_t n;
+        uint64_t complete_from; /* the window has every record from here on */
+        uint64_t horizon;       /* every record before this has been read */
+        uint64_t last_ticks;
+        bool have_last;
+        Loss losses[LOSSES_MAX];
+        size_t n_losses;
+        size_t next_loss;
+        Open open[OPEN_MAX];
+        size_t n_open;
+} TraceCpu;
+
+struct TraceRecorder {
+        char root[PATH_MAX];
+        char dir[PATH_MAX];
+        struct tracefs_instance *inst;
+        int on_fd; /* tracing_on, kept open: it can be switched off after privileges are gone */
+        struct tep_handle *tep;
+        struct kbuffer *kbuf;
+        struct trace_seq seq;
+        void *page;
+        int page_size;
+        unsigned max_pages;
+        Handler handlers[HANDLERS_MAX];
+        size_t n_handlers;
+        TraceCpu *cpus;
+        size_t n_cpus;
+        size_t window;
+        unsigned buffer_kb;
+        Ksyms *ksyms; /* NULL: functions are named by address */
+        bool own_ksyms;
+
+        /* Trace clock → counter ticks. */
+        char clock[16];
+        bool identity;
+        clockid_t clock_id;
+        uint64_t hz;
+        CounterSource counter;
+        uint64_t ref_ticks, ref_ns;
+        uint64_t slack_ticks;
+
+        char events[2048];
+        char missing[128];
+        char reason[TRACE_REASON_MAX];
+        TraceStats stats;
+};
+
+static int failf(char *buf, size_t size, int err, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+
+static int failf(char *buf, size_t size, int err, const char *fmt, ...)
+{
+        va_list ap;
+
+        if (buf && size > 0) {
+                va_start(ap, fmt);
+                vsnprintf(buf, size, fmt, ap);
+                va_end(ap);
+        }
+        return -err;
+}
+
+static uint64_t mono_ns(clockid_t id)
+{
+        struct timespec ts;
+
+        clock_gettime(id, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* --- where tracefs is ------------------------------------------------------------------- */
+
+static bool is_tracefs(const char *path)
+{
+        struct statfs sf;
+
+        return statfs(path, &sf) == 0 && (uint32_t)sf.f_type == TRACEFS_MAGIC_NUMBER;
+}
+
+static bool kernel_has_tracefs(void)
+{
+        FILE *f = fopen("/proc/filesystems", "re");
+        char line[128];
+        bool found = false;
+
+        if (!f) {
+                return true; /* cannot tell: do not claim it is missing */
+        }
+        while (!found && fgets(line, sizeof(line), f)) {
+                found = strstr(line, "\ttracefs") != NULL;
+        }
+        fclose(f);
+        return found;
+}
+
+static int find_root(const TraceOptions *opt, char *ret, char *reason, size_t rsize)
+{
+        FILE *f;
+        struct mntent *me;
+
+        if (opt->root) {
+                if (!is_tracefs(opt->root)) {
+                        return failf(reason, rsize, ENOENT,
+                                     "tracefs is not mounted at %s: mount it with: mount -t "
+                                     "tracefs nodev %s",
+                                     opt->root, opt->root);
+                }
+                snprintf(ret, PATH_MAX, "%s", opt->root);
+                return 0;
+        }
+        if (is_tracefs(DEFAULT_ROOT)) {
+                snprintf(ret, PATH_MAX, "%s", DEFAULT_ROOT);
+                return 0;
+        }
+        f = setmntent("/proc/self/mounts", "re");
+        while (f && (me = getmntent(f))) {
+                if (strcmp(me->mnt_type, "tracefs") == 0 && is_tracefs(me->mnt_dir)) {
+                        snprintf(ret, PATH_MAX, "%s", me->mnt_dir);
+                        endmntent(f);
+                        return 0;
+                }
+        }
+        if (f) {
+                endmntent(f);
+        }
+        if (!kernel_has_tracefs()) {
+                return failf(reason, rsize, EOPNOTSUPP,
+                             "this kernel has no tracefs (built without CONFIG_TRACING): trace "
+                             "causes are off");
+        }
+        return failf(reason, rsize, ENOENT, "tracefs is not mounted: " MOUNT_HINT);
+}
+
+static bool locked_down(void)
+{
+        char buf[256] = "";
+        FILE *f = fopen("/sys/kernel/security/lockdown", "re");
+
+        if (f) {
+                if (!fgets(buf, sizeof(buf), f)) {
+                        buf[0] = 0;
+                }
+                fclose(f);
+        }
+        return strstr(buf, "[confidentiality]") != NULL;
+}
+
+/* The reason for a failed access to @what: permission, lockdown, or the errno's text. */
+static int access_failed(char *reason, size_t rsize, int err, const char *what)
+{
+        if ((err == EPERM || err == EACCES) && locked_down()) {
+                return failf(reason, rsize, err,
+                             "%s: %s: the kernel is locked down (confidentiality) and forbids "
+                             "tracing",
+                             what, strerror(err));
+        }
+        if (err == EPERM || err == EACCES) {
+                return failf(reason, rsize, err, "%s: %s: " PERMISSION_HINT, what, strerror(err));
+        }
+        return failf(reason, rsize, err, "%s: %s", what, strerror(err));
+}
+
+/* --- setting up the instance ----------------------------------------------------------- */
+
+static int write_file(TraceRecorder *t, const char *file, const char *value, char *reason,
+                      size_t rsize)
+{
+        char what[PATH_MAX + 64];
+
+        errno = 0;
+        if (tracefs_instance_file_write(t->inst, file, value) < 0) {
+                int err = errno ? errno : EIO;
+
+                snprintf(what, sizeof(what), "cannot write \"%s\" to %s/%s", value, t->dir, file);
+                return access_failed(reason, rsize, err, what);
+        }
+        return 0;
+}
+
+/* The clock named @want is offered by this kernel. */
+static bool clock_offered(TraceRecorder *t, const char *want)
+{
+        char *list = tracefs_instance_file_read(t->inst, "trace_clock", NULL);
+        bool found = false;
+
+        for (char *tok = list ? strtok(list, " []\n") : NULL; tok && !found;
+             tok = strtok(NULL, " []\n")) {
+                found = strcmp(tok, want) == 0;
+        }
+        free(list);
+        return found;
+}
+
+/* Chooses the trace clock and how it maps to counter ticks (see trace.h). */
+static int choose_clock(TraceRecorder *t, const TraceOptions *opt, char *reason, size_t rsize)
+{
+        bool tsc = false;
+        const char *want;
+
+#if defined(__x86_64__)
+        tsc = opt->counter == COUNTER_HW;
+#endif
+        want = opt->clock ? opt->clock : tsc ? "x86-tsc" : "mono_raw";
+        if (strcmp(want, "x86-tsc") == 0) {
+                if (!tsc) {
+                        return failf(reason, rsize, EINVAL,
+                                     "the x86-tsc trace clock matches only the TSC counter");
+                }
+                t->identity = true;
+        } else if (strcmp(want, "mono_raw") == 0) {
+                t->clock_id = CLOCK_MONOTONIC_RAW;
+                t->identity = opt->counter == COUNTER_CLOCK;
+        } else if (strcmp(want, "mono") == 0) {
+                t->clock_id = CLOCK_MONOTONIC;
+        } else {
+                return failf(reason, rsize, EINVAL, "unknown trace clock \"%s\"", want);
+        }
+        if (!clock_offered(t, want)) {
+                if (opt->clock || !tsc) {
+                        return failf(reason, rsize, EOPNOTSUPP,
+                                     "this kernel offers no \"%s\" trace clock", want);
+                }
+                /* A TSC the kernel does not trace with: map mono_raw instead. */
+                want = "mono_raw";
+                t->clock_id = CLOCK_MONOTONIC_RAW;
+                t->identity = false;
+                if (!clock_offered(t, want)) {
+                        return failf(reason, rsize, EOPNOTSUPP,
+                                     "this kernel offers neither the x86-tsc nor the mono_raw "
+                                     "trace clock");
+                }
+        }
+        snprintf(t->clock, sizeof(t->clock), "%s", want);
+        t->hz = opt->counter_hz;
+        t->counter = opt->counter;
+        /* A mapped clock is good to well under a microsecond: records that far outside an
+         * interruption may still belong to it. */
+        t->slack_ticks = t->identity ? 0 : t->hz / 500000;
+        return write_file(t, "trace_clock", want, reason, rsize);
+}
+
+/* A fresh (counter, clock) pair for the mapping: the tightest bracket of a few tries. */
+static void refresh_mapping(TraceRecorder *t)
+{
+        uint64_t best = UINT64_MAX;
+
+        if (t->identity) {
+                return;
+        }
+        for (int i = 0; i < 5; i++) {
+                uint64_t a = counter_read(t->counter), ns = mono_ns(t->clock_id),
+                         b = counter_read(t->counter);
+
+                if (b - a < best) {
+                        best = b - a;
+                        t->ref_ticks = a + (b - a) / 2;
+                        t->ref_ns = ns;
+                }
+        }
+}
+
+static uint64_t to_ticks(const TraceRecorder *t, uint64_t ts)
+{
+        __int128 d;
+
+        if (t->identity) {
+                return ts;
+        }
+        d = (__int128)((int64_t)(ts - t->ref_ns)) * (__int128)t->hz / 1000000000;
+        return t->ref_ticks + (uint64_t)(int64_t)d;
+}
+
+static struct tep_event *find_event(TraceRecorder *t, const char *system, const char *name)
+{
+        return tep_find_event_by_name(t->tep, system, name);
+}
+
+static void add_event_name(TraceRecorder *t, const char *system, const char *name)
+{
+        size_t len = strlen(t->events);
+
+        snprintf(t->events + len, sizeof(t->events) - len, "%s%s:%s", len ? " " : "", system, name);
+}
+
+static int add_handler(TraceRecorder *t, struct tep_event *ev, Parse parse, CauseKind kind,
+                       TracePhase phase, const char *id_field, const char *name_field,
+                       const char *label)
+{
+        Handler *h;
+
+        if (t->n_handlers == HANDLERS_MAX) {
+                return -ENOSPC;
+        }
+        h = &t->handlers[t->n_handlers++];
+        *h = (Handler){
+                .type = ev->id,
+                .parse = parse,
+                .kind = (uint8_t)kind,
+                .phase = (uint8_t)phase,
+                .event = ev,
+                .id = id_field ? tep_find_field(ev, id_field) : NULL,
+                .name_field = name_field,
+        };
+        if (name_field) {
+                h->name = tep_find_field(ev, name_field);
+        }
+        if (parse == PARSE_SWITCH) {
+                h->pid = tep_find_field(ev, "next_pid");
+        }
+        if (parse == PARSE_FUNCTION && name_field) {
+                h->func = tep_find_field(ev, name_field);
+        }
+        snprintf(h->label, sizeof(h->label), "%.*s", (int)sizeof(h->label) - 1, label ? label : "");
+        return 0;
+}
+
+static int enable(TraceRecorder *t, const char *system, const char *name, char *reason,
+                  size_t rsize)
+{
+        char what[PATH_MAX + 64];
+
+        errno = 0;
+        if (tracefs_event_enable(t->inst, system, name) < 0) {
+                snprintf(what, sizeof(what), "cannot enable %s:%s in %s", system, name, t->dir);
+                return access_failed(reason, rsize, errno ? errno : EIO, what);
+        }
+        add_event_name(t, system, name);
+        return 0;
+}
+
+/* Every x86 vector that has an entry and an exit event. */
+static int add_vectors(TraceRecorder *t, bool *ret_found, char *reason, size_t rsize)
+{
+        char **names = tracefs_system_events(t->root, "irq_vectors");
+        int r = 0;
+
+        *ret_found = false;
+        for (int i = 0; names && names[i] && r == 0; i++) {
+                size_t len = strlen(names[i]);
+                char base[64], exit_name[80];
+                struct tep_event *in, *out;
+
+                if (len <= 6 || strcmp(names[i] + len - 6, "_entry") != 0 || len - 6 >= 64) {
+                        continue;
+                }
+                snprintf(base, sizeof(base), "%.*s", (int)(len - 6), names[i]);
+                snprintf(exit_name, sizeof(exit_name), "%s_exit", base);
+                in = find_event(t, "irq_vectors", names[i]);
+                out = find_event(t, "irq_vectors", exit_name);
+                if (!in || !out) {
+                        continue;
+                }
+                r = add_handler(t, in, PARSE_LABEL, CAUSE_VECTOR, TRACE_ENTRY, "vector", NULL,
+                                base);
+                if (r == 0) {
+                        r = add_handler(t, out, PARSE_LABEL, CAUSE_VECTOR, TRACE_EXIT, "vector",
+                                        NULL, base);
+                }
+                if (r == 0) {
+                        r = enable(t, "irq_vectors", names[i], reason, rsize);
+                }
+                if (r == 0) {
+                        r = enable(t, "irq_vectors", exit_name, reason, rsize);
+                }
+                *ret_found = true;
+        }
+        tracefs_list_free(names);
+        return r;
+}
+
+static void note_missing(TraceRecorder *t, const char *group)
+{
+        size_t len = strlen(t->missing);
+
+        if (strstr(t->missing, group)) {
+                return;
+        }
+        snprintf(t->missing + len, sizeof(t->missing) - len, "%s%s", len ? ", " : "", group);
+}
+
+static int setup_events(TraceRecorder *t, char *reason, size_t rsize)
+{
+        bool found_group[sizeof(SOURCES) / sizeof(SOURCES[0])] = {false};
+        struct tep_event *mark;
+        bool vectors = false;
+        int r;
+
+        r = write_file(t, "events/enable", "0", reason, rsize);
+        for (size_t i = 0; r == 0 && i < sizeof(SOURCES) / sizeof(SOURCES[0]); i++) {
+                const Source *s = &SOURCES[i];
+                struct tep_event *in = find_event(t, s->system, s->entry);
+                struct tep_event *out = s->exit ? find_event(t, s->system, s->exit) : NULL;
+
+                if (!in || (s->exit && !out)) {
+                        continue;
+                }
+                found_group[i] = true;
+                r = add_handler(t, in, s->entry_parse, s->kind,
+                                s->exit ? TRACE_ENTRY : TRACE_SWITCH, s->id_field, s->name_field,
+                                NULL);
+                if (r == 0 && out) {
+                        r = add_handler(t, out,
+                                        s->entry_parse == PARSE_IPI_REASON ? PARSE_IPI_REASON
+                                                                           : PARSE_ID,
+                                        s->kind, TRACE_EXIT, s->id_field, NULL, NULL);
+                }
+                if (r == 0) {
+                        r = enable(t, s->system, s->entry, reason, rsize);
+                }
+                if (r == 0 && out) {
+                        r = enable(t, s->system, s->exit, reason, rsize);
+                }
+        }
+        if (r == 0) {
+                r = add_vectors(t, &vectors, reason, rsize);
+        }
+        if (r < 0) {
+                return r;
+        }
+        for (size_t i = 0; i < sizeof(SOURCES) / sizeof(SOURCES[0]); i++) {
+                bool any = false;
+
+                for (size_t j = 0; j < sizeof(SOURCES) / sizeof(SOURCES[0]); j++) {
+                        any |= found_group[j] && strcmp(SOURCES[i].group, SOURCES[j].group) == 0;
+                }
+                if (!any) {
+                        note_missing(t, SOURCES[i].group);
+                }
+        }
+#if defined(__x86_64__)
+        if (!vectors) {
+                note_missing(t, "irq_vectors");
+        }
+#endif
+        if (t->n_handlers == 0) {
+                return failf(reason, rsize, EOPNOTSUPP,
+                             "this kernel has none of the trace events that explain "
+                             "interruptions (irq, sched, timer, irq_vectors...)");
+        }
+        /* trace_marker writes: no enable switch, always recorded. */
+        mark = find_event(t, "ftrace", "print");
+        if (mark) {
+                (void)add_handler(t, mark, PARSE_MARK, CAUSE_KIND_MAX, TRACE_MARK, NULL, "buf",
+                                  NULL);
+        }
+        return 0;
+}
+
+static int load_formats(TraceRecorder *t, char *reason, size_t rsize)
+{
+        static const char *const systems[] = {"irq", "irq_vectors", "sched",  "timer", "workqueue",
+                                              "csd", "ipi",         "ftrace", NULL};
+
+        errno = 0;
+        t->tep = tracefs_local_events_system(t->root, systems);
+        if (!t->tep) {
+                return access_failed(reason, rsize, errno ? errno : EIO,
+                                     "cannot read the trace event formats");
+        }
+        t->kbuf = kbuffer_alloc(KBUFFER_LSIZE_SAME_AS_HOST, KBUFFER_ENDIAN_SAME_AS_HOST);
+        if (!t->kbuf) {
+                return failf(reason, rsize, ENOMEM, "out of memory");
+        }
+        return 0;
+}
+
+static int create_instance(TraceRecorder *t, const char *name, char *reason, size_t rsize)
+{
+        char what[PATH_MAX + 64];
+
+        if ((size_t)snprintf(t->dir, sizeof(t->dir), "%s/instances/%s", t->root, name) >=
+            sizeof(t->dir)) {
+                return failf(reason, rsize, ENAMETOOLONG, "the tracefs path is too long");
+        }
+        /* One left by a daemon that did not stop cleanly is taken over and reset. */
+        if (mkdir(t->dir, 0750) < 0 && errno != EEXIST) {
+                int err = errno;
+
+                snprintf(what, sizeof(what), "cannot create the tracing instance %s", t->dir);
+                if (err == ENOENT) {
+                        return failf(reason, rsize, err,
+                                     "%s: this kernel's tracefs has no instances directory", what);
+                }
+                return access_failed(reason, rsize, err, what);
+        }
+        t->inst = tracefs_instance_alloc(t->root, name);
+        if (!t->inst) {
+                rmdir(t->dir);
+                return failf(reason, rsize, ENOMEM, "out of memory");
+        }
+        return 0;
+}
+
+static int set_buffers(TraceRecorder *t, char *reason, size_t rsize)
+{
+        char what[PATH_MAX + 64];
+
+        /* An instance starts with a default-sized buffer on every CPU; the CPUs it does not
+         * record get the smallest. */
+        if (tracefs_instance_set_buffer_size(t->inst, UNUSED_BUFFER_KB, -1) < 0) {
+                snprintf(what, sizeof(what), "cannot set the buffer size of %s", t->dir);
+                return access_failed(reason, rsize, errno ? errno : EIO, what);
+        }
+        for (size_t i = 0; i < t->n_cpus; i++) {
+                if (tracefs_instance_set_buffer_size(t->inst, t->buffer_kb, t->cpus[i].cpu) < 0) {
+                        snprintf(what, sizeof(what), "cannot set the buffer of CPU %d in %s",
+                                 t->cpus[i].cpu, t->dir);
+                        return access_failed(reason, rsize, errno ? errno : EIO, what);
+                }
+        }
+        if (tracefs_option_enable(t->inst, TRACEFS_OPTION_OVERWRITE) < 0) {
+                snprintf(what, sizeof(what), "cannot set overwrite mode in %s", t->dir);
+                return access_failed(reason, rsize, errno ? errno : EIO, what);
+        }
+        return 0;
+}
+
+static int set_cpumask(TraceRecorder *t, char *reason, size_t rsize)
+{
+        char list[4096] = "";
+        char what[PATH_MAX + 64];
+        size_t len = 0;
+
+        for (size_t i = 0; i < t->n_cpus && len < sizeof(list) - 16; i++) {
+                len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%d", i ? "," : "",
+                                        t->cpus[i].cpu);
+        }
+        errno = 0;
+        if (tracefs_instance_set_affinity(t->inst, list) < 0) {
+                snprintf(what, sizeof(what), "cannot limit %s to CPUs %s", t->dir, list);
+                return access_failed(reason, rsize, errno ? errno : EIO, what);
+        }
+        return 0;
+}
+
+static int open_cpus(TraceRecorder *t, char *reason, size_t rsize)
+{
+        char what[PATH_MAX + 64];
+
+        for (size_t i = 0; i < t->n_cpus; i++) {
+                TraceCpu *c = &t->cpus[i];
+
+                errno = 0;
+                c->tcpu = tracefs_cpu_open(t->inst, c->cpu, true);
+                if (!c->tcpu) {
+                        snprintf(what, sizeof(what), "cannot open the trace of CPU %d in %s",
+                                 c->cpu, t->dir);
+                        return access_failed(reason, rsize, errno ? errno : EIO, what);
+                }
+                if (t->page_size == 0) {
+                        t->page_size = tracefs_cpu_read_size(c->tcpu);
+                }
+        }
+        if (t->page_size <= 0) {
+                return failf(reason, rsize, EIO, "cannot tell the trace sub-buffer size");
+        }
+        t->page = malloc((size_t)t->page_size);
+        if (!t->page) {
+                return failf(reason, rsize, ENOMEM, "out of memory");
+        }
+        /* Bounded work per read: the whole buffer, and a little for what is written
+         * meanwhile. */
+        t->max_pages = t->buffer_kb * 1024u / (unsigned)t->page_size + 4;
+        return 0;
+}
+
+int trace_recorder_new(const TraceOptions *opt, TraceRecorder **ret, char *reason,
+                       size_t reason_size)
+{
+        TraceRecorder *t;
+        uint64_t now;
+        int r;
+
+        if (opt->n_cpus == 0 || opt->counter_hz == 0) {
+                return failf(reason, reason_size, EINVAL, "no CPU to trace");
+        }
+        t = calloc(1, sizeof(*t));
+        if (!t) {
+                return failf(reason, reason_size, ENOMEM, "out of memory");
+        }
+        trace_seq_init(&t->seq);
+        t->on_fd = -1;
+        t->window = opt->window_records ? opt->window_records : TRACE_WINDOW_DEFAULT;
+        t->buffer_kb = opt->buffer_kb ? opt->buffer_kb : TRACE_BUFFER_KB_DEFAULT;
+        t->cpus = calloc(opt->n_cpus, sizeof(*t->cpus));
+        if (!t->cpus) {
+                trace_recorder_free(t);
+                return failf(reason, reason_size, ENOMEM, "out of memory");
+        }
+        t->n_cpus = opt->n_cpus;
+        for (size_t i = 0; i < t->n_cpus; i++) {
+                t->cpus[i].cpu = opt->cpus[i];
+                t->cpus[i].win = calloc(t->window, sizeof(TraceRecord));
+                if (!t->cpus[i].win) {
+                        trace_recorder_free(t);
+                        return failf(reason, reason_size, ENOMEM, "out of memory");
+                }
+        }
+        r = find_root(opt, t->root, reason, reason_size);
+        if (r == 0) {
+                r = create_instance(t, opt->instance ? opt->instance : DEFAULT_INSTANCE, reason,
+                                    reason_size);
+        }
+        if (r == 0) {
+                r = write_file(t, "tracing_on", "0", reason, reason_size);
+        }
+        if (r == 0) {
+                t->on_fd = tracefs_trace_on_get_fd(t->inst);
+                if (t->on_fd < 0) {
+                        r = access_failed(reason, reason_size, errno ? errno : EIO,
+                                          "cannot open tracing_on");
+                }
+        }
+        if (r == 0) {
+                r = load_formats(t, reason, reason_size);
+        }
+        if (r == 0) {
+                r = choose_clock(t, opt, reason, reason_size);
+        }
+        if (r == 0) {
+                r = set_cpumask(t, reason, reason_size);
+        }
+        if (r == 0) {
+                r = set_buffers(t, reason, reason_size);
+        }
+        if (r == 0) {
+                r = setup_events(t, reason, reason_size);
+        }
+        if (r == 0) {
+                r = write_file(t, "trace", "", reason, reason_size);
+        }
+        if (r == 0) {
+                r = open_cpus(t, reason, reason_size);
+        }
+        if (r == 0 && opt->ksyms) {
+                t->ksyms = opt->ksyms;
+        } else if (r == 0 && ksyms_new(opt->kallsyms, &t->ksyms) == 0) {
+                t->own_ksyms = true;
+        }
+        if (r == 0) {
+                refresh_mapping(t);
+                now = counter_read(t->counter);
+                for (size_t i = 0; i < t->n_cpus; i++) {
+                        t->cpus[i].complete_from = now;
+                        t->cpus[i].horizon = now;
+                }
+                r = write_file(t, "tracing_on", "1", reason, reason_size);
+        }
+        if (r < 0) {
+                trace_recorder_free(t);
+                return r;
+        }
+        *ret = t;
+        return 0;
+}
+
+TraceRecorder *trace_recorder_free(TraceRecorder *t)
+{
+        if (!t) {
+                return NULL;
+        }
+        if (t->on_fd >= 0) {
+                (void)tracefs_trace_off_fd(t->on_fd);
+                close(t->on_fd);
+        }
+        for (size_t i = 0; t->cpus && i < t->n_cpus; i++) {
+                if (t->cpus[i].tcpu) {
+                        tracefs_cpu_close(t->cpus[i].tcpu);
+                }
+                free(t->cpus[i].win);
+        }
+        free(t->cpus);
+        if (t->inst) {
+                /* Removing the instance frees its buffers and turns its events off. */
+                (void)tracefs_instance_destroy(t->inst);
+                tracefs_instance_free(t->inst);
+        }
+        if (t->kbuf) {
+                kbuffer_free(t->kbuf);
+        }
+        if (t->tep) {
+                tep_free(t->tep);
+        }
+        trace_seq_destroy(&t->seq);
+        if (t->own_ksyms) {
+                ksyms_free(t->ksyms);
+        }
+        free(t->page);
+        free(t);
+        return NULL;
+}
+
+/* --- reading ---------------------------------------------------------------------------- */
+
+static uint64_t field_num(struct tep_format_field *f, const void *data)
+{
+        unsigned long long v = 0;
+
+        if (f && tep_read_number_field(f, data, &v) < 0) {
+                v = 0;
+        }
+        return v;
+}
+
+static void field_string(const Handler *h, struct tep_record *rec, char *buf, size_t size)
+{
+        int len = 0;
+        const char *s = tep_get_field_raw(NULL, h->event, h->name_field, rec, &len, 0);
+
+        if ((!s || len <= 0) && h->name && h->name->size == 0 && h->name->offset < rec->size) {
+                /* A trailing char[] (ftrace:print's buf): the rest of the record. */
+                s = (const char *)rec->data + h->name->offset;
+                len = rec->size - h->name->offset;
+        }
+        if (!s || len <= 0) {
+                buf[0] = 0;
+                return;
+        }
+        snprintf(buf, size, "%.*s", (int)strnlen(s, (size_t)len), s);
+}
+
+static void function_name(TraceRecorder *t, uint64_t addr, char *buf, size_t size)
+{
+        const char *name = t->ksyms ? ksyms_lookup(t->ksyms, addr) : NULL;
+
+        if (name) {
+                snprintf(buf, size, "%s", name);
+        } else {
+                /* Named once kallsyms has been read (at the end of this read). */
+                snprintf(buf, size, "0x%" PRIx64, addr);
+        }
+}
+
+static void ipi_reason(TraceRecorder *t, struct tep_record *rec, char *buf, size_t size)
+{
+        size_t len;
+        const char *s;
+
+        trace_seq_reset(&t->seq);
+        tep_print_event(t->tep, &t->seq, rec, "%s", TEP_PRINT_INFO);
+        trace_seq_terminate(&t->seq);
+        s = t->seq.buffer ? t->seq.buffer : "";
+        s += strspn(s, "( ");
+        len = strcspn(s, ")");
+        snprintf(buf, size, "%.*s", (int)len, s);
+}
+
+static const Handler *handler_for(const TraceRecorder *t, int type)
+{
+        for (size_t i = 0; i < t->n_handlers; i++) {
+                if (t->handlers[i].type == type) {
+                        return &t->handlers[i];
+                }
+        }
+        return NULL;
+}
+
+/* Names an exit from its entry, and keeps track of the entries without exit. */
+static void track_open(TraceCpu *c, TraceRecord *r)
+{
+        if (r->phase == TRACE_ENTRY) {
+                if (c->n_open == OPEN_MAX) {
+                        memmove(&c->open[0], &c->open[1], (OPEN_MAX - 1) * sizeof(Open));
+                        c->n_open--;
+                }
+                c->open[c->n_open] = (Open){.kind = r->kind, .id = r->id};
+                memcpy(c->open[c->n_open].name, r->name, sizeof(r->name));
+                c->n_open++;
+                return;
+        }
+        if (r->phase != TRACE_EXIT) {
+                return;
+        }
+        for (size_t i = c->n_open; i-- > 0;) {
+                if (c->open[i].kind == r->kind && c->open[i].id == r->id) {
+                        if (!r->name[0]) {
+                                memcpy(r->name, c->open[i].name, sizeof(r->name));
+                        }
+                        memmove(&c->open[i], &c->open[i + 1], (c->n_open - i - 1) * sizeof(Open));
+                        c->n_open--;
+                        return;
+                }
+        }
+}
+
+static void append(TraceRecorder *t, TraceCpu *c, const TraceRecord *r)
+{
+        if (c->n == t->window) {
+                /* Drop the older half: the window stays one array, searchable and passed to
+                 * the analysis as is. */
+                size_t drop = t->window / 2;
+
+                if (c->win[drop - 1].ticks + 1 > c->complete_from) {
+                        c->complete_from = c->win[drop - 1].ticks + 1;
+                }
+                memmove(c->win, c->win + drop, (c->n - drop) * sizeof(TraceRecord));
+                c->n -= drop;
+                t->stats.evicted += drop;
+        }
+        c->win[c->n++] = *r;
+        t->stats.records++;
+}
+
+static void note_loss(TraceRecorder *t, TraceCpu *c, uint64_t first_after, int missed)
+{
+        Loss *l = &c->losses[c->next_loss];
+
+        if (c->n_losses == LOSSES_MAX) {
+                /* The oldest loss leaves the list: nothing before its end counts as
+                 * complete. */
+                if (l->to_ticks > c->complete_from) {
+                        c->complete_from = l->to_ticks;
+                }
+        } else {
+                c->n_losses++;
+        }
+        *l = (Loss){.from_ticks = c->have_last ? c->last_ticks : c->complete_from,
+                    .to_ticks = first_after};
+        c->next_loss = (c->next_loss + 1) % LOSSES_MAX;
+        t->stats.losses++;
+        if (missed > 0) {
+                t->stats.lost_events += (uint64_t)missed;
+        }
+}
+
+static void parse_record(TraceRecorder *t, TraceCpu *c, void *data, int size, unsigned long long ts)
+{
+        struct tep_record rec = {.ts = ts, .size = size, .data = data, .cpu = c->cpu};
+        TraceRecord r = {0};
+        const Handler *h = handler_for(t, tep_data_type(t->tep, &rec));
+        uint64_t ticks;
+
+        if (!h) {
+                return;
+        }
+        ticks = to_ticks(t, ts);
+        /* A mapped clock may step back by a few ticks between pairs; the window stays in
+         * order. */
+        if (c->have_last && ticks < c->last_ticks) {
+                ticks = c->last_ticks;
+        }
+        r.ticks = ticks;
+        r.kind = h->kind == CAUSE_KIND_MAX ? 0 : h->kind;
+        r.phase = h->phase;
+        r.id = field_num(h->id, data);
+        switch (h->parse) {
+        case PARSE_IRQ_ENTRY:
+        case PARSE_MARK:
+                field_string(h, &rec, r.name, sizeof(r.name));
+                break;
+        case PARSE_FUNCTION:
+                function_name(t, field_num(h->func, data), r.name, sizeof(r.name));
+                break;
+        case PARSE_LABEL:
+                snprintf(r.name, sizeof(r.name), "%s", h->label);
+                break;
+        case PARSE_SOFTIRQ:
+                if (r.id < sizeof(SOFTIRQ_NAMES) / sizeof(SOFTIRQ_NAMES[0])) {
+                        snprintf(r.name, sizeof(r.name), "%s", SOFTIRQ_NAMES[r.id]);
+                }
+                break;
+        case PARSE_SWITCH:
+                r.pid = (int32_t)field_num(h->pid, data);
+                field_string(h, &rec, r.name, sizeof(r.name));
+                break;
+        case PARSE_IPI_REASON:
+                ipi_reason(t, &rec, r.name, sizeof(r.name));
+                break;
+        case PARSE_ID:
+                break;
+        }
+        track_open(c, &r);
+        append(t, c, &r);
+        c->last_ticks = ticks;
+        c->have_last = true;
+}
+
+/* Replaces the hex names of functions that kallsyms has named since. */
+static void patch_names(TraceRecorder *t)
+{
+        for (size_t i = 0; i < t->n_cpus; i++) {
+                TraceCpu *c = &t->cpus[i];
+
+                for (size_t j = 0; j < c->n; j++) {
+                        TraceRecord *r = &c->win[j];
+                        const char *name;
+
+                        if ((r->kind != CAUSE_TIMER && r->kind != CAUSE_WORK &&
+                             r->kind != CAUSE_IPI) ||
+                            r->phase == TRACE_SWITCH || r->phase == TRACE_MARK ||
+                            strncmp(r->name, "0x", 2) != 0) {
+                                continue;
+                        }
+                        name = ksyms_lookup(t->ksyms, strtoull(r->name, NULL, 16));
+                        if (name) {
+                                snprintf(r->name, sizeof(r->name), "%s", name);
+                        }
+                }
+                for (size_t j = 0; j < c->n_open; j++) {
+                        const char *name;
+
+                        if (strncmp(c->open[j].name, "0x", 2) == 0 &&
+                            (name = ksyms_lookup(t->ksyms, strtoull(c->open[j].name, NULL, 16)))) {
+                                snprintf(c->open[j].name, sizeof(c->open[j].name), "%s", name);
+                        }
+                }
+        }
+}
+
+static int read_cpu(TraceRecorder *t, TraceCpu *c)
+{
+        uint64_t horizon = counter_read(t->counter);
+        uint64_t added = t->stats.records;
+        unsigned pages;
+
+        for (pages = 0; pages < t->max_pages; pages++) {
+                unsigned long long ts;
+                bool first = true;
+                void *data;
+                int n = tracefs_cpu_read(c->tcpu, t->page, true);
+
+                if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+                        break;
+                }
+                if (n < 0) {
+                        int err = errno ? errno : EIO;
+
+                        snprintf(t->reason, sizeof(t->reason),
+                                 "cannot read the trace of CPU %d in %.300s: %s", c->cpu, t->dir,
+                                 strerror(err));
+                        return -err;
+                }
+                if (n == 0) {
+                        break;
+                }
+                t->stats.subbuffers++;
+                if (kbuffer_load_subbuffer(t->kbuf, t->page) < 0) {
+                        continue;
+                }
+                while ((data = kbuffer_read_event(t->kbuf, &ts))) {
+                        if (first) {
+                                int missed = kbuffer_missed_events(t->kbuf);
+
+                                if (missed != 0) {
+                                        note_loss(t, c, to_ticks(t, ts), missed);
+                                }
+                                first = false;
+                        }
+                        parse_record(t, c, data, kbuffer_event_size(t->kbuf), ts);
+                        kbuffer_next_event(t->kbuf, NULL);
+                }
+        }
+        /* Stopped by the bound: what was read ends at the last record. */
+        c->horizon = pages < t->max_pages ? horizon : c->have_last ? c->last_ticks : c->horizon;
+        return (int)(t->stats.records - added);
+}
+
+int trace_recorder_read(TraceRecorder *t)
+{
+        uint64_t t0 = mono_ns(CLOCK_MONOTONIC), dt;
+        int total = 0;
+
+        refresh_mapping(t);
+        t->reason[0] = 0;
+        for (size_t i = 0; i < t->n_cpus; i++) {
+                int r = read_cpu(t, &t->cpus[i]);
+
+                if (r < 0) {
+                        total = r;
+                        break;
+                }
+                total += r;
+        }
+        if (t->ksyms && ksyms_resolve(t->ksyms) > 0) {
+                t->stats.symbol_passes++;
+                patch_names(t);
+        }
+        dt = mono_ns(CLOCK_MONOTONIC) - t0;
+        t->stats.reads++;
+        t->stats.read_ns += dt;
+        if (dt > t->stats.max_read_ns) {
+                t->stats.max_read_ns = dt;
+        }
+        return total;
+}
+
+static TraceCpu *cpu_of(const TraceRecorder *t, int cpu)
+{
+        for (size_t i = 0; i < t->n_cpus; i++) {
+                if (t->cpus[i].cpu == cpu) {
+                        return &t->cpus[i];
+                }
+        }
+        return NULL;
+}
+
+int trace_recorder_explain(TraceRecorder *t, int cpu, int probe_pid, uint64_t start_ticks,
+                           uint64_t duration_ticks, CauseList *ret)
+{
+        TraceCpu *c = cpu_of(t, cpu);
+        uint64_t end = start_ticks + duration_ticks, from, to;
+        size_t i0, i1;
+        bool lost;
+
+        if (!c) {
+                return -ENOENT;
+        }
+        if (end > c->horizon) {
+                (void)read_cpu(t, c);
+                if (t->ksyms && ksyms_resolve(t->ksyms) > 0) {
+                        t->stats.symbol_passes++;
+                        patch_names(t);
+                }
+        }
+        from = start_ticks > t->slack_ticks ? start_ticks - t->slack_ticks : 0;
+        to = end + t->slack_ticks;
+        i0 = causes_lower_bound(c->win, c->n, from);
+        i1 = causes_lower_bound(c->win, c->n, to + 1);
+        (void)causes_analyze(c->win + i0, i1 - i0, start_ticks, end, probe_pid, ret);
+        lost = start_ticks < c->complete_from || end > c->horizon;
+        for (size_t i = 0; i < c->n_losses && !lost; i++) {
+                lost = c->losses[i].from_ticks < end && c->losses[i].to_ticks > start_ticks;
+        }
+        if (lost) {
+                ret->flags |= CAUSES_LOST;
+        }
+        return 0;
+}
+
+const TraceRecord *trace_recorder_records(const TraceRecorder *t, int cpu, size_t *ret_n)
+{
+        TraceCpu *c = cpu_of(t, cpu);
+
+        if (!c) {
+                *ret_n = 0;
+                return NULL;
+        }
+        *ret_n = c->n;
+        return c->win;
+}
+
+const char *trace_recorder_clock(const TraceRecorder *t)
+{
+        return t->clock;
+}
+
+const char *trace_recorder_events(const TraceRecorder *t)
+{
+        return t->events;
+}
+
+const char *trace_recorder_missing(const TraceRecorder *t)
+{
+        return t->missing;
+}
+
+const char *trace_recorder_dir(const TraceRecorder *t)
+{
+        return t->dir;
+}
+
+const char *trace_recorder_reason(const TraceRecorder *t)
+{
+        return t->reason;
+}
+
+void trace_recorder_stats(const TraceRecorder *t, TraceStats *ret)
+{
+        *ret = t->stats;
+}
+
+size_t trace_recorder_memory_bytes(const TraceRecorder *t)
+{
+        return sizeof(*t) + t->n_cpus * (sizeof(TraceCpu) + t->window * sizeof(TraceRecord)) +
+               (size_t)t->page_size + (t->own_ksyms ? ksyms_memory_bytes() : 0);
+}
+
+size_t trace_recorder_kernel_bytes(const TraceRecorder *t)
+{
+        return (size_t)t->n_cpus * t->buffer_kb * 1024u;
+}

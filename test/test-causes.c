@@ -1,0 +1,391 @@
+/* Unit tests of the cause analysis with synthetic trace records whose answer is worked out by
+ * hand: nesting, clipping at both ends, missing exits and entries, task switches, preempted
+ * softirqs, more causes than are kept. */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "causes.h"
+
+#define PROBE 1000
+#define THIEF 2000
+
+static TraceRecord rec(uint64_t t, TracePhase phase, CauseKind kind, uint64_t id, const char *name)
+{
+        TraceRecord r = {.ticks = t, .id = id, .kind = (uint8_t)kind, .phase = (uint8_t)phase};
+
+        snprintf(r.name, sizeof(r.name), "%s", name ? name : "");
+        return r;
+}
+
+static TraceRecord in(uint64_t t, CauseKind kind, uint64_t id, const char *name)
+{
+        return rec(t, TRACE_ENTRY, kind, id, name);
+}
+
+static TraceRecord out(uint64_t t, CauseKind kind, uint64_t id)
+{
+        return rec(t, TRACE_EXIT, kind, id, NULL);
+}
+
+static TraceRecord sw(uint64_t t, int prev, int next, const char *comm)
+{
+        TraceRecord r = rec(t, TRACE_SWITCH, CAUSE_TASK, (uint64_t)prev, comm);
+
+        r.pid = next;
+        return r;
+}
+
+/* The cause named @name of @kind in @l, or NULL. */
+static const Cause *find(const CauseList *l, CauseKind kind, const char *name)
+{
+        for (size_t i = 0; i < l->n; i++) {
+                if (l->causes[i].kind == kind && strcmp(l->causes[i].name, name) == 0) {
+                        return &l->causes[i];
+                }
+        }
+        return NULL;
+}
+
+static uint64_t ticks_of(const CauseList *l, CauseKind kind, const char *name)
+{
+        const Cause *c = find(l, kind, name);
+
+        if (!c) {
+                fail_msg("no cause %s %s", cause_kind_name(kind), name);
+        }
+        return c->ticks;
+}
+
+/* Every tick of the interruption is somewhere, exactly once. */
+static void assert_adds_up(const CauseList *l, uint64_t total)
+{
+        uint64_t sum = l->other_ticks + l->unexplained_ticks;
+
+        for (size_t i = 0; i < l->n; i++) {
+                sum += l->causes[i].ticks;
+                assert_true(l->causes[i].ticks > 0);
+                if (i > 0) {
+                        assert_true(l->causes[i - 1].ticks >= l->causes[i].ticks);
+                }
+        }
+        assert_int_equal(l->total_ticks, total);
+        assert_int_equal(sum, total);
+}
+
+static void test_no_records(void **state)
+{
+        CauseList l;
+
+        (void)state;
+        assert_int_equal(causes_analyze(NULL, 0, 100, 350, PROBE, &l), 0);
+        assert_int_equal(l.n, 0);
+        assert_int_equal(l.unexplained_ticks, 250);
+        assert_int_equal(l.flags, 0);
+        assert_adds_up(&l, 250);
+        assert_int_equal(causes_analyze(NULL, 0, 100, 99, PROBE, &l), -EINVAL);
+}
+
+/* A tick: local timer vector, the tick's hrtimer inside it, then the TIMER softirq on the way
+ * out; later the task switch to a thief, interrupted once by a reschedule vector, and back. */
+static void test_nesting(void **state)
+{
+        TraceRecord r[] = {
+                in(1010, CAUSE_VECTOR, 236, "local_timer"),
+                in(1020, CAUSE_TIMER, 0xa0, "tick_nohz_handler"),
+                out(1060, CAUSE_TIMER, 0xa0),
+                out(1100, CAUSE_VECTOR, 236),
+                in(1110, CAUSE_SOFTIRQ, 1, "TIMER"),
+                out(1150, CAUSE_SOFTIRQ, 1),
+                sw(1160, PROBE, THIEF, "thief"),
+                in(1400, CAUSE_VECTOR, 253, "reschedule"),
+                out(1410, CAUSE_VECTOR, 253),
+                sw(1900, THIEF, PROBE, "probe"),
+        };
+        CauseList l;
+
+        (void)state;
+        assert_int_equal(causes_analyze(r, sizeof(r) / sizeof(r[0]), 1000, 2000, PROBE, &l), 0);
+        assert_adds_up(&l, 1000);
+        assert_int_equal(l.n, 5);
+        /* The thief: 1160..1900 less the 10 of the vector inside. */
+        assert_string_equal(l.causes[0].name, "thief:2000");
+        assert_int_equal(l.causes[0].kind, CAUSE_TASK);
+        assert_int_equal(l.causes[0].ticks, 730);
+        assert_int_equal(l.causes[0].count, 1);
+        /* The vector: 1010..1100 less the 40 of its hrtimer. */
+        assert_int_equal(ticks_of(&l, CAUSE_VECTOR, "local_timer"), 50);
+        assert_int_equal(ticks_of(&l, CAUSE_TIMER, "tick_nohz_handler"), 40);
+        assert_int_equal(ticks_of(&l, CAUSE_SOFTIRQ, "TIMER"), 40);
+        assert_int_equal(ticks_of(&l, CAUSE_VECTOR, "reschedule"), 10);
+        /* 1000..1010, 1100..1110, 1150..1160 and 1900..2000 are the probe in the kernel. */
+        assert_int_equal(l.unexplained_ticks, 10 + 10 + 10 + 100);
+        assert_int_equal(l.other_ticks, 0);
+        assert_int_equal(l.flags, 0);
+}
+
+static void test_repeats_merge(void **state)
+{
+        TraceRecord r[] = {
+                in(10, CAUSE_VECTOR, 236, "local_timer"),
+                out(20, CAUSE_VECTOR, 236),
+                in(30, CAUSE_VECTOR, 236, "local_timer"),
+                out(45, CAUSE_VECTOR, 236),
+        };
+        CauseList l;
+
+        (void)state;
+        assert_int_equal(causes_analyze(r, 4, 0, 50, PROBE, &l), 0);
+        assert_adds_up(&l, 50);
+        assert_int_equal(l.n, 1);
+        assert_int_equal(l.causes[0].ticks, 25);
+        assert_int_equal(l.causes[0].count, 2);
+}
+
+/* An IRQ that began before the interruption and one that ends after it: only their parts
+ * inside count, and the list says it clipped them. */
+static void test_clipping(void **state)
+{
+        TraceRecord r[] = {
+                in(90, CAUSE_IRQ, 24, "virtio0-input.0"),
+                out(130, CAUSE_IRQ, 24),
+                in(180, CAUSE_IRQ, 25, "virtio1"),
+                out(260, CAUSE_IRQ, 25),
+        };
+        CauseList l;
+
+        (void)state;
+        assert_int_equal(causes_analyze(r, 4, 100, 200, PROBE, &l), 0);
+        assert_adds_up(&l, 100);
+        assert_int_equal(ticks_of(&l, CAUSE_IRQ, "virtio0-input.0"), 30);
+        assert_int_equal(ticks_of(&l, CAUSE_IRQ, "virtio1"), 20);
+        assert_int_equal(l.unexplained_ticks, 50);
+        assert_true(l.flags & CAUSES_CLIPPED);
+        assert_false(l.flags & CAUSES_UNFINISHED);
+
+        /* Without the record after the end, the second IRQ is still open there. */
+        assert_int_equal(causes_analyze(r, 3, 100, 200, PROBE, &l), 0);
+        assert_adds_up(&l, 100);
+        assert_int_equal(ticks_of(&l, CAUSE_IRQ, "virtio1"), 20);
+        assert_true(l.flags & CAUSES_UNFINISHED);
+
+        /* Records wholly before and after the interruption change nothing. */
+        assert_int_equal(causes_analyze(r, 2, 140, 170, PROBE, &l), 0);
+        assert_adds_up(&l, 30);
+        assert_int_equal(l.n, 0);
+        assert_int_equal(l.unexplained_ticks, 30);
+        assert_int_equal(l.flags, 0);
+}
+
+/* Exits that were lost: a vector's exit before a switch (a vector cannot be switched out),
+ * and a timer's exit inside a vector that does exit. */
+static void test_missing_exits(void **state)
+{
+        TraceRecord a[] = {
+                in(10, CAUSE_VECTOR, 236, "local_timer"),
+                sw(50, PROBE, THIEF, "thief"),
+                sw(200, THIEF, PROBE, "probe"),
+        };
+        TraceRecord b[] = {
+                in(10, CAUSE_VECTOR, 236, "local_timer"),
+                in(20, CAUSE_TIMER, 0xb0, "hrtimer_wakeup"),
+                out(70, CAUSE_VECTOR, 236),
+        };
+        CauseList l;
+
+        (void)state;
+        assert_int_equal(causes_analyze(a, 3, 0, 220, PROBE, &l), 0);
+        assert_adds_up(&l, 220);
+        assert_int_equal(ticks_of(&l, CAUSE_VECTOR, "local_timer"), 40);
+        assert_int_equal(ticks_of(&l, CAUSE_TASK, "thief:2000"), 150);
+        assert_int_equal(l.unexplained_ticks, 10 + 20);
+        assert_true(l.flags & CAUSES_UNMATCHED);
+        assert_false(l.flags & CAUSES_UNFINISHED);
+
+        assert_int_equal(causes_analyze(b, 3, 0, 100, PROBE, &l), 0);
+        assert_adds_up(&l, 100);
+        assert_int_equal(ticks_of(&l, CAUSE_VECTOR, "local_timer"), 10);
+        assert_int_equal(ticks_of(&l, CAUSE_TIMER, "hrtimer_wakeup"), 50);
+        assert_true(l.flags & CAUSES_UNMATCHED);
+}
+
+/* Exits whose entries we never saw (they came before the window): the time the probe was
+ * thought to have was theirs, innermost first. */
+static void test_missing_entries(void **state)
+{
+        TraceRecord r[] = {
+                rec(30, TRACE_EXIT, CAUSE_TIMER, 0xa0, "tick_nohz_handler"),
+                rec(40, TRACE_EXIT, CAUSE_VECTOR, 236, "local_timer"),
+                rec(45, TRACE_EXIT, CAUSE_IRQ, 11, ""),
+        };
+        CauseList l;
+
+        (void)state;
+        assert_int_equal(causes_analyze(r, 3, 0, 60, PROBE, &l), 0);
+        assert_adds_up(&l, 60);
+        assert_int_equal(ticks_of(&l, CAUSE_TIMER, "tick_nohz_handler"), 30);
+        assert_int_equal(ticks_of(&l, CAUSE_VECTOR, "local_timer"), 10);
+        /* An exit without a name is named by its id. */
+        assert_int_equal(ticks_of(&l, CAUSE_IRQ, "11"), 5);
+        assert_int_equal(l.unexplained_ticks, 15);
+        assert_true(l.flags & CAUSES_CLIPPED);
+}
+
+/* PREEMPT_RT: ksoftirqd's softirq is preempted by a thief and finishes when it is back. */
+static void test_preempted_softirq(void **state)
+{
+        TraceRecord r[] = {
+                sw(10, PROBE, 30, "ksoftirqd/1"), in(20, CAUSE_SOFTIRQ, 9, "RCU"),
+                sw(50, 30, THIEF, "thief"),       in(60, CAUSE_VECTOR, 236, "local_timer"),
+                out(70, CAUSE_VECTOR, 236),       sw(150, THIEF, 30, "ksoftirqd/1"),
+                out(170, CAUSE_SOFTIRQ, 9),       sw(180, 30, PROBE, "probe"),
+        };
+        CauseList l;
+
+        (void)state;
+        assert_int_equal(causes_analyze(r, 8, 0, 200, PROBE, &l), 0);
+        assert_adds_up(&l, 200);
+        assert_int_equal(ticks_of(&l, CAUSE_SOFTIRQ, "RCU"), 30 + 20);
+        assert_int_equal(find(&l, CAUSE_SOFTIRQ, "RCU")->count, 1);
+        assert_int_equal(ticks_of(&l, CAUSE_TASK, "thief:2000"), 90);
+        assert_int_equal(ticks_of(&l, CAUSE_VECTOR, "local_timer"), 10);
+        assert_int_equal(ticks_of(&l, CAUSE_TASK, "ksoftirqd/1:30"), 10 + 10);
+        assert_int_equal(find(&l, CAUSE_TASK, "ksoftirqd/1:30")->count, 2);
+        assert_int_equal(l.unexplained_ticks, 10 + 20);
+        assert_int_equal(l.flags, 0);
+}
+
+/* Without the probe's pid, the task the first switch leaves is the probe. */
+static void test_unknown_probe(void **state)
+{
+        TraceRecord r[] = {
+                in(5, CAUSE_VECTOR, 236, "local_timer"),
+                out(10, CAUSE_VECTOR, 236),
+                sw(20, 77, THIEF, "thief"),
+                sw(80, THIEF, 77, "probe"),
+                in(85, CAUSE_VECTOR, 236, "local_timer"),
+                out(90, CAUSE_VECTOR, 236),
+        };
+        CauseList l;
+
+        (void)state;
+        assert_int_equal(causes_analyze(r, 6, 0, 100, -1, &l), 0);
+        assert_adds_up(&l, 100);
+        assert_int_equal(ticks_of(&l, CAUSE_TASK, "thief:2000"), 60);
+        assert_int_equal(ticks_of(&l, CAUSE_VECTOR, "local_timer"), 10);
+        assert_null(find(&l, CAUSE_TASK, "probe:77"));
+        assert_int_equal(l.unexplained_ticks, 30);
+}
+
+/* More distinct causes than are kept: the longest CAUSES_MAX, the rest in other_ticks. */
+static void test_many_causes(void **state)
+{
+        TraceRecord r[2 * 40];
+        char name[16];
+        uint64_t t = 0, other = 0;
+        CauseList l;
+
+        (void)state;
+        for (unsigned i = 0; i < 40; i++) {
+                snprintf(name, sizeof(name), "irq%u", i);
+                r[2 * i] = in(t, CAUSE_IRQ, i, name);
+                t += 1 + i; /* irq i lasts 1 + i ticks */
+                r[2 * i + 1] = out(t, CAUSE_IRQ, i);
+                if (i < 40 - CAUSES_MAX) {
+                        other += 1 + i;
+                }
+        }
+        assert_int_equal(causes_analyze(r, 80, 0, t, PROBE, &l), 0);
+        assert_adds_up(&l, t);
+        assert_int_equal(l.n, CAUSES_MAX);
+        assert_string_equal(l.causes[0].name, "irq39");
+        assert_int_equal(l.causes[0].ticks, 40);
+        assert_string_equal(l.causes[CAUSES_MAX - 1].name, "irq32");
+        assert_int_equal(l.other_ticks, other);
+        assert_int_equal(l.unexplained_ticks, 0);
+}
+
+/* More distinct causes than the walk follows: the time still adds up. */
+static void test_more_causes_than_followed(void **state)
+{
+        TraceRecord r[2 * 100];
+        char name[16];
+        CauseList l;
+
+        (void)state;
+        for (unsigned i = 0; i < 100; i++) {
+                snprintf(name, sizeof(name), "f%u", i);
+                r[2 * i] = in(10 * i, CAUSE_WORK, i, name);
+                r[2 * i + 1] = out(10 * i + 5, CAUSE_WORK, i);
+        }
+        assert_int_equal(causes_analyze(r, 200, 0, 1000, PROBE, &l), 0);
+        assert_adds_up(&l, 1000);
+        assert_int_equal(l.n, CAUSES_MAX);
+        assert_int_equal(l.other_ticks, (100 - CAUSES_MAX) * 5);
+        assert_int_equal(l.unexplained_ticks, 500);
+}
+
+static void test_too_deep(void **state)
+{
+        TraceRecord r[CAUSES_DEPTH_MAX + 2];
+        CauseList l;
+
+        (void)state;
+        for (unsigned i = 0; i < CAUSES_DEPTH_MAX + 2; i++) {
+                r[i] = in(10 * i, CAUSE_IRQ, i, "x");
+        }
+        assert_int_equal(causes_analyze(r, CAUSES_DEPTH_MAX + 2, 0, 500, PROBE, &l), 0);
+        assert_adds_up(&l, 500);
+        assert_true(l.flags & CAUSES_TOO_DEEP);
+        assert_true(l.flags & CAUSES_UNFINISHED);
+        assert_int_equal(ticks_of(&l, CAUSE_IRQ, "x"), 500);
+}
+
+static void test_lower_bound_and_names(void **state)
+{
+        TraceRecord r[] = {in(10, CAUSE_IRQ, 1, "a"), in(20, CAUSE_IRQ, 1, "a"),
+                           in(20, CAUSE_IRQ, 1, "a"), in(30, CAUSE_IRQ, 1, "a")};
+        CauseKind k;
+
+        (void)state;
+        assert_int_equal(causes_lower_bound(r, 4, 0), 0);
+        assert_int_equal(causes_lower_bound(r, 4, 20), 1);
+        assert_int_equal(causes_lower_bound(r, 4, 21), 3);
+        assert_int_equal(causes_lower_bound(r, 4, 31), 4);
+        assert_int_equal(causes_lower_bound(r, 0, 31), 0);
+        for (unsigned i = 0; i < CAUSE_KIND_MAX; i++) {
+                assert_int_equal(cause_kind_parse(cause_kind_name((CauseKind)i), &k), 0);
+                assert_int_equal(k, i);
+        }
+        assert_string_equal(cause_kind_name(CAUSE_VECTOR), "vector");
+        assert_null(cause_kind_name(CAUSE_KIND_MAX));
+        assert_int_equal(cause_kind_parse("nmi", &k), -EINVAL);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_no_records),
+                cmocka_unit_test(test_nesting),
+                cmocka_unit_test(test_repeats_merge),
+                cmocka_unit_test(test_clipping),
+                cmocka_unit_test(test_missing_exits),
+                cmocka_unit_test(test_missing_entries),
+                cmocka_unit_test(test_preempted_softirq),
+                cmocka_unit_test(test_unknown_probe),
+                cmocka_unit_test(test_many_causes),
+                cmocka_unit_test(test_more_causes_than_followed),
+                cmocka_unit_test(test_too_deep),
+                cmocka_unit_test(test_lower_bound_and_names),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,214 @@
+/* Unit tests of daemon/manager.c with a probe that really failed: a SCHED_FIFO probe started
+ * without CAP_SYS_NICE and RLIMIT_RTPRIO, whose thread ends with PROBE_FAILED and the probe's
+ * own reason. The tick logs that reason once, however many ticks see it; GetStatus shows it as
+ * "failure" (and "reason"); READY=1 is not sent and the loop ends with status 1 as soon as a
+ * probe failed, each CPU's state logged; stopping a failed probe takes no time. Also a FIFO in
+ * place of the checkpoint, which must not hold the start. The module is included to reach its
+ * static functions; the log is kept in memory (log-capture.h). */
+
+#include "../daemon/manager.c"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <sys/capability.h>
+#include <sys/resource.h>
+
+#include <cmocka.h>
+
+#include "log-capture.h"
+
+/* This process may no longer make a thread SCHED_FIFO: neither the capability nor the rlimit. */
+static void drop_realtime(void)
+{
+        struct rlimit rl = {0, 0};
+        cap_value_t nice = CAP_SYS_NICE;
+        cap_t caps = cap_get_proc();
+
+        assert_non_null(caps);
+        assert_int_equal(cap_set_flag(caps, CAP_EFFECTIVE, 1, &nice, CAP_CLEAR), 0);
+        assert_int_equal(cap_set_proc(caps), 0);
+        cap_free(caps);
+        assert_int_equal(setrlimit(RLIMIT_RTPRIO, &rl), 0);
+}
+
+typedef struct Fixture {
+        Manager *m;
+} Fixture;
+
+/* A manager with one probe on CPU 0 whose start failed. */
+static int setup(void **state)
+{
+        HistoryOptions ho = {
+                .interval_ns = 1000000000ULL,
+                .fine_retention_ns = 60ULL * 1000000000ULL,
+                .coarse_interval_ns = 60ULL * 1000000000ULL,
+                .coarse_retention_ns = 3600ULL * 1000000000ULL,
+                .events_per_cpu = 16,
+        };
+        Fixture *f = calloc(1, sizeof(*f));
+        Manager *m = calloc(1, sizeof(*m));
+        ProbeConfig pc = {.cpu = 0,
+                          .priority = 10,
+                          .threshold_ns = 10000,
+                          .preheat_ns = 1000000,
+                          .ring_capacity = 64};
+        ProbeCtl *p;
+        int r;
+
+        assert_non_null(f);
+        assert_non_null(m);
+        f->m = m;
+        config_init_defaults(&m->config);
+        assert_int_equal(counter_info_init(COUNTER_CLOCK, 10.0, 200, &m->counter), 0);
+        assert_int_equal(history_new(&ho, &m->history), 0);
+        assert_int_equal(attrib_table_new(&m->attrib), 0);
+        assert_int_equal(sd_event_new(&m->event), 0);
+        CPU_ZERO(&m->cpus);
+        CPU_SET(0, &m->cpus);
+        m->probes = calloc(1, sizeof(ProbeCtl));
+        assert_non_null(m->probes);
+        m->n_probes = 1;
+        p = &m->probes[0];
+        p->manager = m;
+        p->cpu = 0;
+        p->harvest_epoch = 1;
+        p->advanced_epoch = 1;
+        pc.counter = m->counter;
+        r = probe_new(&pc, &p->probe);
+        if (r == -EPERM || r == -ENOMEM) {
+                /* mlock() of the probe's memory needs CAP_IPC_LOCK or a larger RLIMIT_MEMLOCK. */
+                fprintf(stderr, "skipped: cannot lock a probe's memory here: %s\n", strerror(-r));
+                exit(77);
+        }
+        assert_int_equal(r, 0);
+        assert_int_equal(probe_start(p->probe), -EPERM);
+        assert_int_equal(probe_state(p->probe), PROBE_FAILED);
+        log_clear();
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        Fixture *f = *state;
+        Manager *m = f->m;
+
+        (void)probes_stop(m);
+        history_free(m->history);
+        attrib_table_free(m->attrib);
+        sd_event_unref(m->event);
+        free(m);
+        free(f);
+        return 0;
+}
+
+/* The probe's reason, from the probe itself: what everything else must show. */
+static const char *truth(Manager *m)
+{
+        const char *t = probe_failure(m->probes[0].probe);
+
+        assert_true(strlen(t) > 0);
+        assert_non_null(strstr(t, "CPU 0"));
+        return t;
+}
+
+static void test_tick_logs_once(void **state)
+{
+        Fixture *f = *state;
+        Manager *m = f->m;
+        char expected[PROBE_FAILURE_MAX + 32];
+
+        for (int i = 0; i < 5; i++) {
+                tick_probe(m, &m->probes[0]);
+        }
+        snprintf(expected, sizeof(expected), "probe failed: %s", truth(m));
+        assert_int_equal(count_substr(log_text, expected), 1);
+        assert_int_equal(count_substr(log_text, "probe failed"), 1);
+        assert_false(m->probes[0].stalled);
+        assert_string_equal(manager_probe_state(&m->probes[0]), "failed");
+}
+
+static void test_status_shows_failure(void **state)
+{
+        Fixture *f = *state;
+        Manager *m = f->m;
+        json_t *st, *probe;
+
+        st = api_status(m);
+        assert_non_null(st);
+        probe = json_array_get(json_object_get(st, "probes"), 0);
+        assert_non_null(probe);
+        assert_string_equal(json_string_value(json_object_get(probe, "state")), "failed");
+        assert_string_equal(json_string_value(json_object_get(probe, "failure")), truth(m));
+        assert_string_equal(json_string_value(json_object_get(probe, "reason")), truth(m));
+        json_decref(st);
+}
+
+static void test_not_ready(void **state)
+{
+        Fixture *f = *state;
+        Manager *m = f->m;
+        uint64_t now = manager_now_ns(CLOCK_MONOTONIC) / 1000;
+        int code = 0;
+
+        assert_int_equal(sd_event_add_time(m->event, &m->ready_source, CLOCK_MONOTONIC, now, 0,
+                                           on_ready_poll, m),
+                         0);
+        /* Long before the deadline: a failed probe ends the wait at once. */
+        m->ready_deadline_usec = now + 3600ULL * 1000000ULL;
+        on_ready_poll(m->ready_source, now, m);
+        assert_false(m->ready);
+        assert_int_equal(sd_event_get_exit_code(m->event, &code), 0);
+        assert_int_equal(code, 1);
+        assert_non_null(strstr(log_text, "cannot get ready: a probe failed"));
+        assert_non_null(strstr(log_text, truth(m)));
+        m->ready_source = sd_event_source_unref(m->ready_source);
+}
+
+static void test_stop_is_immediate(void **state)
+{
+        Fixture *f = *state;
+        uint64_t t0 = manager_now_ns(CLOCK_MONOTONIC);
+
+        assert_int_equal(probes_stop(f->m), 0);
+        assert_true(manager_now_ns(CLOCK_MONOTONIC) - t0 < PROBE_STOP_TIMEOUT_NS / 2);
+        assert_int_equal(f->m->n_probes, 0);
+        assert_null(strstr(log_text, "did not stop"));
+}
+
+/* A FIFO in place of the checkpoint: the start does not wait for a writer; the history starts
+ * empty, with a warning. SIGALRM ends the test if the load blocks. */
+static void test_checkpoint_fifo(void **state)
+{
+        Fixture *f = *state;
+        Manager *m = f->m;
+        char dir[64], fifo[128];
+
+        snprintf(dir, sizeof(dir), "/tmp/test-manager.XXXXXX");
+        assert_non_null(mkdtemp(dir));
+        snprintf(m->config.history_state_dir, sizeof(m->config.history_state_dir), "%s", dir);
+        snprintf(fifo, sizeof(fifo), "%s/%s", dir, STATE_FILE);
+        assert_int_equal(mkfifo(fifo, 0600), 0);
+        alarm(10);
+        checkpoint_load(m);
+        alarm(0);
+        assert_non_null(strstr(log_text, "cannot read the checkpoint"));
+        assert_non_null(strstr(log_text, "starting with an empty history"));
+        assert_int_equal(unlink(fifo), 0);
+        assert_int_equal(rmdir(dir), 0);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_tick_logs_once, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_status_shows_failure, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_not_ready, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_stop_is_immediate, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_checkpoint_fifo, setup, teardown),
+        };
+
+        drop_realtime();
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

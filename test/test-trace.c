@@ -1,0 +1,459 @@
+/* The trace recorder against this kernel: its instance (CPU mask, clock, nothing left behind,
+ * the global buffer untouched), trace timestamps against rdtsc read around trace_marker
+ * writes (x86-tsc directly, mono_raw mapped as on arm64), lost events and a full window, and
+ * the reasons given when tracing is not possible: no tracefs at the root, a non-root user
+ * without capabilities, the privileges that do suffice. Skips when tracefs cannot be used. */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "counter.h"
+#include "trace.h"
+#include "tracefs-mount.h"
+
+#define CPU 1
+#define MARKS 200
+
+static CounterInfo counter;
+static char instance[64];
+
+static void options(TraceOptions *o, const int *cpus)
+{
+        *o = (TraceOptions){
+                .instance = instance,
+                .cpus = cpus,
+                .n_cpus = 1,
+                .counter = COUNTER_HW,
+                .counter_hz = counter.hz,
+        };
+}
+
+/* The recorder of the running test, freed by the teardown when the test failed before it
+ * could free it (its instance would stay behind). */
+static TraceRecorder *current;
+
+static TraceRecorder *new_recorder(TraceOptions *o)
+{
+        char reason[TRACE_REASON_MAX] = "";
+        int r = trace_recorder_new(o, &current, reason, sizeof(reason));
+
+        if (r < 0) {
+                fail_msg("cannot record: %s", reason);
+        }
+        return current;
+}
+
+static void drop(TraceRecorder *t)
+{
+        assert_ptr_equal(t, current);
+        current = trace_recorder_free(t);
+}
+
+static int teardown(void **state)
+{
+        (void)state;
+        current = trace_recorder_free(current);
+        return 0;
+}
+
+static void pin(int cpu)
+{
+        cpu_set_t set;
+
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        assert_int_equal(sched_setaffinity(0, sizeof(set), &set), 0);
+}
+
+static char *read_text(const char *path)
+{
+        static char buf[4096];
+        FILE *f = fopen(path, "re");
+        size_t n;
+
+        if (!f) {
+                return NULL;
+        }
+        n = fread(buf, 1, sizeof(buf) - 1, f);
+        buf[n] = 0;
+        fclose(f);
+        return buf;
+}
+
+/* The instance's trace_marker, open for writing. */
+static int open_marker(TraceRecorder *t)
+{
+        char path[4200];
+        int fd;
+
+        snprintf(path, sizeof(path), "%s/trace_marker", trace_recorder_dir(t));
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        return fd;
+}
+
+static const TraceRecord *find_mark(TraceRecorder *t, const char *text)
+{
+        size_t n;
+        const TraceRecord *w = trace_recorder_records(t, CPU, &n);
+
+        for (size_t i = 0; i < n; i++) {
+                if (w[i].phase == TRACE_MARK && strncmp(w[i].name, text, strlen(text)) == 0 &&
+                    (w[i].name[strlen(text)] == 0 || w[i].name[strlen(text)] == '\n')) {
+                        return &w[i];
+                }
+        }
+        return NULL;
+}
+
+/* Writes MARKS markers from CPU 1, each between two counter reads, and returns the worst
+ * distance in ticks of a marker's timestamp outside its bracket, over the brackets that are
+ * tight (the write was not interrupted: under 5 us), of which there must be half. */
+static uint64_t marks_outside(TraceRecorder *t, uint64_t *ret_bracket)
+{
+        char text[32];
+        uint64_t before[MARKS], after[MARKS], worst = 0, widest = 0, tight = counter.hz / 200000;
+        int fd, n_tight = 0;
+
+        fd = open_marker(t);
+        pin(CPU);
+        for (int k = 0; k < MARKS; k++) {
+                int len = snprintf(text, sizeof(text), "mark %d", k);
+
+                before[k] = counter_hw_read();
+                assert_int_equal(write(fd, text, (size_t)len), len);
+                after[k] = counter_hw_read();
+                usleep(200);
+        }
+        close(fd);
+        assert_true(trace_recorder_read(t) >= MARKS);
+        for (int k = 0; k < MARKS; k++) {
+                const TraceRecord *r;
+
+                snprintf(text, sizeof(text), "mark %d", k);
+                r = find_mark(t, text);
+                if (!r) {
+                        fail_msg("marker %d was not recorded", k);
+                }
+                if (after[k] - before[k] > tight) {
+                        continue;
+                }
+                n_tight++;
+                if (r->ticks < before[k] && before[k] - r->ticks > worst) {
+                        worst = before[k] - r->ticks;
+                }
+                if (r->ticks > after[k] && r->ticks - after[k] > worst) {
+                        worst = r->ticks - after[k];
+                }
+                if (after[k] - before[k] > widest) {
+                        widest = after[k] - before[k];
+                }
+        }
+        assert_true(n_tight >= MARKS / 2);
+        *ret_bracket = widest;
+        return worst;
+}
+
+static void test_instance(void **state)
+{
+        int cpus[] = {CPU};
+        char path[4200], global_before[64], *s;
+        TraceOptions o;
+        TraceRecorder *t;
+
+        (void)state;
+        s = read_text(TEST_TRACEFS "/events/sched/sched_switch/enable");
+        assert_non_null(s);
+        snprintf(global_before, sizeof(global_before), "%.60s", s);
+        options(&o, cpus);
+        t = new_recorder(&o);
+        snprintf(path, sizeof(path), TEST_TRACEFS "/instances/%s", instance);
+        assert_string_equal(trace_recorder_dir(t), path);
+        assert_string_equal(trace_recorder_clock(t), "x86-tsc");
+        snprintf(path, sizeof(path), "%s/trace_clock", trace_recorder_dir(t));
+        assert_non_null(strstr(read_text(path), "[x86-tsc]"));
+        /* Only CPU 1: mask 2. */
+        snprintf(path, sizeof(path), "%s/tracing_cpumask", trace_recorder_dir(t));
+        s = read_text(path);
+        assert_non_null(s);
+        assert_int_equal(strtoull(s + strspn(s, "0,"), NULL, 16), 2);
+        snprintf(path, sizeof(path), "%s/options/overwrite", trace_recorder_dir(t));
+        assert_int_equal(atoi(read_text(path)), 1);
+        snprintf(path, sizeof(path), "%s/events/sched/sched_switch/enable", trace_recorder_dir(t));
+        assert_int_equal(atoi(read_text(path)), 1);
+        /* This kernel has them all (the test's premise). */
+        assert_non_null(strstr(trace_recorder_events(t), "irq_vectors:local_timer_entry"));
+        assert_non_null(strstr(trace_recorder_events(t), "irq:irq_handler_entry"));
+        assert_non_null(strstr(trace_recorder_events(t), "timer:hrtimer_expire_entry"));
+        assert_string_equal(trace_recorder_missing(t), "");
+        assert_string_equal(read_text(TEST_TRACEFS "/events/sched/sched_switch/enable"),
+                            global_before);
+        assert_true(trace_recorder_kernel_bytes(t) == TRACE_BUFFER_KB_DEFAULT * 1024u);
+        assert_true(trace_recorder_memory_bytes(t) >= TRACE_WINDOW_DEFAULT * sizeof(TraceRecord));
+        snprintf(path, sizeof(path), "%s", trace_recorder_dir(t));
+        drop(t);
+        assert_int_equal(access(path, F_OK), -1);
+        assert_int_equal(errno, ENOENT);
+}
+
+/* x86-tsc timestamps are rdtsc values: each marker lies between the reads around it. */
+static void test_tsc_clock(void **state)
+{
+        int cpus[] = {CPU};
+        uint64_t bracket, worst;
+        TraceOptions o;
+        TraceRecorder *t;
+
+        (void)state;
+        options(&o, cpus);
+        t = new_recorder(&o);
+        worst = marks_outside(t, &bracket);
+        printf("x86-tsc: markers outside their rdtsc bracket by at most %" PRIu64
+               " ticks (widest tight bracket %" PRIu64 " ticks)\n",
+               worst, bracket);
+        assert_int_equal(worst, 0);
+        drop(t);
+}
+
+/* mono_raw mapped with a counter pair, as on arm64: within the 2 us the analysis allows. */
+static void test_mapped_clock(void **state)
+{
+        int cpus[] = {CPU};
+        uint64_t bracket, worst;
+        TraceOptions o;
+        TraceRecorder *t;
+
+        (void)state;
+        options(&o, cpus);
+        o.clock = "mono_raw";
+        t = new_recorder(&o);
+        assert_string_equal(trace_recorder_clock(t), "mono_raw");
+        worst = marks_outside(t, &bracket);
+        printf("mono_raw: markers outside their rdtsc bracket by at most %" PRIu64
+               " ticks (%.0f ns)\n",
+               worst, (double)worst * 1e9 / (double)counter.hz);
+        assert_true(worst <= counter.hz / 500000);
+        drop(t);
+}
+
+/* Only the probed CPUs are recorded. */
+static void test_other_cpu_not_recorded(void **state)
+{
+        int cpus[] = {CPU};
+        TraceOptions o;
+        TraceRecorder *t;
+        int fd;
+
+        (void)state;
+        options(&o, cpus);
+        t = new_recorder(&o);
+        fd = open_marker(t);
+        pin(0);
+        /* The kernel may refuse the write on a CPU the instance does not record. */
+        (void)!write(fd, "from cpu 0", 10);
+        pin(CPU);
+        assert_int_equal(write(fd, "from cpu 1", 10), 10);
+        close(fd);
+        (void)trace_recorder_read(t);
+        assert_non_null(find_mark(t, "from cpu 1"));
+        assert_null(find_mark(t, "from cpu 0"));
+        drop(t);
+}
+
+/* A tiny kernel buffer overwritten before it is read: the loss is counted, and an
+ * interruption over it is marked. A small window that drops records: the same for what it
+ * no longer holds. */
+static void test_losses(void **state)
+{
+        int cpus[] = {CPU};
+        TraceOptions o;
+        TraceRecorder *t;
+        TraceStats st;
+        CauseList l;
+        uint64_t t0, t1, t2;
+        int fd;
+
+        (void)state;
+        options(&o, cpus);
+        o.buffer_kb = 8;
+        o.window_records = 64;
+        t = new_recorder(&o);
+        fd = open_marker(t);
+        pin(CPU);
+        t0 = counter_hw_read();
+        for (int k = 0; k < 2000; k++) {
+                assert_int_equal(write(fd, "a marker long enough to fill pages quickly", 42), 42);
+        }
+        t1 = counter_hw_read();
+        (void)trace_recorder_read(t);
+        trace_recorder_stats(t, &st);
+        assert_true(st.losses >= 1);
+        assert_int_equal(trace_recorder_explain(t, CPU, getpid(), t0, t1 - t0, &l), 0);
+        assert_true(l.flags & CAUSES_LOST);
+        /* Now the buffer keeps up, but the window holds 64 records. */
+        for (int k = 0; k < 100; k++) {
+                assert_int_equal(write(fd, "m", 1), 1);
+                if (k % 10 == 9) {
+                        (void)trace_recorder_read(t);
+                }
+        }
+        t2 = counter_hw_read();
+        close(fd);
+        (void)trace_recorder_read(t);
+        trace_recorder_stats(t, &st);
+        assert_true(st.evicted > 0);
+        assert_int_equal(trace_recorder_explain(t, CPU, getpid(), t1, t2 - t1, &l), 0);
+        assert_true(l.flags & CAUSES_LOST);
+        /* After the last read, a span with nothing in it is complete. */
+        t1 = counter_hw_read();
+        usleep(1000);
+        t2 = counter_hw_read();
+        assert_int_equal(trace_recorder_explain(t, CPU, getpid(), t1, t2 - t1, &l), 0);
+        assert_false(l.flags & CAUSES_LOST);
+        assert_int_equal(trace_recorder_explain(t, 0, getpid(), t1, t2 - t1, &l), -ENOENT);
+        drop(t);
+}
+
+static void test_reason_no_tracefs(void **state)
+{
+        int cpus[] = {CPU};
+        char reason[TRACE_REASON_MAX] = "";
+        TraceOptions o;
+        TraceRecorder *t = NULL;
+
+        (void)state;
+        options(&o, cpus);
+        o.root = "/nonexistent/tracing";
+        assert_int_equal(trace_recorder_new(&o, &t, reason, sizeof(reason)), -ENOENT);
+        assert_null(t);
+        printf("reason: %s\n", reason);
+        assert_non_null(strstr(reason, "not mounted at /nonexistent/tracing"));
+        assert_non_null(strstr(reason, "mount -t tracefs nodev /nonexistent/tracing"));
+        /* A directory that is not tracefs. */
+        o.root = "/tmp";
+        assert_int_equal(trace_recorder_new(&o, &t, reason, sizeof(reason)), -ENOENT);
+        assert_non_null(strstr(reason, "not mounted at /tmp"));
+}
+
+typedef enum Privilege {
+        AS_NOBODY,               /* uid 65534, no capability */
+        AS_NOBODY_DAC_OVERRIDE,  /* uid 65534 with CAP_DAC_OVERRIDE only */
+        AS_ROOT_NO_CAPABILITIES, /* uid 0 with every capability dropped */
+} Privilege;
+
+/* Creates a recorder in a child with @p; returns its exit code: 0 when it could record, 1
+ * when refused with a reason that says why (printed), 2 when refused without one. */
+static int record_as(Privilege p)
+{
+        int cpus[] = {CPU}, status;
+        pid_t pid = fork();
+
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                char reason[TRACE_REASON_MAX] = "";
+                TraceOptions o;
+                TraceRecorder *t;
+                cap_t caps = cap_init();
+                cap_value_t dac = CAP_DAC_OVERRIDE;
+
+                if (p != AS_ROOT_NO_CAPABILITIES) {
+                        if (prctl(PR_SET_KEEPCAPS, 1) < 0 || setgroups(0, NULL) < 0 ||
+                            setresgid(65534, 65534, 65534) < 0 ||
+                            setresuid(65534, 65534, 65534) < 0) {
+                                _exit(3);
+                        }
+                }
+                if (p == AS_NOBODY_DAC_OVERRIDE) {
+                        cap_set_flag(caps, CAP_EFFECTIVE, 1, &dac, CAP_SET);
+                        cap_set_flag(caps, CAP_PERMITTED, 1, &dac, CAP_SET);
+                }
+                if (cap_set_proc(caps) < 0) {
+                        _exit(3);
+                }
+                cap_free(caps);
+                options(&o, cpus);
+                if (trace_recorder_new(&o, &t, reason, sizeof(reason)) == 0) {
+                        trace_recorder_free(t);
+                        _exit(0);
+                }
+                printf("refused: %s\n", reason);
+                fflush(stdout);
+                _exit(strstr(reason, "Permission denied") && strstr(reason, "CAP_DAC_OVERRIDE")
+                              ? 1
+                              : 2);
+        }
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        return WEXITSTATUS(status);
+}
+
+static void test_privileges(void **state)
+{
+        (void)state;
+        /* Refused, and the reason says why and what grants it. */
+        assert_int_equal(record_as(AS_NOBODY), 1);
+        /* What the reason says suffices, does. */
+        assert_int_equal(record_as(AS_NOBODY_DAC_OVERRIDE), 0);
+        assert_int_equal(record_as(AS_ROOT_NO_CAPABILITIES), 0);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_teardown(test_instance, teardown),
+                cmocka_unit_test_teardown(test_tsc_clock, teardown),
+                cmocka_unit_test_teardown(test_mapped_clock, teardown),
+                cmocka_unit_test_teardown(test_other_cpu_not_recorded, teardown),
+                cmocka_unit_test_teardown(test_losses, teardown),
+                cmocka_unit_test(test_privileges),
+        };
+        const struct CMUnitTest always[] = {
+                cmocka_unit_test(test_reason_no_tracefs),
+        };
+        bool have_tsc;
+        int r;
+
+        snprintf(instance, sizeof(instance), "jitterd-test-%d", (int)getpid());
+        have_tsc = counter_info_init(COUNTER_HW, 1.0, 500, &counter) == 0;
+        if (!have_tsc) {
+                counter.hz = 1000000000;
+        }
+        r = cmocka_run_group_tests_name("no tracefs", always, NULL, NULL);
+        if (r != 0) {
+                return r;
+        }
+        if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+                fprintf(stderr, "skipped: needs CPU 1 (this machine has one CPU)\n");
+                return 77;
+        }
+        if (!tracefs_usable()) {
+                return 77;
+        }
+#if !defined(__x86_64__)
+        fprintf(stderr, "skipped: the clock checks read the TSC\n");
+        return 77;
+#endif
+        if (!have_tsc) {
+                fprintf(stderr, "skipped: no usable TSC\n");
+                return 77;
+        }
+        return cmocka_run_group_tests_name("tracefs", tests, NULL, NULL);
+}
