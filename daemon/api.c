@@ -769,50 +769,105 @@ static int method_monitor(VarlinkCallCtx *call, json_t *params, void *userdata)
         return 0;
 }
 
-void manager_notify_monitors(Manager *m)
+void manager_monitor_interval(Manager *m, ProbeCtl *p, uint64_t start_real_ns)
 {
-        char when[64];
+        SlotSummary s = {0};
+        json_t *o;
 
         if (!m->monitors) {
                 return;
         }
-        for (MonitorClient *c = m->monitors; c; c = c->next) {
-                json_t *cpus = json_array();
-                uint64_t start = 0, dur = 0;
+        if (p->n_monitor_pending == MONITOR_PENDING) {
+                json_decref(p->monitor_pending[0].cpu);
+                memmove(p->monitor_pending, p->monitor_pending + 1,
+                        (MONITOR_PENDING - 1) * sizeof(*p->monitor_pending));
+                p->n_monitor_pending--;
+        }
+        slot_summarize(&p->last, &m->counter.conv, p->last_duration_ns, &s);
+        o = json_pack("{si ss sI sI sf sI sI sf}", "cpu", p->cpu, "state", manager_probe_state(p),
+                      "samples", (json_int_t)s.samples, "max_gap_ns", (json_int_t)s.gap.max_ns,
+                      "p99_ns", s.gap.pct_ns[1], "interruptions", (json_int_t)s.events, "lost_ns",
+                      (json_int_t)s.lost_ns, "cpu_available_pct", s.cpu_available_pct);
+        if (!o) {
+                return;
+        }
+        (void)api_attrib_to_json(m, &p->last_attrib, o);
+        json_object_del(o, "softirqs");
+        json_object_del(o, "ctxsw");
+        json_object_del(o, "smi");
+        p->monitor_pending[p->n_monitor_pending++] = (MonitorInterval){
+                .start_ns = p->last_start_ns,
+                .start_real_ns = start_real_ns,
+                .duration_ns = p->last_duration_ns,
+                .cpu = o,
+        };
+}
+
+void manager_monitor_forget(ProbeCtl *p)
+{
+        for (size_t i = 0; i < p->n_monitor_pending; i++) {
+                json_decref(p->monitor_pending[i].cpu);
+        }
+        p->n_monitor_pending = 0;
+}
+
+/* One client: a reply per interval its CPUs handed over since the last harvest, oldest first.
+ * The probes' intervals end at the same tick, so those that start within half an interval of
+ * the oldest one left are the same interval and share a reply; a probe that handed over late
+ * has its interval in a reply of its own at the next harvest. */
+static void notify_monitor(Manager *m, MonitorClient *c, size_t *next)
+{
+        uint64_t same = m->config.history_interval_ns / 2;
+        char when[64];
+
+        memset(next, 0, m->n_probes * sizeof(*next));
+        for (;;) {
+                const MonitorInterval *first = NULL;
+                json_t *cpus;
 
                 for (size_t i = 0; i < m->n_probes; i++) {
                         ProbeCtl *p = &m->probes[i];
-                        SlotSummary s = {0};
-                        json_t *o;
 
-                        if (!CPU_ISSET(p->cpu, &c->cpus)) {
-                                continue;
+                        if (CPU_ISSET(p->cpu, &c->cpus) && next[i] < p->n_monitor_pending &&
+                            (!first || p->monitor_pending[next[i]].start_ns < first->start_ns)) {
+                                first = &p->monitor_pending[next[i]];
                         }
-                        if (p->have_last) {
-                                slot_summarize(&p->last, &m->counter.conv, p->last_duration_ns, &s);
-                                start = p->last_start_ns;
-                                dur = p->last_duration_ns;
-                        }
-                        o = json_pack("{si ss sI sI sf sI sI sf}", "cpu", p->cpu, "state",
-                                      manager_probe_state(p), "samples", (json_int_t)s.samples,
-                                      "max_gap_ns", (json_int_t)s.gap.max_ns, "p99_ns",
-                                      s.gap.pct_ns[1], "interruptions", (json_int_t)s.events,
-                                      "lost_ns", (json_int_t)s.lost_ns, "cpu_available_pct",
-                                      s.cpu_available_pct);
-                        (void)api_attrib_to_json(
-                                m, p->have_last ? &p->last_attrib : &(AttribDelta){0}, o);
-                        json_object_del(o, "softirqs");
-                        json_object_del(o, "ctxsw");
-                        json_object_del(o, "smi");
-                        json_array_append_new(cpus, o);
                 }
-                clock_pair_map(&m->clock_ref, &m->counter.conv, m->clock_ref.ticks, NULL, NULL);
+                if (!first) {
+                        return;
+                }
+                cpus = json_array();
+                for (size_t i = 0; i < m->n_probes; i++) {
+                        ProbeCtl *p = &m->probes[i];
+                        const MonitorInterval *mi = &p->monitor_pending[next[i]];
+
+                        if (CPU_ISSET(p->cpu, &c->cpus) && next[i] < p->n_monitor_pending &&
+                            mi->start_ns < first->start_ns + same) {
+                                json_array_append(cpus, mi->cpu);
+                                next[i]++;
+                        }
+                }
                 (void)varlink_call_reply_continue(
                         c->call,
-                        json_pack("{sI ss sI so}", "start_ns", (json_int_t)start, "realtime",
-                                  realtime_format_iso8601(when, sizeof(when),
-                                                          manager_now_ns(CLOCK_REALTIME) - dur),
-                                  "duration_ns", (json_int_t)dur, "cpus", cpus));
+                        json_pack("{sI ss sI so}", "start_ns", (json_int_t)first->start_ns,
+                                  "realtime",
+                                  realtime_format_iso8601(when, sizeof(when), first->start_real_ns),
+                                  "duration_ns", (json_int_t)first->duration_ns, "cpus", cpus));
+        }
+}
+
+void manager_notify_monitors(Manager *m)
+{
+        size_t *next = m->monitors ? calloc(m->n_probes, sizeof(*next)) : NULL;
+
+        if (next) {
+                for (MonitorClient *c = m->monitors; c; c = c->next) {
+                        notify_monitor(m, c, next);
+                }
+        }
+        free(next);
+        for (size_t i = 0; i < m->n_probes; i++) {
+                manager_monitor_forget(&m->probes[i]);
         }
 }
 

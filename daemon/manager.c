@@ -346,6 +346,7 @@ static int probes_stop(Manager *m)
                         probe_free(p->probe);
                 }
                 attrib_snapshot_free(p->attrib_snap);
+                manager_monitor_forget(p);
         }
         free(m->probes);
         m->probes = NULL;
@@ -397,10 +398,10 @@ static void harvest_probe(Manager *m, ProbeCtl *p)
 
         while (p->harvest_epoch < probe_acked_epoch(p->probe)) {
                 if (probe_harvest(p->probe, p->harvest_epoch, slot) == 0 && slot->gap.count > 0) {
-                        uint64_t start_ns;
+                        uint64_t start_ns, start_real_ns;
 
                         clock_pair_map(&m->clock_ref, &m->counter.conv, slot->start_ticks,
-                                       &start_ns, NULL);
+                                       &start_ns, &start_real_ns);
                         p->last_start_ns = start_ns;
                         p->last_duration_ns = tickconv_to_ns(&m->counter.conv,
                                                              slot->end_ticks - slot->start_ticks);
@@ -409,6 +410,7 @@ static void harvest_probe(Manager *m, ProbeCtl *p)
                         (void)history_add_interval(m->history, p->cpu, p->last_start_ns,
                                                    p->last_duration_ns, slot, p->stall_pending,
                                                    &p->last_attrib);
+                        manager_monitor_interval(m, p, start_real_ns);
                         p->stall_pending = false;
                         p->samples_total += slot->gap.count;
                         got = true;

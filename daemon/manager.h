@@ -23,6 +23,18 @@
 
 typedef struct Manager Manager;
 
+/* At most this many intervals of one probe wait for the Monitor clients between two harvests
+ * (normally one; two after a probe that handed over late; older ones are only in the history). */
+#define MONITOR_PENDING 4
+
+/* One harvested interval of one probe, as Monitor tells it. */
+typedef struct MonitorInterval {
+        uint64_t start_ns;
+        uint64_t start_real_ns;
+        uint64_t duration_ns;
+        json_t *cpu; /* the IntervalCpu object */
+} MonitorInterval;
+
 /* Per probed CPU. */
 typedef struct ProbeCtl {
         Manager *manager;
@@ -46,6 +58,9 @@ typedef struct ProbeCtl {
         ProbeSlot last;
         AttribDelta last_attrib;
         bool have_last;
+        /* The intervals harvested since the Monitor clients were last told. */
+        MonitorInterval monitor_pending[MONITOR_PENDING];
+        size_t n_monitor_pending;
 } ProbeCtl;
 
 /* Command-line values that override the config file, kept to re-apply on reload. */
@@ -154,7 +169,15 @@ json_t *api_histogram(Manager *m, int cpu, const char *window, const char *kind)
  * and "ctxsw" maps keyed by source without its prefix, and "smi". Returns 0 or -ENOMEM. */
 int api_attrib_to_json(Manager *m, const AttribDelta *d, json_t *o);
 
-/* Sends the interval that was just harvested to Monitor clients (api.c). */
+/* Keeps the interval of @p just harvested (p->last, starting at @start_real_ns on
+ * CLOCK_REALTIME) for the Monitor clients, when there are any (api.c). */
+void manager_monitor_interval(Manager *m, ProbeCtl *p, uint64_t start_real_ns);
+
+/* Drops the intervals of @p kept for the Monitor clients (api.c). */
+void manager_monitor_forget(ProbeCtl *p);
+
+/* Sends the Monitor clients the intervals harvested since the last call, and only those: a
+ * probe that handed over nothing (late, stalled, failed) is in no reply until it does (api.c). */
 void manager_notify_monitors(Manager *m);
 
 /* Frees the Monitor bookkeeping (api.c). */
