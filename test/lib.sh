@@ -179,3 +179,13 @@ cpuset_remove() {
     rmdir "$CG" 2>/dev/null || true
     CG=
 }
+
+# clock_slack_ns: how far the daemon's event times may lie from CLOCK_MONOTONIC as a thief reads
+# it. The daemon maps its counter to CLOCK_MONOTONIC afresh every interval, so between two
+# mappings the error grows by the drift it measures between the two clocks (GetStatus
+# drift_ppm) over up to two intervals (one, and the harvest's lag), on top of 2 us for reading
+# a pair of clocks on a VM.
+clock_slack_ns() {
+    jctl --json status | jq '2000 + (.counter.drift_ppm | fabs) * 1e-6 * 2 * .config.interval_ns
+                             | ceil'
+}
