@@ -88,8 +88,8 @@ static void dispatch_make_slot(unsigned i, ProbeSlot *s, AttribDelta *d, const u
 
 static void dispatch_fill_history(Manager *m)
 {
-        static const char *const sources[] = { "irq:LOC", "softirq:TIMER", "ctxsw:involuntary",
-                                               "smi" };
+        static const char *const sources[] = {"irq:LOC", "softirq:TIMER", "ctxsw:involuntary",
+                                              "smi"};
         HistoryOptions ho = {
                 .interval_ns = m->config.history_interval_ns,
                 .fine_retention_ns = m->config.history_fine_retention_ns,
@@ -152,13 +152,13 @@ static bool dispatch_history_intact(Manager *m)
 
         return history_query(m->history, DISPATCH_CPU, 0, 0, true, &w) == 0 &&
                w.slot.gap.count == DISPATCH_INTERVALS * 64ULL &&
-               history_events(m->history, NULL, 0, 0, &(HistoryEvent){ 0 }, 1) == 1;
+               history_events(m->history, NULL, 0, 0, &(HistoryEvent){0}, 1) == 1;
 }
 
 static Manager *dispatch_setup(void)
 {
         VarlinkServerLimits lim;
-        ProbeConfig pc = { 0 };
+        ProbeConfig pc = {0};
         Manager *m;
         ProbeCtl *p;
         int fd, r;
@@ -348,6 +348,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 }
         }
         if (!closed && m->monitors) {
+                /* The interval a harvest would have handed to the Monitor clients. */
+                manager_monitor_interval(m, &m->probes[0], 1700000000000000000ULL);
                 manager_notify_monitors(m);
                 (void)dispatch_run(m);
                 closed = dispatch_read(fd, replies);
