@@ -102,7 +102,8 @@ pass "Monitor during the stall: $replies replies, each an interval with samples,
 # CPU hotplug: offline makes the probe offline, online makes it run again.
 online=/sys/devices/system/cpu/cpu1/online
 if [[ -w $online ]] && echo 0 > "$online" 2>/dev/null; then
-    trap 'echo 1 > '"$online"' 2>/dev/null; cleanup' EXIT
+    # CPU 1 back online whatever happens, and the test's exit status kept for lib.sh's cleanup.
+    trap 'rc=$?; set +e; echo 1 > '"$online"' 2>/dev/null; (exit $rc); cleanup' EXIT
     sleep 0.8
     state=$(jctl --json status | jq -r '.probes[0].state')
     # Meanwhile the probe thread sits on the CPU it was moved to: it must record nothing there
