@@ -144,7 +144,9 @@ else
 fi
 # Reset forgets everything up to it: the "all" window then starts where the one before Reset
 # ended, or later, and holds no more time than has passed since (plus the interval that was
-# under way).
+# under way). Where an interval starts is mapped from the counter afresh at each harvest, so
+# the same boundary may move by what the clocks' measured drift explains (clock_slack_ns).
+slack_ns=$(clock_slack_ns)
 jctl --json call io.jitterd.GetStats '{"window":"all"}' > "$T/before.json"
 t_reset=$(date +%s%N)
 jctl call io.jitterd.Reset > /dev/null || fail "Reset as root failed"
@@ -154,9 +156,11 @@ for _ in $(seq 50); do
     sleep 0.1
 done
 since_reset=$(( $(date +%s%N) - t_reset ))
-jq -e --slurpfile b "$T/before.json" --argjson since "$since_reset" --argjson interval 200000000 '
+jq -e --slurpfile b "$T/before.json" --argjson since "$since_reset" \
+    --argjson interval "$interval_ns" --argjson slack "$slack_ns" '
         .cpus[0] as $a | $b[0].cpus[0] as $b
-        | $a.samples > 0 and $a.from_ns >= $b.to_ns and $a.duration_ns <= $since + $interval
+        | $a.samples > 0 and $a.from_ns + $slack >= $b.to_ns
+          and $a.duration_ns <= $since + $interval
           and $a.samples < $b.samples' "$T/after.json" > /dev/null \
     || fail "Reset did not forget the history before it: before $(jq -c '.cpus[0] |
             {from_ns, to_ns, duration_ns, samples}' "$T/before.json"), after" \
