@@ -26,6 +26,25 @@
 #define EVENTS_LIMIT_DEFAULT 1000
 #define EVENTS_LIMIT_MAX 10000
 
+/* At most this many intervals of one probe wait for the Monitor clients between two harvests
+ * (normally one; two after a probe that handed over late; older ones are only in the history). */
+#define MONITOR_PENDING 4
+
+/* One harvested interval of one probe, as Monitor tells it. */
+typedef struct MonitorInterval {
+        uint64_t start_ns;
+        uint64_t start_real_ns;
+        uint64_t duration_ns;
+        json_t *cpu; /* the IntervalCpu object */
+} MonitorInterval;
+
+/* The intervals of one probed CPU harvested since the Monitor clients were last told. */
+typedef struct MonitorQueue {
+        int cpu;
+        size_t n;
+        MonitorInterval pending[MONITOR_PENDING];
+} MonitorQueue;
+
 typedef struct MonitorClient {
         VarlinkCallCtx *call;
         cpu_set_t cpus;
@@ -37,6 +56,8 @@ struct Api {
 
         /* Monitor calls waiting for the next interval. */
         MonitorClient *monitors;
+        MonitorQueue *queues;
+        size_t n_queues;
 
         /* Bumped at every harvest: analyses of a window (fit, periods) computed for one
          * generation are reused until the next, so repeated GetStats calls stay cheap. */
@@ -801,53 +822,129 @@ static int method_monitor(VarlinkCallCtx *call, json_t *params, void *userdata)
         return 0;
 }
 
-static void notify_monitors(Api *a)
+void api_monitor_interval(Api *a, const ManagerInterval *iv)
 {
         Manager *m = a->manager;
-        char when[64];
+        MonitorQueue *q = NULL;
+        SlotSummary s = {0};
+        json_t *o;
 
         if (!a->monitors) {
                 return;
         }
-        for (MonitorClient *c = a->monitors; c; c = c->next) {
-                json_t *cpus = json_array();
-                uint64_t start = 0, dur = 0;
+        for (size_t i = 0; i < a->n_queues && !q; i++) {
+                q = a->queues[i].cpu == iv->cpu ? &a->queues[i] : NULL;
+        }
+        if (!q) {
+                MonitorQueue *grown = realloc(a->queues, (a->n_queues + 1) * sizeof(*grown));
 
-                for (size_t i = 0; i < manager_n_probes(m); i++) {
-                        ProbeInfo pi, *p = &pi;
-                        SlotSummary s = {0};
-                        json_t *o;
+                if (!grown) {
+                        return;
+                }
+                a->queues = grown;
+                q = &a->queues[a->n_queues++];
+                *q = (MonitorQueue){.cpu = iv->cpu};
+        }
+        if (q->n == MONITOR_PENDING) {
+                json_decref(q->pending[0].cpu);
+                memmove(q->pending, q->pending + 1, (MONITOR_PENDING - 1) * sizeof(*q->pending));
+                q->n--;
+        }
+        slot_summarize(iv->slot, manager_tickconv(m), iv->duration_ns, &s);
+        o = json_pack("{si ss sI sI sf sI sI sf}", "cpu", iv->cpu, "state", iv->state, "samples",
+                      (json_int_t)s.samples, "max_gap_ns", (json_int_t)s.gap.max_ns, "p99_ns",
+                      s.gap.pct_ns[1], "interruptions", (json_int_t)s.events, "lost_ns",
+                      (json_int_t)s.lost_ns, "cpu_available_pct", s.cpu_available_pct);
+        if (!o) {
+                return;
+        }
+        (void)api_attrib_to_json(m, iv->attrib, o);
+        json_object_del(o, "softirqs");
+        json_object_del(o, "ctxsw");
+        json_object_del(o, "smi");
+        q->pending[q->n++] = (MonitorInterval){
+                .start_ns = iv->start_ns,
+                .start_real_ns = iv->start_real_ns,
+                .duration_ns = iv->duration_ns,
+                .cpu = o,
+        };
+}
 
-                        manager_probe_info(m, i, p);
-                        if (!CPU_ISSET(p->cpu, &c->cpus)) {
-                                continue;
+static void on_interval(Manager *m, const ManagerInterval *iv, void *userdata)
+{
+        (void)m;
+        api_monitor_interval(userdata, iv);
+}
+
+/* One client: a reply per interval its CPUs handed over since the last harvest, oldest first.
+ * The probes' intervals end at the same tick, so those that start within half an interval of
+ * the oldest one left are the same interval and share a reply; a probe that handed over late
+ * has its interval in a reply of its own at the next harvest. */
+static void notify_monitor(Api *a, MonitorClient *c, size_t *next)
+{
+        uint64_t same = manager_config(a->manager)->history_interval_ns / 2;
+        char when[64];
+
+        memset(next, 0, a->n_queues * sizeof(*next));
+        for (;;) {
+                const MonitorInterval *first = NULL;
+                json_t *cpus;
+
+                for (size_t i = 0; i < a->n_queues; i++) {
+                        const MonitorQueue *q = &a->queues[i];
+
+                        if (CPU_ISSET(q->cpu, &c->cpus) && next[i] < q->n &&
+                            (!first || q->pending[next[i]].start_ns < first->start_ns)) {
+                                first = &q->pending[next[i]];
                         }
-                        if (p->have_last) {
-                                slot_summarize(p->last, manager_tickconv(m), p->last_duration_ns,
-                                               &s);
-                                start = p->last_start_ns;
-                                dur = p->last_duration_ns;
+                }
+                if (!first) {
+                        return;
+                }
+                cpus = json_array();
+                for (size_t i = 0; i < a->n_queues; i++) {
+                        const MonitorQueue *q = &a->queues[i];
+                        const MonitorInterval *mi = &q->pending[next[i]];
+
+                        if (CPU_ISSET(q->cpu, &c->cpus) && next[i] < q->n &&
+                            mi->start_ns < first->start_ns + same) {
+                                json_array_append(cpus, mi->cpu);
+                                next[i]++;
                         }
-                        o = json_pack("{si ss sI sI sf sI sI sf}", "cpu", p->cpu, "state", p->state,
-                                      "samples", (json_int_t)s.samples, "max_gap_ns",
-                                      (json_int_t)s.gap.max_ns, "p99_ns", s.gap.pct_ns[1],
-                                      "interruptions", (json_int_t)s.events, "lost_ns",
-                                      (json_int_t)s.lost_ns, "cpu_available_pct",
-                                      s.cpu_available_pct);
-                        (void)api_attrib_to_json(
-                                m, p->have_last ? p->last_attrib : &(AttribDelta){0}, o);
-                        json_object_del(o, "softirqs");
-                        json_object_del(o, "ctxsw");
-                        json_object_del(o, "smi");
-                        json_array_append_new(cpus, o);
                 }
                 (void)varlink_call_reply_continue(
                         c->call,
-                        json_pack("{sI ss sI so}", "start_ns", (json_int_t)start, "realtime",
-                                  realtime_format_iso8601(when, sizeof(when),
-                                                          now_ns(CLOCK_REALTIME) - dur),
-                                  "duration_ns", (json_int_t)dur, "cpus", cpus));
+                        json_pack("{sI ss sI so}", "start_ns", (json_int_t)first->start_ns,
+                                  "realtime",
+                                  realtime_format_iso8601(when, sizeof(when), first->start_real_ns),
+                                  "duration_ns", (json_int_t)first->duration_ns, "cpus", cpus));
         }
+}
+
+/* Drops every interval kept for the Monitor clients. */
+static void forget_intervals(Api *a)
+{
+        for (size_t i = 0; i < a->n_queues; i++) {
+                for (size_t k = 0; k < a->queues[i].n; k++) {
+                        json_decref(a->queues[i].pending[k].cpu);
+                }
+                a->queues[i].n = 0;
+        }
+}
+
+/* Sends the Monitor clients the intervals harvested since the last call, and only those: a
+ * probe that handed over nothing (late, stalled, failed) is in no reply until it does. */
+static void notify_monitors(Api *a)
+{
+        size_t *next = a->monitors && a->n_queues ? calloc(a->n_queues, sizeof(*next)) : NULL;
+
+        if (next) {
+                for (MonitorClient *c = a->monitors; c; c = c->next) {
+                        notify_monitor(a, c, next);
+                }
+        }
+        free(next);
+        forget_intervals(a);
 }
 
 static void free_monitors(Api *a)
@@ -1006,7 +1103,8 @@ int api_new(Manager *m, Api **ret)
         r = varlink_server_add_interface(manager_server(m), "io.jitterd",
                                          jitterd_interface_description, methods,
                                          sizeof(methods) / sizeof(methods[0]));
-        if (r < 0 || (r = manager_add_hook(m, on_harvest, a)) < 0) {
+        if (r < 0 || (r = manager_add_hook(m, on_harvest, a)) < 0 ||
+            (r = manager_add_interval_hook(m, on_interval, a)) < 0) {
                 free(a);
                 return r;
         }
@@ -1021,6 +1119,8 @@ Api *api_free(Api *a)
                 return NULL;
         }
         free_monitors(a);
+        forget_intervals(a);
+        free(a->queues);
         for (size_t i = 0; i < sizeof(a->analysis_cache) / sizeof(a->analysis_cache[0]); i++) {
                 json_decref(a->analysis_cache[i].causes);
                 json_decref(a->analysis_cache[i].periods);

@@ -22,8 +22,12 @@ int api_new(Manager *m, Api **ret);
 Api *api_free(Api *a);
 
 /* What the harvest hook does: the analyses cached for the previous interval expire, and every
- * Monitor call gets the interval just harvested. */
+ * Monitor call gets the intervals kept since the last call, each once. */
 void api_interval(Api *a);
+
+/* What the interval hook does: keeps @iv for the Monitor calls, when there are any, until the
+ * next api_interval(). */
+void api_monitor_interval(Api *a, const ManagerInterval *iv);
 
 /* How many Monitor calls are open. */
 size_t api_n_monitors(const Api *a);

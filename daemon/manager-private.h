@@ -95,6 +95,12 @@ struct Manager {
                 void *userdata;
         } hooks[MANAGER_HOOKS_MAX];
         size_t n_hooks;
+        /* Called for every interval harvested (main.c adds the API's Monitor). */
+        struct {
+                ManagerIntervalHook func;
+                void *userdata;
+        } interval_hooks[MANAGER_HOOKS_MAX];
+        size_t n_interval_hooks;
 };
 
 /* --- trace causes (manager-trace.c) --- */

@@ -390,10 +390,10 @@ static void harvest_probe(Manager *m, ProbeCtl *p)
 
         while (p->harvest_epoch < probe_acked_epoch(p->probe)) {
                 if (probe_harvest(p->probe, p->harvest_epoch, slot) == 0 && slot->gap.count > 0) {
-                        uint64_t start_ns;
+                        uint64_t start_ns, start_real_ns;
 
                         clock_pair_map(&m->clock_ref, &m->counter.conv, slot->start_ticks,
-                                       &start_ns, NULL);
+                                       &start_ns, &start_real_ns);
                         p->last_start_ns = start_ns;
                         p->last_duration_ns = tickconv_to_ns(&m->counter.conv,
                                                              slot->end_ticks - slot->start_ticks);
@@ -402,6 +402,19 @@ static void harvest_probe(Manager *m, ProbeCtl *p)
                         (void)history_add_interval(m->history, p->cpu, p->last_start_ns,
                                                    p->last_duration_ns, slot, p->stall_pending,
                                                    &p->last_attrib);
+                        for (size_t h = 0; h < m->n_interval_hooks; h++) {
+                                const ManagerInterval iv = {
+                                        .cpu = p->cpu,
+                                        .state = manager_probe_state(p),
+                                        .slot = slot,
+                                        .attrib = &p->last_attrib,
+                                        .start_ns = start_ns,
+                                        .start_real_ns = start_real_ns,
+                                        .duration_ns = p->last_duration_ns,
+                                };
+
+                                m->interval_hooks[h].func(m, &iv, m->interval_hooks[h].userdata);
+                        }
                         p->stall_pending = false;
                         p->samples_total += slot->gap.count;
                         got = true;
@@ -1044,6 +1057,17 @@ Manager *manager_free(Manager *m)
         attrib_table_free(m->attrib);
         free(m);
         return NULL;
+}
+
+int manager_add_interval_hook(Manager *m, ManagerIntervalHook func, void *userdata)
+{
+        if (m->n_interval_hooks >= MANAGER_HOOKS_MAX) {
+                return -ENOSPC;
+        }
+        m->interval_hooks[m->n_interval_hooks].func = func;
+        m->interval_hooks[m->n_interval_hooks].userdata = userdata;
+        m->n_interval_hooks++;
+        return 0;
 }
 
 int manager_add_hook(Manager *m, ManagerHook func, void *userdata)

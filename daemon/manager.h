@@ -56,6 +56,21 @@ typedef struct ProbeInfo {
 /* Called after every harvest with the Manager and the userdata it was added with. */
 typedef void (*ManagerHook)(Manager *m, void *userdata);
 
+/* One interval of one probe, as it is harvested (manager_add_interval_hook()). The pointers are
+ * valid during the call only. A probe that hands over late gives two or more at one harvest. */
+typedef struct ManagerInterval {
+        int cpu;
+        const char *state; /* manager_probe_state() */
+        const ProbeSlot *slot;
+        const AttribDelta *attrib;
+        uint64_t start_ns;      /* CLOCK_MONOTONIC */
+        uint64_t start_real_ns; /* CLOCK_REALTIME */
+        uint64_t duration_ns;
+} ManagerInterval;
+
+/* Called for every interval harvested, before the harvest hooks. */
+typedef void (*ManagerIntervalHook)(Manager *m, const ManagerInterval *iv, void *userdata);
+
 /* Loads @path and the drop-ins of @dropin and applies @o on top. Logs what is wrong. Returns 0
  * or a negative errno. */
 int manager_load_config(const char *path, const char *dropin, const Overrides *o, Config *ret);
@@ -78,6 +93,10 @@ Manager *manager_free(Manager *m);
 /* Adds @func to the hooks called after every harvest (the API's Monitor, the textfile), in the
  * order they were added. Returns 0 or -ENOSPC. */
 int manager_add_hook(Manager *m, ManagerHook func, void *userdata);
+
+/* Adds @func to the hooks called for every interval harvested (the API's Monitor). Returns 0 or
+ * -ENOSPC. */
+int manager_add_interval_hook(Manager *m, ManagerIntervalHook func, void *userdata);
 
 /* --- what the API and the textfile read; valid until the next harvest --- */
 

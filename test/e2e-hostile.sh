@@ -84,30 +84,63 @@ sleep 2.5
 
 # Answering leaves the probe's CPU alone. Memory a process hands back to the kernel makes it
 # flush the TLB of every CPU that runs one of the process's threads, and the probe is one of
-# them: GetStats from CPU 0 for 5 s (about 25 intervals, each with its analyses computed anew)
-# must not add TLB shootdowns on CPU 1 beyond what 5 quiet seconds bring.
-tlb_cpu1() { awk '$1 == "TLB:" {print $3}' /proc/interrupts; }
+# them: GetStats from CPU 0 for 5 s (about 25 intervals, each with its analyses computed anew,
+# some hundred calls) must make the daemon send no more TLB shootdowns than 5 quiet seconds do.
+# CPU 1's count of shootdowns received (/proc/interrupts) cannot tell: any other process that
+# ran there (a build on this shared machine) sends its own. So the daemon's own are counted, by
+# the kernel's tlb:tlb_flush tracepoint (reason 4: an IPI sent to other CPUs) in a private
+# tracefs instance, filtered on the daemon's threads. A daemon that hands memory back sends
+# one every few calls; allowed: three standard deviations of the quiet count, and one.
+TRACEFS=
+for d in /sys/kernel/tracing /sys/kernel/debug/tracing; do
+    [[ -d $d/instances ]] && { TRACEFS=$d; break; }
+done
+TLB_TRACE=
+tlb_trace_off() {
+    local rc=$?
+    set +e
+    [[ -n $TLB_TRACE ]] && rmdir "$TLB_TRACE" 2>/dev/null
+    (exit $rc)
+    cleanup # lib.sh's: it takes the exit status from $?
+}
+trap tlb_trace_off EXIT
+# tlb_sent: shootdowns the daemon's threads sent since the last call.
+tlb_sent() {
+    grep -c 'tlb_flush:' "$TLB_TRACE/trace" || true
+    : > "$TLB_TRACE/trace"
+}
 if (( SANITIZED )); then
     skip_part "TLB shootdowns on the probe's CPU while answering" \
         "sanitizer build: its allocator hands memory back on its own terms"
-elif [[ -n $(tlb_cpu1) ]]; then
-    t0=$(tlb_cpu1) calls=0 end=$((SECONDS + 5))
+elif [[ -n $TRACEFS && -d $TRACEFS/events/tlb/tlb_flush ]] \
+    && mkdir "$TRACEFS/instances/jitterd-e2e-$$" 2>/dev/null; then
+    TLB_TRACE=$TRACEFS/instances/jitterd-e2e-$$
+    threads=$(ls /proc/"$DAEMON_PID"/task \
+                  | awk '{ printf "%scommon_pid == %s", (NR > 1 ? " || " : ""), $1 }')
+    echo "reason == 4 && ($threads)" > "$TLB_TRACE/events/tlb/tlb_flush/filter"
+    echo 1 > "$TLB_TRACE/events/tlb/tlb_flush/enable"
+    tlb_sent > /dev/null
+    calls=0 end=$((SECONDS + 5))
     while (( SECONDS < end )); do
         taskset -c 0 "$JITTERCTL" --socket "$SOCK" --json stats --cpu 1 --window all > /dev/null \
             || fail "GetStats failed"
         calls=$((calls + 1))
         sleep 0.05
     done
-    t1=$(tlb_cpu1)
+    during=$(tlb_sent)
     sleep 5
-    t2=$(tlb_cpu1)
-    echo "TLB shootdowns on CPU 1: $((t1 - t0)) during $calls GetStats, $((t2 - t1)) while idle"
-    (( t1 - t0 <= t2 - t1 + 1 )) \
-        || fail "answering clients interrupts the probe: $((t1 - t0)) TLB shootdowns on CPU 1"
-    pass "$calls GetStats add no TLB shootdown on the probe's CPU"
+    quiet=$(tlb_sent)
+    echo 0 > "$TLB_TRACE/events/tlb/tlb_flush/enable"
+    allowed=$(awk -v q="$quiet" 'BEGIN { printf "%d", q + 3 * sqrt(q + 1) + 1 }')
+    echo "TLB shootdowns sent by the daemon: $during during $calls GetStats, $quiet while idle" \
+         "($allowed allowed)"
+    (( during <= allowed )) \
+        || fail "answering clients interrupts the probe: the daemon sent $during TLB shootdowns"
+    pass "$calls GetStats make the daemon send no TLB shootdown to the probe's CPU"
 else
     skip_part "TLB shootdowns on the probe's CPU while answering" \
-        "/proc/interrupts counts no TLB shootdowns on this architecture"
+        "no tlb:tlb_flush tracepoint in a tracefs instance: the daemon's own shootdowns cannot" \
+        "be told from other processes'"
 fi
 
 # rate_last N: samples per ns over the last N intervals of CPU 1 (timeline points).
@@ -123,6 +156,11 @@ vm() { awk -v k="$1:" '$1 == k {print $2}' /proc/"$DAEMON_PID"/status; } # kB
 
 # 10 intervals of 200 ms: the last 2 s.
 before=$(rate_last 10)
+# How much the rate moves at rest, interval by interval: the lowest of the last 10 against their
+# mean, in per cent.
+quiet_low=$(jctl --json call io.jitterd.GetTimeline '{"cpu": 1, "window": "1m"}' |
+    jq '.points[-10:] | map(.samples / .duration_ns) | (add / length) as $m | min / $m * 100
+        | floor')
 rss_base=$(vm VmRSS)
 (( ${before%% *} > 0 )) || fail "no samples before the attack"
 
@@ -165,13 +203,22 @@ pass "$rounds runs of jitter-hostile ($WORKERS in parallel on CPU 0): answered t
      "(slowest GetStatus $slowest ms)"
 
 # The probe on CPU 1 must not notice what happens on CPU 0. A manager sharing CPU 1 with it
-# would halve its rate; VM noise moves it by a few per cent.
+# would halve its rate over 2 s; noise moves it by what one interval at rest fell below the
+# mean (quiet_low), and a 2 s average by less. Allowed: twice that fall, and 5 % more. When the
+# rate at rest moves so much that this would allow a halved rate, the check cannot tell here.
 pct=$(rate_pct "$during" "$before")
 pct2=$(rate_pct "$during2" "$before")
-echo "probe sample rate during the attack: $pct % and $pct2 % of before"
-(( pct >= 75 && pct2 >= 75 )) \
-    || fail "the probe's sample rate dropped under the attack: $pct % / $pct2 % of before"
-pass "the probe's sample rate held during the attack ($pct %, $pct2 %)"
+floor_pct=$((100 - 2 * (100 - quiet_low) - 5))
+echo "probe sample rate during the attack: $pct % and $pct2 % of before" \
+     "(at rest an interval fell to $quiet_low % of the mean; $floor_pct % allowed)"
+if (( floor_pct < 60 )); then
+    skip_part "the probe's sample rate under the attack" \
+        "at rest it falls to $quiet_low % of its mean: a halved rate could not be told from that"
+else
+    (( pct >= floor_pct && pct2 >= floor_pct )) \
+        || fail "the probe's sample rate dropped under the attack: $pct % / $pct2 % of before"
+    pass "the probe's sample rate held during the attack ($pct %, $pct2 %; $floor_pct % allowed)"
+fi
 
 sleep 0.5
 jctl --json status | jq -e '.probes[0].state == "running"' >/dev/null \

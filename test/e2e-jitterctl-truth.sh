@@ -109,12 +109,18 @@ maxlen=$(awk '{ l = $2 - $1; if (l > m) m = l } END { print m }' "$T/thefts")
 thefts_json=$(jq -R -s -c 'split("\n") | map(select(length > 0) | split(" ") | map(tonumber))' \
     "$T/thefts")
 
+# An event placed at the wrong time by more than the clocks' measured drift explains (a wrong
+# frequency, a stale mapping) no longer covers its theft.
+slack_ns=$(clock_slack_ns)
+echo "events must cover their thefts within $slack_ns ns"
+
 # Each theft and the event that covers it: "LENGTH REALTIME DURATION_NS", once every theft has
 # been harvested (an interval or two; longer when CPU 1 is busy).
 covered() {
-    jq -r --argjson th "$thefts_json" '. as $ev | $th[] | .[0] as $s | .[1] as $e
-        | ([$ev[] | select(.cpu == 1 and .start_ns <= $s + 2000
-                           and .start_ns + .duration_ns + 2000 >= $e
+    jq -r --argjson th "$thefts_json" --argjson slack "$slack_ns" '. as $ev | $th[] | .[0] as $s
+        | .[1] as $e
+        | ([$ev[] | select(.cpu == 1 and .start_ns <= $s + $slack
+                           and .start_ns + .duration_ns + $slack >= $e
                            and .duration_ns >= $e - $s)] | first) as $m
         | if $m == null then "missing \($s) \($e - $s)"
           else "\($e - $s) \($m.realtime) \($m.duration_ns)" end' "$1"

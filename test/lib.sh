@@ -40,6 +40,9 @@ trap cleanup EXIT
 # Killed by a signal without a trap, bash would exit without the EXIT trap, and leave the daemon
 # spinning on CPU 1.
 trap 'exit 143' TERM INT HUP
+# A reader that goes away (ctest's output cut short by a pipe) must not kill the script without
+# its cleanup either: writes then fail, and the failure ends the test through the EXIT trap.
+trap '' PIPE
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 pass() { echo "ok: $*"; }
@@ -178,4 +181,14 @@ cpuset_remove() {
     [[ -z $DAEMON_PID ]] || echo "$DAEMON_PID" > "$CG_PARENT/cgroup.procs" 2>/dev/null || true
     rmdir "$CG" 2>/dev/null || true
     CG=
+}
+
+# clock_slack_ns: how far the daemon's event times may lie from CLOCK_MONOTONIC as a thief reads
+# it. The daemon maps its counter to CLOCK_MONOTONIC afresh every interval, so between two
+# mappings the error grows by the drift it measures between the two clocks (GetStatus
+# drift_ppm) over up to two intervals (one, and the harvest's lag), on top of 2 us for reading
+# a pair of clocks on a VM.
+clock_slack_ns() {
+    jctl --json status | jq '2000 + (.counter.drift_ppm | fabs) * 1e-6 * 2 * .config.interval_ns
+                             | ceil'
 }

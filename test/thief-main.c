@@ -1,5 +1,6 @@
 /* jitter-thief: steal known durations from a CPU at known times, for end-to-end tests.
- * Prints one line per theft: "START_NS END_NS" (CLOCK_MONOTONIC). */
+ * Prints one line per theft: "START_NS END_NS" (CLOCK_MONOTONIC). With --now it only prints
+ * CLOCK_MONOTONIC, so that a script can place its own reads on the daemon's time axis. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -21,6 +22,7 @@ int main(int argc, char **argv)
                 {"period", required_argument, NULL, 'P'},
                 {"durations", required_argument, NULL, 'd'},
                 {"count", required_argument, NULL, 'n'},
+                {"now", no_argument, NULL, 'N'},
                 {},
         };
         static uint64_t durations[MAX_THEFTS];
@@ -61,6 +63,9 @@ int main(int argc, char **argv)
                 case 'n':
                         count = (size_t)atol(optarg);
                         break;
+                case 'N':
+                        printf("%" PRIu64 "\n", now_ns(CLOCK_MONOTONIC));
+                        return 0;
                 default:
                         return 2;
                 }

@@ -35,6 +35,12 @@
 #define TOL_MIN_NS 2000.0
 #define TOL_MAX_REL 0.01
 #define TOL_ABS_NS 10000.0
+/* Events in phase that a period reported for how it fills its lattice needs at least: among the
+ * many periods tried, a chain of a few events at a long period is found by chance (a 22 s
+ * period in 2 minutes of noise at 10 a second). */
+#define FILL_EVENTS_MIN 10
+/* Width of the bins in which a candidate's tolerance is looked for, where its range allows. */
+#define DEV_BIN_NS 1000.0
 /* Differences collected to refine one candidate. */
 #define DIFFS_MAX 65536
 /* Periods that mean nothing, to measure chance: not close to simple ratios of the candidate. */
@@ -43,11 +49,24 @@ static const double null_ratios[] = {0.9413, 0.9689, 1.0317, 1.0571};
 #define KEPT_MAX (2 * PERIODICITY_MAX_PERIODS)
 /* Largest k for which P/k is tried as the fundamental of a candidate P. */
 #define FUNDAMENTAL_MAX 8
+/* Evenly spaced triples: events i < j < k with t_k - t_j equal to t_j - t_i within
+ * TRIPLE_TOL_NS + 2^-TRIPLE_TOL_SHIFT (0.012 %) of it, looked for among the events on each side of
+ * j, as many as TRIPLE_WORK pairs for all events allow (from TRIPLE_REACH_MIN to TRIPLE_REACH_MAX),
+ * and counted by their spacing in bins TRIPLE_BIN_WIDTH wide. */
+#define TRIPLE_TOL_NS 2000
+#define TRIPLE_TOL_SHIFT 13
+#define TRIPLE_WORK 4000000
+#define TRIPLE_REACH_MIN 256
+#define TRIPLE_REACH_MAX 1024
+#define TRIPLE_BIN_WIDTH 0.0001
+/* Peaks of the triples' histogram judged besides those of the differences. */
+#define TRIPLE_CANDIDATES_MAX 16
 
 void periodicity_options_init(PeriodicityOptions *opt)
 {
         *opt = (PeriodicityOptions){
                 .min_share = 0.10,
+                .min_fill = 0,
                 .min_events = 5,
                 .max_events = 20000,
                 .min_period_ns = 100000,
@@ -98,7 +117,8 @@ const char *periodicity_source_name(uint64_t period_ns, unsigned online_cpus)
 typedef struct Candidate {
         double lo, hi; /* differences that make the peak */
         double excess;
-        double rank; /* the largest excess among the peak and its multiples */
+        double rank;  /* the largest excess among the peak and its multiples */
+        bool triples; /* a peak of the triples' histogram */
 } Candidate;
 
 /* A log-binned histogram of differences between events. */
@@ -112,11 +132,15 @@ typedef struct Hist {
 typedef struct Work {
         const uint64_t *t; /* the events not yet explained by a kept period */
         size_t n;
-        double rate_per_ns; /* of all events */
+        double rate_per_ns; /* of the events left */
+        double span_ns;     /* of all events */
         size_t neighbours;  /* the k next events compared */
+        size_t reach;       /* the events on each side looked at for triples */
+        bool fill;          /* periods may be reported for how they fill their lattice */
         double min_period;
         double log_min;
         Hist hist[2]; /* coarse and fine */
+        Hist triples; /* evenly spaced triples, by their spacing */
         double *diffs;
         int32_t *succ;
         uint8_t *mult;
@@ -134,6 +158,7 @@ typedef struct Eval {
         size_t on;
         size_t links;
         size_t links_first; /* links to the very next period, no event missed */
+        size_t in_phase;    /* points of the longest chain's lattice with an event (in_phase()) */
         double period;      /* refined: median link length per period */
 } Eval;
 
@@ -216,6 +241,56 @@ static void build_histograms(Work *w, double max_period)
         }
 }
 
+/* Counts in w->triples the evenly spaced triples of events by their spacing. A source with few
+ * events among many unrelated ones stands out far better here than among the differences: the
+ * background of a difference of 137 ms is every pair of unrelated events that far apart, that
+ * of a triple only the pairs that a third event happens to continue within a few us. Each event
+ * j is the middle of at most one triple per event before it (the nearest after), so the work is
+ * linear in the events: their differences to the w->reach events before j are walked
+ * upwards together with those to the events after j. */
+static void build_triples(Work *w, double max_period)
+{
+        const uint64_t *t = w->t, min_ns = (uint64_t)w->min_period, max_ns = (uint64_t)max_period;
+        Hist *h = &w->triples;
+
+        memset(h->count, 0, h->nbins * sizeof(*h->count));
+        for (size_t j = 1; j + 1 < w->n; j++) {
+                size_t k = j + 1, k_end = j + w->reach < w->n ? j + w->reach + 1 : w->n;
+                size_t i_end = j > w->reach ? j - w->reach : 0;
+
+                for (size_t i = j; i-- > i_end;) {
+                        uint64_t before = t[j] - t[i], target = t[j] + before, off;
+                        size_t b;
+
+                        if (before < min_ns) {
+                                continue;
+                        }
+                        if (before >= max_ns) {
+                                break;
+                        }
+                        /* k: the first event after j at least as far from j as i is; the
+                         * nearest of it and the one before it continues the spacing best */
+                        while (k < k_end && t[k] < target) {
+                                k++;
+                        }
+                        off = k < k_end ? t[k] - target : UINT64_MAX;
+                        if (k > j + 1 && target - t[k - 1] < off) {
+                                off = target - t[k - 1];
+                        }
+                        if (off > TRIPLE_TOL_NS + (before >> TRIPLE_TOL_SHIFT)) {
+                                if (k == k_end) {
+                                        break;
+                                }
+                                continue;
+                        }
+                        b = (size_t)((log((double)before) - w->log_min) / h->log_width);
+                        if (b < h->nbins) {
+                                h->count[b]++;
+                        }
+                }
+        }
+}
+
 static double window_sum(const Hist *h, size_t b)
 {
         double s = 0;
@@ -290,7 +365,8 @@ static size_t histogram_peaks(const Work *w, const Hist *h, size_t min_events, C
                                 peak = false;
                         }
                 }
-                if (!peak) {
+                /* (the excess asked for below needs at least min_events) */
+                if (!peak || s < (double)min_events) {
                         continue;
                 }
                 bg = background(h, b);
@@ -309,12 +385,27 @@ static size_t histogram_peaks(const Work *w, const Hist *h, size_t min_events, C
         return n;
 }
 
-/* The peaks of both histograms that stand out of their background, at most @max: the
- * strongest, where a peak counts as strong as the strongest of its multiples. A strictly
- * periodic source puts a peak at each multiple of its period, and the peaks at a few periods
- * are often higher than the one at the period itself (other events fall on them too, and a bin
- * is wider there); ranked by its own height the fundamental would be left out while its
- * multiples are judged. */
+/* Ranks the @n peaks in @all (ascending periods) and keeps the @max strongest, where a peak
+ * counts as strong as the strongest of its multiples. Returns how many are kept. */
+static size_t strongest_peaks(Candidate *all, size_t n, size_t max)
+{
+        for (size_t i = 0; i < n; i++) {
+                for (size_t j = i + 1; j < n; j++) {
+                        if (all[j].excess > all[i].rank && is_multiple(&all[i], &all[j])) {
+                                all[i].rank = all[j].excess;
+                        }
+                }
+        }
+        qsort(all, n, sizeof(all[0]), cmp_candidate);
+        return n < max ? n : max;
+}
+
+/* The peaks of the histograms of differences that stand out of their background, at most
+ * @max: the strongest, where a peak counts as strong as the strongest of its multiples. A
+ * strictly periodic source puts a peak at each multiple of its period, and the peaks at a few
+ * periods are often higher than the one at the period itself (other events fall on them too,
+ * and a bin is wider there); ranked by its own height the fundamental would be left out while
+ * its multiples are judged. */
 static size_t find_candidates(const Work *w, size_t min_events, Candidate *ret, size_t max)
 {
         Candidate *all = w->peaks;
@@ -325,45 +416,72 @@ static size_t find_candidates(const Work *w, size_t min_events, Candidate *ret, 
         }
         /* Ascending periods: a peak's multiples come after it. */
         qsort(all, n, sizeof(all[0]), cmp_candidate_period);
-        for (size_t i = 0; i < n; i++) {
-                for (size_t j = i + 1; j < n; j++) {
-                        if (all[j].excess > all[i].rank && is_multiple(&all[i], &all[j])) {
-                                all[i].rank = all[j].excess;
-                        }
-                }
-        }
-        qsort(all, n, sizeof(all[0]), cmp_candidate);
-        if (n > max) {
-                n = max;
-        }
+        n = strongest_peaks(all, n, max);
         memcpy(ret, all, n * sizeof(*ret));
         return n;
 }
 
-/* The differences within [lo, hi) of each event to its next events; at most DIFFS_MAX. */
-static size_t collect_diffs(const Work *w, double lo, double hi)
+/* The same for the histogram of triples (build_triples()). */
+static size_t find_triple_candidates(const Work *w, size_t min_events, Candidate *ret, size_t max)
 {
-        size_t k = 0;
+        Candidate *all = w->peaks;
+        size_t n = histogram_peaks(w, &w->triples, min_events, all, 0);
 
-        for (size_t i = 0; i < w->n && k < DIFFS_MAX; i++) {
-                size_t a = i + 1, b = i + w->neighbours + 1 < w->n ? i + w->neighbours + 1 : w->n;
-                double from = (double)w->t[i] + lo;
+        for (size_t i = 0; i < n; i++) {
+                all[i].triples = true;
+        }
+        qsort(all, n, sizeof(all[0]), cmp_candidate_period);
+        n = strongest_peaks(all, n, max);
+        memcpy(ret, all, n * sizeof(*ret));
+        return n;
+}
 
-                /* first of the next events at least lo after event i */
-                while (a < b) {
-                        size_t mid = a + (b - a) / 2;
+/* The first of the events [a, b) at or after @t_ns (b when none). */
+static size_t first_at(const Work *w, size_t a, size_t b, double t_ns)
+{
+        while (a < b) {
+                size_t mid = a + (b - a) / 2;
 
-                        if ((double)w->t[mid] < from) {
-                                a = mid + 1;
-                        } else {
-                                b = mid;
-                        }
+                if ((double)w->t[mid] < t_ns) {
+                        a = mid + 1;
+                } else {
+                        b = mid;
                 }
-                for (size_t j = a; j <= i + w->neighbours && j < w->n && k < DIFFS_MAX; j++) {
+        }
+        return a;
+}
+
+/* The differences within [lo, hi) of each event to its next events (as far as the histograms
+ * look, the triples' too); at most DIFFS_MAX. With @continued, only those that a third event
+ * continues at the same spacing (within the triples' tolerance): a candidate that only the
+ * triples show is refined among them, where unrelated pairs are a few per cent of what they
+ * are among all the differences. */
+static size_t collect_diffs(const Work *w, double lo, double hi, bool continued)
+{
+        size_t k = 0, reach = w->neighbours > w->reach ? w->neighbours : w->reach;
+
+        for (size_t i = 0, a = 1; i < w->n && k < DIFFS_MAX; i++) {
+                size_t end = i + reach + 1 < w->n ? i + reach + 1 : w->n;
+
+                /* a: the first event at least lo after event i, which only moves on */
+                a = a > i + 1 ? a : i + 1;
+                while (a < w->n && (double)w->t[a] < (double)w->t[i] + lo) {
+                        a++;
+                }
+                for (size_t j = a; j < end && k < DIFFS_MAX; j++) {
                         double d = (double)(w->t[j] - w->t[i]);
 
                         if (d >= hi) {
                                 break;
+                        }
+                        if (continued) {
+                                double tol = TRIPLE_TOL_NS + ldexp(d, -TRIPLE_TOL_SHIFT);
+                                size_t j_end = j + reach + 1 < w->n ? j + reach + 1 : w->n;
+                                size_t m = first_at(w, j + 1, j_end, (double)w->t[j] + d - tol);
+
+                                if (m == j_end || (double)w->t[m] > (double)w->t[j] + d + tol) {
+                                        continue;
+                                }
                         }
                         w->diffs[k++] = d;
                 }
@@ -386,13 +504,13 @@ static double tol_max(double period)
 static bool refine(const Work *w, const Candidate *c, size_t min_events, double *ret_period,
                    double *ret_tol)
 {
-        enum { MODE_BINS = 64, DEV_BINS = 200, ROUNDS = 3 };
+        enum { MODE_BINS = 64, DEV_BINS_MIN = 200, DEV_BINS = 2048, ROUNDS = 3 };
         double period, half = 0, tol, best_snr = 0, best_excess = 0;
         size_t k;
 
         /* Start from the densest part of the peak window, in finer bins: the median of the
          * whole window is pulled towards its middle by the background. */
-        k = collect_diffs(w, c->lo, c->hi);
+        k = collect_diffs(w, c->lo, c->hi, c->triples);
         period = (c->lo + c->hi) / 2;
         if (k > 0) {
                 uint32_t fine[MODE_BINS] = {0};
@@ -413,7 +531,7 @@ static bool refine(const Work *w, const Candidate *c, size_t min_events, double 
                         }
                 }
                 period = c->lo + ((double)best + 0.5) * width;
-                k = collect_diffs(w, period - 1.5 * width, period + 1.5 * width);
+                k = collect_diffs(w, period - 1.5 * width, period + 1.5 * width, c->triples);
                 if (k > 0) {
                         period = median(w->diffs, k);
                 }
@@ -421,25 +539,30 @@ static bool refine(const Work *w, const Candidate *c, size_t min_events, double 
 
         for (unsigned round = 0; round < ROUNDS; round++) {
                 uint32_t dev[DEV_BINS] = {0};
-                double tmax = tol_max(period), bin_ns = tmax / DEV_BINS, bg, cum = 0;
-                size_t outer = 0;
+                double tmax = tol_max(period), bg, cum = 0, bin_ns;
+                size_t outer = 0, nb = (size_t)ceil(tmax / DEV_BIN_NS);
 
-                k = collect_diffs(w, period - tmax, period + tmax);
+                /* Bins of DEV_BIN_NS, or fewer when the range is wide: a precise timer among
+                 * much noise stands out only within a few us, which coarser bins would miss
+                 * (a 137 ms theft's 1 % range of 1.4 ms has bins of 7 us in 200). */
+                nb = nb < DEV_BINS_MIN ? DEV_BINS_MIN : nb > DEV_BINS ? DEV_BINS : nb;
+                bin_ns = tmax / (double)nb;
+                k = collect_diffs(w, period - tmax, period + tmax, c->triples);
                 for (size_t i = 0; i < k; i++) {
                         size_t b = (size_t)(fabs(w->diffs[i] - period) / bin_ns);
 
-                        dev[b < DEV_BINS ? b : DEV_BINS - 1]++;
+                        dev[b < nb ? b : nb - 1]++;
                 }
-                for (size_t b = DEV_BINS / 2; b < DEV_BINS; b++) {
+                for (size_t b = nb / 2; b < nb; b++) {
                         outer += dev[b];
                 }
-                bg = (double)outer / (DEV_BINS - DEV_BINS / 2); /* per bin */
+                bg = (double)outer / (double)(nb - nb / 2); /* per bin */
                 /* The half-width where the excess over the background stands out most: for a
                  * precise timer a few us even when the background outnumbers it. */
                 best_snr = 0;
                 best_excess = 0;
                 half = tmax;
-                for (size_t b = 0; b < DEV_BINS / 2; b++) {
+                for (size_t b = 0; b < nb / 2; b++) {
                         double excess, snr;
 
                         cum += dev[b];
@@ -456,7 +579,7 @@ static bool refine(const Work *w, const Candidate *c, size_t min_events, double 
                 }
                 /* Centre on what stands out: the median of the whole peak window is pulled
                  * towards the window's middle by the background. */
-                k = collect_diffs(w, period - half, period + half);
+                k = collect_diffs(w, period - half, period + half, c->triples);
                 if (k == 0) {
                         break;
                 }
@@ -476,6 +599,113 @@ static bool refine(const Work *w, const Candidate *c, size_t min_events, double 
 static double link_error(const Work *w, size_t i, double period)
 {
         return fabs((double)(w->t[w->succ[i]] - w->t[i]) - w->mult[i] * period);
+}
+
+/* A least-squares line through (lattice index, time) points. */
+typedef struct Fit {
+        double n, k, t, kk, kt;
+} Fit;
+
+static void fit_add(Fit *f, double k, double t)
+{
+        f->n++;
+        f->k += k;
+        f->t += t;
+        f->kk += k * k;
+        f->kt += k * t;
+}
+
+/* The period and the time of index 0 of the line through @f (@period when one point). */
+static void fit_line(const Fit *f, double period, double *ret_period, double *ret_t0)
+{
+        double k = f->k / f->n, t = f->t / f->n, var = f->kk / f->n - k * k;
+
+        *ret_period = var > 0 ? (f->kt / f->n - k * t) / var : period;
+        *ret_t0 = t - *ret_period * k;
+}
+
+/* How many points of one lattice hold an event marked in w->on (by evaluate()): the lattice of
+ * the longest chain, fitted to its events and then to every event within twice the tolerance
+ * of it. Chains that a few late or missing events broke count together, chance chains at other
+ * phases do not, and a burst of events at one point is one arrival. With @mark, w->on keeps
+ * only the event nearest to each of those points. Times are taken from the chain's first
+ * event, to keep their precision. w->len is scratch. */
+static size_t in_phase(Work *w, double period, double tol, bool mark)
+{
+        size_t head = w->n, longest = 0, count = 0, best = w->n;
+        double p, t0, k = 0, point = 0, best_dev = 0;
+        Fit chain = {0}, all = {0};
+
+        /* w->len: the events on the chain from each event on */
+        for (size_t i = w->n; i-- > 0;) {
+                w->len[i] = !w->on[i]                              ? 0
+                            : w->succ[i] >= 0 && w->on[w->succ[i]] ? 1 + w->len[w->succ[i]]
+                                                                   : 1;
+                if (w->len[i] > longest) {
+                        longest = w->len[i];
+                        head = i;
+                }
+        }
+        if (head == w->n) {
+                return 0;
+        }
+        for (int32_t j = (int32_t)head;; j = w->succ[j]) {
+                fit_add(&chain, k, (double)w->t[j] - (double)w->t[head]);
+                if (w->succ[j] < 0 || !w->on[w->succ[j]]) {
+                        break;
+                }
+                k += w->mult[j];
+        }
+        fit_line(&chain, period, &p, &t0);
+        for (size_t i = 0; i < w->n; i++) {
+                double t = (double)w->t[i] - (double)w->t[head], ki = round((t - t0) / p);
+
+                if (w->on[i] && fabs(t - t0 - ki * p) <= 2 * tol) {
+                        fit_add(&all, ki, t);
+                }
+        }
+        if (all.n == 0) {
+                return 0;
+        }
+        fit_line(&all, p, &p, &t0);
+        /* One event per point, the nearest: a burst of events at one point is one arrival.
+         * In phase, events are in the order of their points. */
+        for (size_t i = 0; i < w->n; i++) {
+                double t = (double)w->t[i] - (double)w->t[head], ki, dev;
+                bool on = w->on[i];
+
+                if (mark) {
+                        w->on[i] = 0;
+                }
+                ki = round((t - t0) / p);
+                dev = fabs(t - t0 - ki * p);
+                if (!on || dev > 2 * tol) {
+                        continue;
+                }
+                if (best < w->n && ki == point) {
+                        if (dev < best_dev) {
+                                best = i;
+                                best_dev = dev;
+                        }
+                        continue;
+                }
+                if (best < w->n) {
+                        count++;
+                        if (mark) {
+                                w->on[best] = 1;
+                        }
+                }
+                best = i;
+                best_dev = dev;
+                point = ki;
+        }
+        if (best < w->n) {
+                count++;
+                if (mark) {
+                        w->on[best] = 1;
+                }
+        }
+        return count;
 }
 
 /* Follows the lattice of @period: links every event to the event nearest to one of the next
@@ -600,6 +830,7 @@ static Eval evaluate(Work *w, double period, double tol, unsigned skip)
         if (nl > 0) {
                 e.period = median(lengths, nl);
         }
+        e.in_phase = w->fill ? in_phase(w, period, tol, false) : 0;
         return e;
 }
 
@@ -626,6 +857,7 @@ static void work_free(Work *w)
 {
         free(w->hist[0].count);
         free(w->hist[1].count);
+        free(w->triples.count);
         free(w->diffs);
         free(w->succ);
         free(w->mult);
@@ -688,6 +920,41 @@ static bool one_class(Work *w, unsigned k)
         return other_points > 0 && other_events * 3 * dense_points < dense_events * other_points;
 }
 
+/* The reasons to report the events that @e found on @period, when there are at least
+ * opt->min_events: they are opt->min_share of the events that no period kept so far explains
+ * (a 20 Hz theft is 4 % of the events next to a visible 250 Hz tick, and a third of what the
+ * tick leaves), or, however many other events there are, one lattice holds an event on
+ * opt->min_fill of its points over the window (a 137 ms theft is 1 % of what a 1 ms tick leaves
+ * on a noisy VM, and at almost every one of its points). The lattice is that of one chain
+ * (in_phase()): chance chains are short, and a few of them at unrelated phases would fill a
+ * long period's few points. */
+enum { BY_SHARE = 1, BY_FILL = 2 };
+
+static unsigned relevance(const Work *w, const PeriodicityOptions *opt, double period,
+                          const Eval *e)
+{
+        unsigned why = 0;
+
+        if (e->on < opt->min_events) {
+                return 0;
+        }
+        if ((double)e->on >= opt->min_share * (double)w->n) {
+                why |= BY_SHARE;
+        }
+        if (opt->min_fill > 0 && e->in_phase >= FILL_EVENTS_MIN &&
+            (double)e->in_phase * period >= opt->min_fill * w->span_ns) {
+                why |= BY_FILL;
+        }
+        return why;
+}
+
+/* Whether @on events are clearly more than @null by chance: three times as many, and
+ * opt->min_events more. */
+static bool beyond_chance(const PeriodicityOptions *opt, size_t on, size_t null)
+{
+        return on >= 3 * null && on - null >= opt->min_events;
+}
+
 /* Judges one candidate among the events left in @w: true when it is a period to report,
  * with its period, tolerance and events in @ret and its events marked in w->on. */
 /* Long because each test against chance a candidate must pass is one block, in the order they are
@@ -696,9 +963,9 @@ static bool judge_candidate(Work *w, const Candidate *cand, const PeriodicityOpt
                             const double *kept_period, size_t nkept, PeriodicityPeriod *ret)
 {
         double period, tol;
-        unsigned skip;
+        unsigned skip, why;
         bool same = false;
-        size_t null_on = 0;
+        size_t null_on = 0, null_phase = 0, events;
         Eval e;
 
         if (!refine(w, cand, opt->min_events, &period, &tol)) {
@@ -710,10 +977,8 @@ static bool judge_candidate(Work *w, const Candidate *cand, const PeriodicityOpt
                 period = e.period;
                 e = evaluate(w, period, tol, skip);
         }
-        /* A fundamental has about the events of its multiples, minus chance ones. The share is
-         * judged among the events that no period kept so far explains: a 20 Hz theft is 4 % of
-         * the events next to a visible 250 Hz tick, and a third of what the tick leaves. */
-        if (e.on < opt->min_events || (double)e.on < opt->min_share * (double)w->n) {
+        /* A fundamental has about the events of its multiples, minus chance ones. */
+        if (!relevance(w, opt, period, &e)) {
                 return false;
         }
 
@@ -747,7 +1012,7 @@ static bool judge_candidate(Work *w, const Candidate *cand, const PeriodicityOpt
         for (size_t k = 0; k < nkept && !same; k++) {
                 same = fabs(period - kept_period[k]) <= 0.01 * kept_period[k];
         }
-        if (same || (double)e.on < opt->min_share * (double)w->n || e.on < opt->min_events) {
+        if (same || !relevance(w, opt, period, &e)) {
                 return false;
         }
         /* Mostly bridging missed events: the period is a fraction of the real one. */
@@ -766,24 +1031,82 @@ static bool judge_candidate(Work *w, const Candidate *cand, const PeriodicityOpt
         }
         /* Clearly more than chance: at least three times as many events as on any of the
          * periods nearby that mean nothing (in a burst of interruptions a few hundred us
-         * apart, any lattice finds chains). */
+         * apart, any lattice finds chains). A period reported for how it fills its lattice
+         * is compared by the events on that one lattice: in heavy noise every lattice holds
+         * chance chains at many phases, as many as a 137 ms theft has events. */
         for (size_t k = 0; k < sizeof(null_ratios) / sizeof(null_ratios[0]); k++) {
                 Eval z = evaluate(w, period * null_ratios[k], tol, skip);
 
-                if (z.on > null_on) {
-                        null_on = z.on;
-                }
+                null_on = z.on > null_on ? z.on : null_on;
+                null_phase = z.in_phase > null_phase ? z.in_phase : null_phase;
         }
         memcpy(w->on, w->on_cand, w->n);
-        if (e.on < 3 * null_on || e.on - null_on < opt->min_events) {
+        why = relevance(w, opt, period, &e);
+        if ((why & BY_SHARE) && beyond_chance(opt, e.on, null_on)) {
+                events = e.on;
+        } else if ((why & BY_FILL) && beyond_chance(opt, e.in_phase, null_phase)) {
+                /* Only the one lattice's events are the period's: the chance chains at other
+                 * phases stay for other periods. */
+                evaluate(w, period, tol, skip);
+                events = in_phase(w, period, tol, true);
+        } else {
                 return false;
         }
         *ret = (PeriodicityPeriod){
                 .period_ns = (uint64_t)llround(period),
                 .tolerance_ns = (uint64_t)llround(tol),
-                .events = e.on,
+                .events = events,
         };
         return true;
+}
+
+/* Makes the @n events @t those that are analysed. */
+static void set_events(Work *w, const uint64_t *t, size_t n)
+{
+        size_t reach = n > 0 ? TRIPLE_WORK / n : TRIPLE_REACH_MAX;
+
+        w->t = t;
+        w->n = n;
+        w->rate_per_ns = n > 1 ? (double)(n - 1) / w->span_ns : 0;
+        w->reach = reach < TRIPLE_REACH_MIN   ? TRIPLE_REACH_MIN
+                   : reach > TRIPLE_REACH_MAX ? TRIPLE_REACH_MAX
+                                              : reach;
+}
+
+/* Judges the @ncand candidates shortest first and keeps the first that is a period: appends it
+ * to @found (*@nkept of them so far) and takes its events out of @w. Returns whether one was
+ * kept. */
+static bool keep_first(Work *w, Candidate *cand, size_t ncand, const PeriodicityOptions *opt,
+                       PeriodicityPeriod *found, size_t *nkept)
+{
+        double kept_period[KEPT_MAX];
+
+        for (size_t k = 0; k < *nkept; k++) {
+                kept_period[k] = (double)found[k].period_ns;
+        }
+        /* Shortest first, so that a fundamental is kept (and its events taken out) before its
+         * multiples are looked at. */
+        qsort(cand, ncand, sizeof(cand[0]), cmp_candidate_period);
+        for (size_t c = 0; c < ncand; c++) {
+                PeriodicityPeriod *p = &found[*nkept];
+                size_t m = 0;
+
+                if (!judge_candidate(w, &cand[c], opt, kept_period, *nkept, p)) {
+                        continue;
+                }
+                p->source = periodicity_source_name(p->period_ns, opt->online_cpus);
+                (*nkept)++;
+                /* Its events are explained: later candidates (its multiples, or periods whose
+                 * lattice would bridge over its events) see only the others. */
+                for (size_t i = 0; i < w->n; i++) {
+                        if (!w->on[i]) {
+                                w->rest[m++] = w->t[i];
+                        }
+                }
+                set_events(w, w->rest, m);
+                return true;
+        }
+        return false;
 }
 
 /* Long because the search is one sequence (candidates, refinement, judgement, explained share)
@@ -792,11 +1115,11 @@ int periodicity_find(const uint64_t *start_ns, size_t n, const PeriodicityOption
                      PeriodicityResult *ret)
 {
         PeriodicityOptions defaults;
-        Candidate cand[CANDIDATES_MAX];
+        Candidate cand[CANDIDATES_MAX > TRIPLE_CANDIDATES_MAX ? CANDIDATES_MAX
+                                                              : TRIPLE_CANDIDATES_MAX];
         PeriodicityPeriod found[KEPT_MAX];
-        double kept_period[KEPT_MAX], max_period;
-        size_t ncand, nkept = 0;
-        bool kept = true;
+        double max_period;
+        size_t nkept = 0;
         Work w = {0};
         int r = 0;
 
@@ -805,8 +1128,9 @@ int periodicity_find(const uint64_t *start_ns, size_t n, const PeriodicityOption
                 opt = &defaults;
         }
         if (!ret || (n > 0 && !start_ns) || !(opt->min_share >= 0 && opt->min_share <= 1) ||
-            opt->max_events < 3 || opt->max_events > PERIODICITY_EVENTS_LIMIT ||
-            opt->min_period_ns == 0 || opt->max_period_ns <= opt->min_period_ns) {
+            !(opt->min_fill >= 0 && opt->min_fill <= 1) || opt->max_events < 3 ||
+            opt->max_events > PERIODICITY_EVENTS_LIMIT || opt->min_period_ns == 0 ||
+            opt->max_period_ns <= opt->min_period_ns) {
                 return -EINVAL;
         }
         for (size_t i = 1; i < n; i++) {
@@ -825,9 +1149,9 @@ int periodicity_find(const uint64_t *start_ns, size_t n, const PeriodicityOption
                 return 0;
         }
 
-        w.t = start_ns;
-        w.n = n;
-        w.rate_per_ns = (double)(n - 1) / (double)ret->span_ns;
+        w.span_ns = (double)ret->span_ns;
+        w.fill = opt->min_fill > 0;
+        set_events(&w, start_ns, n);
         /* A period with share s has about 1/s - 1 other events between two of its own; look
          * far enough to step over them. */
         w.neighbours = opt->min_share > 0 ? (size_t)ceil(4 / opt->min_share) + 8 : 64;
@@ -853,6 +1177,12 @@ int periodicity_find(const uint64_t *start_ns, size_t n, const PeriodicityOption
                 hist->count = calloc(hist->nbins, sizeof(*hist->count));
                 w.npeaks += hist->nbins / 3 + 1;
         }
+        w.triples.log_width = log1p(TRIPLE_BIN_WIDTH);
+        w.triples.nbins = (size_t)ceil(log(max_period / w.min_period) / w.triples.log_width) + 1;
+        w.triples.count = calloc(w.triples.nbins, sizeof(*w.triples.count));
+        if (w.triples.nbins / 3 + 1 > w.npeaks) {
+                w.npeaks = w.triples.nbins / 3 + 1;
+        }
         w.diffs = calloc(DIFFS_MAX, sizeof(*w.diffs));
         w.succ = calloc(n, sizeof(*w.succ));
         w.mult = calloc(n, sizeof(*w.mult));
@@ -863,8 +1193,8 @@ int periodicity_find(const uint64_t *start_ns, size_t n, const PeriodicityOption
         w.on_cand = calloc(n, sizeof(*w.on_cand));
         w.rest = calloc(n, sizeof(*w.rest));
         w.peaks = calloc(w.npeaks, sizeof(*w.peaks));
-        if (!w.peaks || !w.hist[0].count || !w.hist[1].count || !w.diffs || !w.succ || !w.mult ||
-            !w.dep || !w.len || !w.on || !w.fwd || !w.on_cand || !w.rest) {
+        if (!w.peaks || !w.hist[0].count || !w.hist[1].count || !w.triples.count || !w.diffs ||
+            !w.succ || !w.mult || !w.dep || !w.len || !w.on || !w.fwd || !w.on_cand || !w.rest) {
                 r = -ENOMEM;
                 goto out;
         }
@@ -872,38 +1202,24 @@ int periodicity_find(const uint64_t *start_ns, size_t n, const PeriodicityOption
         /* Each time a period is kept and its events taken out, the differences are counted
          * again among the events left: they are fewer, so that their next few events reach
          * further (a 137 ms theft next to a visible 250 Hz tick), and peaks that the kept
-         * period's events buried stand out. */
-        while (kept && nkept < KEPT_MAX && w.n >= CHAIN_MIN) {
-                kept = false;
+         * period's events buried stand out. The triples, which cost more, are counted only when
+         * the differences show nothing more to keep: by then the strong sources are out. */
+        while (nkept < KEPT_MAX && w.n >= CHAIN_MIN) {
+                size_t ncand;
+
                 build_histograms(&w, max_period);
                 ncand = find_candidates(&w, opt->min_events, cand, CANDIDATES_MAX);
-                /* Shortest first, so that a fundamental is kept (and its events taken out)
-                 * before its multiples are looked at. */
-                qsort(cand, ncand, sizeof(cand[0]), cmp_candidate_period);
-
-                for (size_t c = 0; c < ncand && !kept && w.n >= CHAIN_MIN; c++) {
-                        PeriodicityPeriod *p = &found[nkept];
-                        size_t m = 0;
-
-                        if (!judge_candidate(&w, &cand[c], opt, kept_period, nkept, p)) {
-                                continue;
-                        }
-                        p->share = (double)p->events / (double)n;
-                        p->source = periodicity_source_name(p->period_ns, opt->online_cpus);
-                        kept_period[nkept++] = (double)p->period_ns;
-
-                        /* Its events are explained: later candidates (its multiples, or periods
-                         * whose lattice would bridge over its events) see only the others. */
-                        for (size_t i = 0; i < w.n; i++) {
-                                if (!w.on[i]) {
-                                        w.rest[m++] = w.t[i];
-                                }
-                        }
-                        w.t = w.rest;
-                        w.n = m;
-                        w.rate_per_ns = m > 1 ? (double)(m - 1) / (double)ret->span_ns : 0;
-                        kept = true;
+                if (keep_first(&w, cand, ncand, opt, found, &nkept)) {
+                        continue;
                 }
+                build_triples(&w, max_period);
+                ncand = find_triple_candidates(&w, opt->min_events, cand, TRIPLE_CANDIDATES_MAX);
+                if (!keep_first(&w, cand, ncand, opt, found, &nkept)) {
+                        break;
+                }
+        }
+        for (size_t k = 0; k < nkept; k++) {
+                found[k].share = (double)found[k].events / (double)n;
         }
         /* The periods with the most events: shorter ones were judged first, and weak ones among
          * them must not take the place of a longer period that explains more. */

@@ -44,6 +44,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static Manager *dispatch_manager;
 static Api *dispatch_api;
+/* The attribution sources of the made-up intervals, as the table numbers them. */
+static unsigned dispatch_ids[4];
 static uint64_t dispatch_filled_ns;
 static struct sockaddr_un dispatch_addr;
 static socklen_t dispatch_addr_len;
@@ -94,7 +96,7 @@ static void dispatch_fill_history(Manager *m)
         };
         static ProbeSlot slot;
         static AttribDelta delta;
-        unsigned ids[4];
+        unsigned *ids = dispatch_ids;
         uint64_t now = now_ns(CLOCK_MONOTONIC);
         uint64_t start = now - (uint64_t)DISPATCH_INTERVALS * ho.interval_ns;
 
@@ -288,6 +290,25 @@ static bool dispatch_read(int fd, VarlinkReader *replies)
         }
 }
 
+/* Hands the Monitor clients an interval, as a harvest would. */
+static void dispatch_monitor_interval(Manager *m)
+{
+        static ProbeSlot slot;
+        static AttribDelta delta;
+        const ManagerInterval iv = {
+                .cpu = DISPATCH_CPU,
+                .state = "running",
+                .slot = &slot,
+                .attrib = &delta,
+                .start_ns = now_ns(CLOCK_MONOTONIC) - m->config.history_interval_ns,
+                .start_real_ns = 1700000000000000000ULL,
+                .duration_ns = m->config.history_interval_ns,
+        };
+
+        dispatch_make_slot(0, &slot, &delta, dispatch_ids);
+        api_monitor_interval(dispatch_api, &iv);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         VarlinkReader *replies = NULL;
@@ -343,6 +364,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 }
         }
         if (!closed && api_n_monitors(dispatch_api) > 0) {
+                dispatch_monitor_interval(m);
                 api_interval(dispatch_api);
                 (void)dispatch_run(m);
                 closed = dispatch_read(fd, replies);
