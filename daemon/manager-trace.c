@@ -10,6 +10,7 @@
 #include "cpulist.h"
 #include "log.h"
 #include "manager.h"
+#include "privileges.h"
 
 void manager_trace_start(Manager *m)
 {
@@ -45,7 +46,9 @@ void manager_trace_start(Manager *m)
                 .counter_hz = m->counter.hz,
                 .ksyms = m->ksyms,
         };
+        privileges_dac(true);
         r = trace_recorder_new(&o, &m->trace, m->trace_reason, sizeof(m->trace_reason));
+        privileges_dac(false);
         if (r < 0) {
                 m->trace = NULL;
                 log_warning("trace causes are off: %s", m->trace_reason);
@@ -61,7 +64,9 @@ void manager_trace_start(Manager *m)
 
 void manager_trace_stop(Manager *m)
 {
+        privileges_dac(true);
         m->trace = trace_recorder_free(m->trace);
+        privileges_dac(false);
 }
 
 void manager_trace_read(Manager *m)

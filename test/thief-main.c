@@ -1,5 +1,6 @@
 /* jitter-thief: steal known durations from a CPU at known times, for end-to-end tests.
- * Prints one line per theft: "START_NS END_NS" (CLOCK_MONOTONIC). */
+ * Prints one line per theft: "START_NS END_NS" (CLOCK_MONOTONIC), with --cpu-time also the
+ * thief's CPU time in between ("START_NS END_NS CPU_NS"). */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -21,6 +22,7 @@ int main(int argc, char **argv)
                 { "period", required_argument, NULL, 'P' },
                 { "durations", required_argument, NULL, 'd' },
                 { "count", required_argument, NULL, 'n' },
+                { "cpu-time", no_argument, NULL, 't' },
                 {},
         };
         static uint64_t durations[MAX_THEFTS];
@@ -28,6 +30,7 @@ int main(int argc, char **argv)
         uint64_t delay = 1000000000ULL, period = 200000000ULL;
         size_t n = 0, count = 0;
         int cpu = 1, priority = 50, c, r;
+        int cpu_time = 0;
 
         while ((c = getopt_long(argc, argv, "", longopts, NULL)) >= 0) {
                 switch (c) {
@@ -61,6 +64,9 @@ int main(int argc, char **argv)
                 case 'n':
                         count = (size_t)atol(optarg);
                         break;
+                case 't':
+                        cpu_time = 1;
+                        break;
                 default:
                         return 2;
                 }
@@ -83,7 +89,12 @@ int main(int argc, char **argv)
                 return 1;
         }
         for (size_t k = 0; k < n; k++) {
-                printf("%" PRIu64 " %" PRIu64 "\n", thefts[k].start_ns, thefts[k].end_ns);
+                if (cpu_time) {
+                        printf("%" PRIu64 " %" PRIu64 " %" PRIu64 "\n", thefts[k].start_ns,
+                               thefts[k].end_ns, thefts[k].cpu_ns);
+                } else {
+                        printf("%" PRIu64 " %" PRIu64 "\n", thefts[k].start_ns, thefts[k].end_ns);
+                }
         }
         return 0;
 }

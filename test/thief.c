@@ -5,6 +5,14 @@
 #include <sched.h>
 #include <time.h>
 
+static uint64_t thread_cpu_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
 uint64_t thief_now_ns(void)
 {
         struct timespec ts;
@@ -35,11 +43,13 @@ int thief_run(int cpu, int priority, uint64_t first_ns, uint64_t period_ns,
 
                 while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
                 }
+                ret[k].cpu_ns = thread_cpu_ns();
                 ret[k].start_ns = now = thief_now_ns();
                 while (now - ret[k].start_ns < durations_ns[k]) {
                         now = thief_now_ns();
                 }
                 ret[k].end_ns = now;
+                ret[k].cpu_ns = thread_cpu_ns() - ret[k].cpu_ns;
         }
         sp.sched_priority = 0;
         pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);

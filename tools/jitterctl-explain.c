@@ -205,18 +205,45 @@ static json_t *explain_cpu(json_t *causes, json_t *stats)
         return out;
 }
 
-static const char *why(double exact, double ls)
+/* A share of 0..1 as "12.5 %". */
+static char *share_text(char *buf, size_t size, double share)
 {
-        return ls > exact ? "the fit charges it with time that moves with its count (what its "
-                            "interrupts wake or start)"
-                          : "the fit gives this time to another counter that moves with it, or "
-                            "none entered the fit";
+        char num[24];
+
+        snprintf(buf, size, "%s %%", format_pct(num, sizeof(num), 100.0 * share));
+        return buf;
+}
+
+/* Why @row disagrees: the fit gave it more than the trace (time that rides on its count), or
+ * less, and then the counters that got more than the trace gives them are named. */
+static void print_why(json_t *rows, json_t *row, double exact, double ls)
+{
+        const char *sep = "";
+        json_t *r;
+        size_t i;
+
+        if (ls > exact) {
+                printf("the fit charges it with time that moves with its count (what its "
+                       "interrupts wake or start)\n");
+                return;
+        }
+        printf("the fit gives this time to counters that move with it");
+        json_array_foreach(rows, i, r)
+        {
+                double e = json_number_value(json_object_get(r, "exact_share")), l;
+
+                if (r != row && json_get_double(r, "ls_share", &l) && l - e > EXPLAIN_AGREE_ABS) {
+                        printf("%s%s", *sep ? sep : ": ", json_get_string(r, "source", "?"));
+                        sep = ", ";
+                }
+        }
+        printf("\n");
 }
 
 static void print_cpu(json_t *o)
 {
         uint64_t lost = 0, ev_ns = 0, unexplained = 0, other = 0, explained_ns = 0, ev = 0, n = 0;
-        char a[32], b[32], d[32];
+        char a[32], b[32], d[32], cov[32];
         json_t *c;
         size_t i, disagree = 0;
 
@@ -231,8 +258,7 @@ static void print_cpu(json_t *o)
                (int)json_integer_value(json_object_get(o, "cpu")), json_get_string(o, "window", "?"),
                format_ns(a, sizeof(a), (double)lost), format_count(b, sizeof(b), ev),
                format_count(d, sizeof(d), n),
-               format_pct(a, sizeof(a),
-                          100.0 * json_number_value(json_object_get(o, "coverage"))));
+               share_text(cov, sizeof(cov), json_number_value(json_object_get(o, "coverage"))));
         printf("  %-36s %8s %10s %7s\n", "EXACT CAUSE", "SHARE", "TIME", "COUNT");
         json_array_foreach(json_object_get(o, "exact"), i, c)
         {
@@ -244,21 +270,20 @@ static void print_cpu(json_t *o)
                 snprintf(name, sizeof(name), "%s %s", json_get_string(c, "kind", "?"),
                          json_get_string(c, "name", "?"));
                 printf("  %-36s %8s %10s %7s\n", name,
-                       format_pct(a, sizeof(a),
-                                  100.0 * json_number_value(json_object_get(c, "share"))),
+                       share_text(a, sizeof(a), json_number_value(json_object_get(c, "share"))),
                        format_ns(b, sizeof(b), (double)ns), format_count(d, sizeof(d), count));
         }
         if (other) {
                 printf("  %-36s %8s %10s\n", "other causes",
-                       format_pct(a, sizeof(a), lost ? 100.0 * (double)other / (double)lost : 0),
+                       share_text(a, sizeof(a), lost ? (double)other / (double)lost : 0),
                        format_ns(b, sizeof(b), (double)other));
         }
         printf("  %-36s %8s %10s\n", "unexplained (kernel entry and exit)",
-               format_pct(a, sizeof(a), lost ? 100.0 * (double)unexplained / (double)lost : 0),
+               share_text(a, sizeof(a), lost ? (double)unexplained / (double)lost : 0),
                format_ns(b, sizeof(b), (double)unexplained));
         if (lost > ev_ns) {
                 printf("  %-36s %8s %10s\n", "below the threshold, not traced",
-                       format_pct(a, sizeof(a), 100.0 * (double)(lost - ev_ns) / (double)lost),
+                       share_text(a, sizeof(a), (double)(lost - ev_ns) / (double)lost),
                        format_ns(b, sizeof(b), (double)(lost - ev_ns)));
         }
         printf("  %-22s %8s %14s\n", "COUNTER", "EXACT", "LEAST SQUARES");
@@ -268,9 +293,8 @@ static void print_cpu(json_t *o)
                 bool have_ls = json_get_double(c, "ls_share", &ls);
 
                 printf("  %-22s %8s %14s  %s\n", json_get_string(c, "source", "?"),
-                       format_pct(a, sizeof(a),
-                                  100.0 * json_number_value(json_object_get(c, "exact_share"))),
-                       have_ls ? format_pct(b, sizeof(b), 100.0 * ls) : "-",
+                       share_text(a, sizeof(a), json_number_value(json_object_get(c, "exact_share"))),
+                       have_ls ? share_text(b, sizeof(b), ls) : "-",
                        json_get_string(c, "verdict", "?"));
         }
         json_array_foreach(json_object_get(o, "compare"), i, c)
@@ -282,9 +306,9 @@ static void print_cpu(json_t *o)
                         continue;
                 }
                 disagree++;
-                printf("  disagree: %s, exact %s, least squares %s: %s\n",
-                       json_get_string(c, "source", "?"), format_pct(a, sizeof(a), 100.0 * e),
-                       format_pct(b, sizeof(b), 100.0 * ls), why(e, ls));
+                printf("  disagree: %s, exact %s, least squares %s: ", json_get_string(c, "source", "?"),
+                       share_text(a, sizeof(a), e), share_text(b, sizeof(b), ls));
+                print_why(json_object_get(o, "compare"), c, e, ls);
         }
         if (!json_is_true(json_object_get(o, "fit"))) {
                 printf("  no least-squares estimate: the window has fewer than 60 intervals\n");
