@@ -725,10 +725,10 @@ static void render_cause_lost(Writer *w, const Input *in)
 
         for (size_t i = 0; i < in->n_cause_lost; i++) {
                 for (size_t k = 0; k < CAUSE_KINDS; k++) {
-                        put_sample(w, &fam_cause_lost, "",
-                                   (Label[]){{"cpu", in->cause_lost[i].cpu},
-                                             {"kind", cause_kinds[k]}},
-                                   2, value_seconds(v, in->cause_lost[i].ns[k]));
+                        put_sample(
+                                w, &fam_cause_lost, "",
+                                (Label[]){{"cpu", in->cause_lost[i].cpu}, {"kind", cause_kinds[k]}},
+                                2, value_seconds(v, in->cause_lost[i].ns[k]));
                 }
         }
 }

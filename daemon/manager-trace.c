@@ -193,8 +193,7 @@ static int cmp_window_cause(const void *a, const void *b)
 }
 
 /* Adds @ns of (@kind, @name) to @w (@n of them). Returns false when @w is full. */
-static bool window_cause_add(WindowCause *w, size_t *n, uint8_t kind, const char *name,
-                             uint64_t ns)
+static bool window_cause_add(WindowCause *w, size_t *n, uint8_t kind, const char *name, uint64_t ns)
 {
         for (size_t i = 0; i < *n; i++) {
                 if (w[i].kind == kind && strcmp(w[i].name, name) == 0) {
@@ -229,9 +228,9 @@ json_t *manager_trace_window_causes(Manager *m, int cpu, const char *window, uin
         CPU_SET(cpu, &set);
         n = history_events(m->history, &set, since_ns, 0, ev, max);
         for (size_t i = 0; i < n; i++) {
-                const StoredCauses *c = m->cause_store ? cause_store_find(m->cause_store, cpu,
-                                                                          ev[i].start_ns)
-                                                       : NULL;
+                const StoredCauses *c =
+                        m->cause_store ? cause_store_find(m->cause_store, cpu, ev[i].start_ns)
+                                       : NULL;
 
                 events_ns += ev[i].duration_ns;
                 if (!c) {
@@ -251,19 +250,18 @@ json_t *manager_trace_window_causes(Manager *m, int cpu, const char *window, uin
         }
         qsort(causes, n_causes, sizeof(*causes), cmp_window_cause);
         for (size_t i = 0; i < n_causes; i++) {
-                if (json_array_append_new(arr, json_pack("{ss ss sI sI}", "kind",
-                                                         cause_kind_name(causes[i].kind), "name",
-                                                         causes[i].name, "ns",
-                                                         (json_int_t)causes[i].ns, "count",
-                                                         (json_int_t)causes[i].count)) < 0) {
+                if (json_array_append_new(
+                            arr, json_pack("{ss ss sI sI}", "kind", cause_kind_name(causes[i].kind),
+                                           "name", causes[i].name, "ns", (json_int_t)causes[i].ns,
+                                           "count", (json_int_t)causes[i].count)) < 0) {
                         goto out;
                 }
         }
-        o = json_pack("{si ss sI sI sI sI sI sI so sI sI}", "cpu", cpu, "window", window, "since_ns",
-                      (json_int_t)since_ns, "interruptions", (json_int_t)n, "interruptions_ns",
-                      (json_int_t)events_ns, "explained", (json_int_t)explained, "explained_ns",
-                      (json_int_t)explained_ns, "trace_lost", (json_int_t)lost, "causes", arr,
-                      "other_ns", (json_int_t)other_ns, "unexplained_ns",
+        o = json_pack("{si ss sI sI sI sI sI sI so sI sI}", "cpu", cpu, "window", window,
+                      "since_ns", (json_int_t)since_ns, "interruptions", (json_int_t)n,
+                      "interruptions_ns", (json_int_t)events_ns, "explained", (json_int_t)explained,
+                      "explained_ns", (json_int_t)explained_ns, "trace_lost", (json_int_t)lost,
+                      "causes", arr, "other_ns", (json_int_t)other_ns, "unexplained_ns",
                       (json_int_t)unexplained_ns);
         arr = NULL;
 out:
@@ -288,9 +286,9 @@ json_t *manager_trace_kind_totals(Manager *m)
                                                                : "unexplained",
                                             json_integer((json_int_t)ns[k]));
                 }
-                if (!kinds || json_array_append_new(arr, json_pack("{si so}", "cpu",
-                                                                   m->probes[i].cpu, "lost_ns",
-                                                                   kinds)) < 0) {
+                if (!kinds ||
+                    json_array_append_new(arr, json_pack("{si so}", "cpu", m->probes[i].cpu,
+                                                         "lost_ns", kinds)) < 0) {
                         json_decref(arr);
                         return NULL;
                 }

@@ -61,13 +61,13 @@ static void fixture_init(Fixture *fx)
                           "interval_ns", (json_int_t)1000000000, "history_bytes", (json_int_t)4096);
 
         /* The trace records CPU 2: its interruptions' time by cause kind. */
-        json_object_set_new(
-                fx->status, "trace",
-                json_pack("{ss s[{si s{sI sI sI sI sI sI sI sI}}]}", "state", "recording", "cpus",
-                          "cpu", 2, "lost_ns", "irq", (json_int_t)0, "vector", (json_int_t)2500,
-                          "softirq", (json_int_t)7, "task", (json_int_t)1500000000, "timer",
-                          (json_int_t)100, "work", (json_int_t)0, "ipi", (json_int_t)1,
-                          "unexplained", (json_int_t)12345));
+        json_object_set_new(fx->status, "trace",
+                            json_pack("{ss s[{si s{sI sI sI sI sI sI sI sI}}]}", "state",
+                                      "recording", "cpus", "cpu", 2, "lost_ns", "irq",
+                                      (json_int_t)0, "vector", (json_int_t)2500, "softirq",
+                                      (json_int_t)7, "task", (json_int_t)1500000000, "timer",
+                                      (json_int_t)100, "work", (json_int_t)0, "ipi", (json_int_t)1,
+                                      "unexplained", (json_int_t)12345));
 
         /* CPU 2: 1024 gaps with a mean of 1000.5 ns; CPU 3 never measured. */
         cpu2 = stats_entry(2, 1024, 90000000000, 0, 1000.5, 2060000000, 99.9);
@@ -630,12 +630,12 @@ static void interval_without_max(Fixture *fx)
 
 static void cause_kind_missing(Fixture *fx)
 {
-        json_object_del(json_object_get(json_array_get(json_object_get(json_object_get(fx->status,
-                                                                                       "trace"),
-                                                                       "cpus"),
-                                                       0),
-                                        "lost_ns"),
-                        "ipi");
+        json_object_del(
+                json_object_get(
+                        json_array_get(
+                                json_object_get(json_object_get(fx->status, "trace"), "cpus"), 0),
+                        "lost_ns"),
+                "ipi");
 }
 
 static void cause_kind_unknown(Fixture *fx)

@@ -16,13 +16,13 @@
 int main(int argc, char **argv)
 {
         static const struct option longopts[] = {
-                { "cpu", required_argument, NULL, 'c' },
-                { "priority", required_argument, NULL, 'p' },
-                { "delay", required_argument, NULL, 'D' },
-                { "period", required_argument, NULL, 'P' },
-                { "durations", required_argument, NULL, 'd' },
-                { "count", required_argument, NULL, 'n' },
-                { "cpu-time", no_argument, NULL, 't' },
+                {"cpu", required_argument, NULL, 'c'},
+                {"priority", required_argument, NULL, 'p'},
+                {"delay", required_argument, NULL, 'D'},
+                {"period", required_argument, NULL, 'P'},
+                {"durations", required_argument, NULL, 'd'},
+                {"count", required_argument, NULL, 'n'},
+                {"cpu-time", no_argument, NULL, 't'},
                 {},
         };
         static uint64_t durations[MAX_THEFTS];

@@ -24,7 +24,7 @@ uint64_t thief_now_ns(void)
 int thief_run(int cpu, int priority, uint64_t first_ns, uint64_t period_ns,
               const uint64_t *durations_ns, size_t n, Theft *ret)
 {
-        struct sched_param sp = { .sched_priority = priority };
+        struct sched_param sp = {.sched_priority = priority};
         cpu_set_t set;
         int r;
 
@@ -39,7 +39,7 @@ int thief_run(int cpu, int priority, uint64_t first_ns, uint64_t period_ns,
         }
         for (size_t k = 0; k < n; k++) {
                 uint64_t at = first_ns + k * period_ns, now;
-                struct timespec ts = { (time_t)(at / 1000000000ULL), (long)(at % 1000000000ULL) };
+                struct timespec ts = {(time_t)(at / 1000000000ULL), (long)(at % 1000000000ULL)};
 
                 while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
                 }

@@ -30,16 +30,11 @@ static const struct {
         const char *vector;
         const char *source;
 } vector_sources[] = {
-        {"local_timer", "irq:LOC"},
-        {"reschedule", "irq:RES"},
-        {"call_function", "irq:CAL"},
-        {"call_function_single", "irq:CAL"},
-        {"irq_work", "irq:IWI"},
-        {"thermal_apic", "irq:TRM"},
-        {"threshold_apic", "irq:THR"},
-        {"deferred_error_apic", "irq:DFR"},
-        {"spurious_apic", "irq:SPU"},
-        {"error_apic", "irq:ERR"},
+        {"local_timer", "irq:LOC"},      {"reschedule", "irq:RES"},
+        {"call_function", "irq:CAL"},    {"call_function_single", "irq:CAL"},
+        {"irq_work", "irq:IWI"},         {"thermal_apic", "irq:TRM"},
+        {"threshold_apic", "irq:THR"},   {"deferred_error_apic", "irq:DFR"},
+        {"spurious_apic", "irq:SPU"},    {"error_apic", "irq:ERR"},
         {"x86_platform_ipi", "irq:PLT"},
 };
 
@@ -121,8 +116,8 @@ static void add_share(json_t *row, const char *key, double share)
 {
         json_t *v = json_object_get(row, key);
 
-        json_object_set_new(row, key, json_real((json_is_number(v) ? json_number_value(v) : 0.0) +
-                                                share));
+        json_object_set_new(row, key,
+                            json_real((json_is_number(v) ? json_number_value(v) : 0.0) + share));
 }
 
 /* The comparison of one CPU: @causes its GetCauses entry, @stats its GetStats entry. */
@@ -162,10 +157,10 @@ static json_t *explain_cpu(json_t *causes, json_t *stats)
 
                 json_get_u64(c, "ns", &ns);
                 share = lost ? (double)ns / (double)lost : 0.0;
-                json_array_append_new(exact, json_pack("{ss ss sI sO sf}", "kind", kind, "name",
-                                                       name, "ns", (json_int_t)ns, "count",
-                                                       json_object_get(c, "count"), "share",
-                                                       share));
+                json_array_append_new(exact,
+                                      json_pack("{ss ss sI sO sf}", "kind", kind, "name", name,
+                                                "ns", (json_int_t)ns, "count",
+                                                json_object_get(c, "count"), "share", share));
                 add_share(row_of(rows, source ? source : "(no counter)"), "exact_share", share);
         }
         json_array_foreach(json_object_get(stats, "causes"), i, c)
@@ -193,12 +188,13 @@ static json_t *explain_cpu(json_t *causes, json_t *stats)
                 }
                 json_object_set_new(r, "verdict", json_string(verdict));
         }
-        out = json_pack("{sO sO sI sI sI sI sI sI sf sb so so}", "cpu", json_object_get(causes, "cpu"),
-                        "window", json_object_get(causes, "window"), "lost_ns", (json_int_t)lost,
-                        "interruptions", (json_int_t)ev, "interruptions_ns", (json_int_t)ev_ns,
-                        "explained_ns", (json_int_t)explained_ns, "unexplained_ns",
-                        (json_int_t)unexplained, "other_ns", (json_int_t)other, "coverage",
-                        coverage, "fit", fit, "exact", exact, "compare", rows);
+        out = json_pack("{sO sO sI sI sI sI sI sI sf sb so so}", "cpu",
+                        json_object_get(causes, "cpu"), "window", json_object_get(causes, "window"),
+                        "lost_ns", (json_int_t)lost, "interruptions", (json_int_t)ev,
+                        "interruptions_ns", (json_int_t)ev_ns, "explained_ns",
+                        (json_int_t)explained_ns, "unexplained_ns", (json_int_t)unexplained,
+                        "other_ns", (json_int_t)other, "coverage", coverage, "fit", fit, "exact",
+                        exact, "compare", rows);
         if (out) {
                 json_object_set(out, "explained", json_object_get(causes, "explained"));
         }
@@ -255,9 +251,9 @@ static void print_cpu(json_t *o)
         json_get_u64(o, "unexplained_ns", &unexplained);
         json_get_u64(o, "other_ns", &other);
         printf("CPU %d, window %s: time lost %s, %s interruptions, %s with trace causes (%s)\n",
-               (int)json_integer_value(json_object_get(o, "cpu")), json_get_string(o, "window", "?"),
-               format_ns(a, sizeof(a), (double)lost), format_count(b, sizeof(b), ev),
-               format_count(d, sizeof(d), n),
+               (int)json_integer_value(json_object_get(o, "cpu")),
+               json_get_string(o, "window", "?"), format_ns(a, sizeof(a), (double)lost),
+               format_count(b, sizeof(b), ev), format_count(d, sizeof(d), n),
                share_text(cov, sizeof(cov), json_number_value(json_object_get(o, "coverage"))));
         printf("  %-36s %8s %10s %7s\n", "EXACT CAUSE", "SHARE", "TIME", "COUNT");
         json_array_foreach(json_object_get(o, "exact"), i, c)
@@ -293,7 +289,8 @@ static void print_cpu(json_t *o)
                 bool have_ls = json_get_double(c, "ls_share", &ls);
 
                 printf("  %-22s %8s %14s  %s\n", json_get_string(c, "source", "?"),
-                       share_text(a, sizeof(a), json_number_value(json_object_get(c, "exact_share"))),
+                       share_text(a, sizeof(a),
+                                  json_number_value(json_object_get(c, "exact_share"))),
                        have_ls ? share_text(b, sizeof(b), ls) : "-",
                        json_get_string(c, "verdict", "?"));
         }
@@ -306,8 +303,9 @@ static void print_cpu(json_t *o)
                         continue;
                 }
                 disagree++;
-                printf("  disagree: %s, exact %s, least squares %s: ", json_get_string(c, "source", "?"),
-                       share_text(a, sizeof(a), e), share_text(b, sizeof(b), ls));
+                printf("  disagree: %s, exact %s, least squares %s: ",
+                       json_get_string(c, "source", "?"), share_text(a, sizeof(a), e),
+                       share_text(b, sizeof(b), ls));
                 print_why(json_object_get(o, "compare"), c, e, ls);
         }
         if (!json_is_true(json_object_get(o, "fit"))) {
