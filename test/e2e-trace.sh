@@ -9,15 +9,7 @@ need_cpu1
 command -v jq > /dev/null || fail "needs jq (tools/deps test)"
 command -v setpriv > /dev/null || fail "needs setpriv (util-linux)"
 
-TRACEFS=/sys/kernel/tracing
-MOUNTED=
-if [[ $(stat -f -c %T "$TRACEFS" 2>/dev/null) != tracefs ]]; then
-    grep -qw tracefs /proc/filesystems || skip "this kernel has no tracefs"
-    mount -t tracefs nodev "$TRACEFS" 2>/dev/null || skip "cannot mount tracefs at $TRACEFS"
-    MOUNTED=1
-fi
-# Unmount what was mounted here, then lib.sh's cleanup with the script's exit status.
-trap 'rc=$?; [[ -n $MOUNTED ]] && umount "$TRACEFS"; set +e; (exit $rc); cleanup' EXIT
+need_tracefs
 
 cat > "$T/jitterd.conf" <<CONF
 [probe]
