@@ -631,6 +631,43 @@ static int method_get_events(VarlinkCallCtx *call, json_t *params, void *userdat
         return varlink_call_reply(call, json_pack("{so}", "events", arr));
 }
 
+static int method_get_causes(VarlinkCallCtx *call, json_t *params, void *userdata)
+{
+        static const VarlinkField fields[] = {
+                {"cpus", JSON_ARRAY, false},
+                {"window", JSON_STRING, false},
+        };
+        Api *a = userdata;
+        Manager *m = a->manager;
+        const char *window;
+        uint64_t from, to;
+        bool all;
+        cpu_set_t cpus;
+        json_t *arr;
+
+        if (varlink_call_check_params(call, params, fields, 2) < 0 ||
+            get_cpus(m, call, params, &cpus) < 0 ||
+            get_window(m, call, params, "1m", &window, &from, &to, &all) < 0) {
+                return 0;
+        }
+        (void)to;
+        (void)all;
+        arr = json_array();
+        for (int cpu = 0; arr && cpu < CPU_SETSIZE; cpu++) {
+                if (CPU_ISSET(cpu, &cpus) &&
+                    json_array_append_new(arr, manager_trace_window_causes(m, cpu, window, from)) <
+                            0) {
+                        json_decref(arr);
+                        arr = NULL;
+                }
+        }
+        if (!arr) {
+                return -ENOMEM;
+        }
+        return varlink_call_reply(
+                call, json_pack("{ss so}", "trace", manager_trace_state(m), "cpus", arr));
+}
+
 typedef struct TimelineCtx {
         Manager *m;
         json_t *points;
@@ -1087,6 +1124,7 @@ int api_new(Manager *m, Api **ret)
                 {"GetStats", method_get_stats, 0},
                 {"GetHistogram", method_get_histogram, 0},
                 {"GetEvents", method_get_events, 0},
+                {"GetCauses", method_get_causes, 0},
                 {"GetTimeline", method_get_timeline, 0},
                 {"Monitor", method_monitor, VARLINK_METHOD_REQUIRES_MORE},
                 {"Audit", method_audit, 0},

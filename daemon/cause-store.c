@@ -13,6 +13,7 @@ typedef struct CpuCauses {
         uint32_t alloc; /* entries allocated */
         uint32_t head;  /* index of the oldest */
         uint32_t n;
+        uint64_t kind_ns[CAUSE_KIND_MAX + 1]; /* cause_store_totals() */
 } CpuCauses;
 
 struct CauseStore {
@@ -128,6 +129,10 @@ int cause_store_add(CauseStore *s, int cpu, uint64_t start_ns, const CauseList *
         }
         e->other_ns = saturate(tickconv_to_ns(conv, other));
         c->n++;
+        for (size_t k = 0; k < CAUSE_KIND_MAX; k++) {
+                c->kind_ns[k] += tickconv_to_ns(conv, l->kind_ticks[k]);
+        }
+        c->kind_ns[CAUSE_KIND_MAX] += tickconv_to_ns(conv, l->unexplained_ticks);
         return 0;
 }
 
@@ -159,8 +164,18 @@ void cause_store_reset(CauseStore *s, int cpu)
                 if (cpu < 0 || cpu == i) {
                         s->cpus[i].n = 0;
                         s->cpus[i].head = 0;
+                        memset(s->cpus[i].kind_ns, 0, sizeof(s->cpus[i].kind_ns));
                 }
         }
+}
+
+void cause_store_totals(const CauseStore *s, int cpu, uint64_t ret_ns[CAUSE_KIND_MAX + 1])
+{
+        if (cpu < 0 || cpu >= CPU_SETSIZE) {
+                memset(ret_ns, 0, (CAUSE_KIND_MAX + 1) * sizeof(uint64_t));
+                return;
+        }
+        memcpy(ret_ns, s->cpus[cpu].kind_ns, (CAUSE_KIND_MAX + 1) * sizeof(uint64_t));
 }
 
 size_t cause_store_memory_bytes(const CauseStore *s)

@@ -51,7 +51,13 @@ int cause_store_add(CauseStore *s, int cpu, uint64_t start_ns, const CauseList *
 /* The causes of the interruption of @cpu that began at @start_ns, or NULL. */
 const StoredCauses *cause_store_find(const CauseStore *s, int cpu, uint64_t start_ns);
 
-/* Forgets the causes of @cpu (-1: of every CPU). */
+/* The time of every interruption stored for @cpu since the store began or was reset, by kind:
+ * @ret_ns[k] for CauseKind k, @ret_ns[CAUSE_KIND_MAX] the unexplained time. Unlike the
+ * entries these totals are never forgotten, so they serve as counters. Zeros for a CPU
+ * outside 0..CPU_SETSIZE-1. */
+void cause_store_totals(const CauseStore *s, int cpu, uint64_t ret_ns[CAUSE_KIND_MAX + 1]);
+
+/* Forgets the causes of @cpu (-1: of every CPU), and its totals. */
 void cause_store_reset(CauseStore *s, int cpu);
 
 /* Bytes of memory the store uses now. */

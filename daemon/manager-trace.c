@@ -4,11 +4,13 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpulist.h"
 #include "log.h"
 #include "manager-private.h"
+#include "privileges.h"
 
 void manager_trace_start(Manager *m)
 {
@@ -44,7 +46,9 @@ void manager_trace_start(Manager *m)
                 .counter_hz = m->counter.hz,
                 .ksyms = m->ksyms,
         };
+        privileges_dac(true);
         r = trace_recorder_new(&o, &m->trace, m->trace_reason, sizeof(m->trace_reason));
+        privileges_dac(false);
         if (r < 0) {
                 m->trace = NULL;
                 log_warning("trace causes are off: %s", m->trace_reason);
@@ -60,7 +64,9 @@ void manager_trace_start(Manager *m)
 
 void manager_trace_stop(Manager *m)
 {
+        privileges_dac(true);
         m->trace = trace_recorder_free(m->trace);
+        privileges_dac(false);
 }
 
 void manager_trace_read(Manager *m)
@@ -101,6 +107,11 @@ void manager_trace_reset(Manager *m, int cpu)
         }
 }
 
+const char *manager_trace_state(const Manager *m)
+{
+        return !m->config.trace_enabled ? "off" : m->trace ? "recording" : "unavailable";
+}
+
 json_t *manager_trace_status(Manager *m)
 {
         TraceStats st;
@@ -127,6 +138,9 @@ json_t *manager_trace_status(Manager *m)
         }
         if (o && m->trace_read_failing) {
                 json_object_set_new(o, "reason", json_string(trace_recorder_reason(m->trace)));
+        }
+        if (o) {
+                json_object_set_new(o, "cpus", manager_trace_kind_totals(m));
         }
         return o;
 }
@@ -157,4 +171,132 @@ int manager_trace_event_to_json(Manager *m, const HistoryEvent *ev, json_t *o)
                 return -ENOMEM;
         }
         return 0;
+}
+
+/* The causes of a window summed by (kind, name); at most this many distinct ones are followed,
+ * the time of any beyond goes to other_ns. */
+#define WINDOW_CAUSES_MAX 256
+
+typedef struct WindowCause {
+        uint8_t kind;
+        char name[CAUSE_NAME_MAX];
+        uint64_t ns;
+        uint64_t count;
+} WindowCause;
+
+static int cmp_window_cause(const void *a, const void *b)
+{
+        const WindowCause *x = a, *y = b;
+
+        if (x->ns != y->ns) {
+                return x->ns < y->ns ? 1 : -1;
+        }
+        if (x->kind != y->kind) {
+                return x->kind < y->kind ? -1 : 1;
+        }
+        return strcmp(x->name, y->name);
+}
+
+/* Adds @ns of (@kind, @name) to @w (@n of them). Returns false when @w is full. */
+static bool window_cause_add(WindowCause *w, size_t *n, uint8_t kind, const char *name, uint64_t ns)
+{
+        for (size_t i = 0; i < *n; i++) {
+                if (w[i].kind == kind && strcmp(w[i].name, name) == 0) {
+                        w[i].ns += ns;
+                        w[i].count++;
+                        return true;
+                }
+        }
+        if (*n == WINDOW_CAUSES_MAX) {
+                return false;
+        }
+        w[*n] = (WindowCause){.kind = kind, .ns = ns, .count = 1};
+        snprintf(w[*n].name, sizeof(w[*n].name), "%s", name);
+        (*n)++;
+        return true;
+}
+
+json_t *manager_trace_window_causes(Manager *m, int cpu, const char *window, uint64_t since_ns)
+{
+        size_t max = m->config.history_events_per_cpu, n, n_causes = 0;
+        uint64_t events_ns = 0, explained = 0, explained_ns = 0, lost = 0, other_ns = 0,
+                 unexplained_ns = 0;
+        WindowCause *causes = calloc(WINDOW_CAUSES_MAX, sizeof(*causes));
+        HistoryEvent *ev = calloc(max ? max : 1, sizeof(*ev));
+        json_t *arr = json_array(), *o = NULL;
+        cpu_set_t set;
+
+        if (!causes || !ev || !arr) {
+                goto out;
+        }
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        n = history_events(m->history, &set, since_ns, 0, ev, max);
+        for (size_t i = 0; i < n; i++) {
+                const StoredCauses *c =
+                        m->cause_store ? cause_store_find(m->cause_store, cpu, ev[i].start_ns)
+                                       : NULL;
+
+                events_ns += ev[i].duration_ns;
+                if (!c) {
+                        continue;
+                }
+                explained++;
+                explained_ns += ev[i].duration_ns;
+                lost += (c->flags & CAUSES_LOST) != 0;
+                other_ns += c->other_ns;
+                unexplained_ns += c->unexplained_ns;
+                for (size_t k = 0; k < c->n; k++) {
+                        if (!window_cause_add(causes, &n_causes, c->causes[k].kind,
+                                              c->causes[k].name, c->causes[k].ns)) {
+                                other_ns += c->causes[k].ns;
+                        }
+                }
+        }
+        qsort(causes, n_causes, sizeof(*causes), cmp_window_cause);
+        for (size_t i = 0; i < n_causes; i++) {
+                if (json_array_append_new(
+                            arr, json_pack("{ss ss sI sI}", "kind", cause_kind_name(causes[i].kind),
+                                           "name", causes[i].name, "ns", (json_int_t)causes[i].ns,
+                                           "count", (json_int_t)causes[i].count)) < 0) {
+                        goto out;
+                }
+        }
+        o = json_pack("{si ss sI sI sI sI sI sI so sI sI}", "cpu", cpu, "window", window,
+                      "since_ns", (json_int_t)since_ns, "interruptions", (json_int_t)n,
+                      "interruptions_ns", (json_int_t)events_ns, "explained", (json_int_t)explained,
+                      "explained_ns", (json_int_t)explained_ns, "trace_lost", (json_int_t)lost,
+                      "causes", arr, "other_ns", (json_int_t)other_ns, "unexplained_ns",
+                      (json_int_t)unexplained_ns);
+        arr = NULL;
+out:
+        json_decref(arr);
+        free(ev);
+        free(causes);
+        return o;
+}
+
+json_t *manager_trace_kind_totals(Manager *m)
+{
+        json_t *arr = json_array();
+
+        for (size_t i = 0; arr && m->cause_store && i < m->n_probes; i++) {
+                uint64_t ns[CAUSE_KIND_MAX + 1];
+                json_t *kinds = json_object();
+
+                cause_store_totals(m->cause_store, m->probes[i].cpu, ns);
+                for (unsigned k = 0; kinds && k <= CAUSE_KIND_MAX; k++) {
+                        json_object_set_new(kinds,
+                                            k < CAUSE_KIND_MAX ? cause_kind_name((CauseKind)k)
+                                                               : "unexplained",
+                                            json_integer((json_int_t)ns[k]));
+                }
+                if (!kinds ||
+                    json_array_append_new(arr, json_pack("{si so}", "cpu", m->probes[i].cpu,
+                                                         "lost_ns", kinds)) < 0) {
+                        json_decref(arr);
+                        return NULL;
+                }
+        }
+        return arr;
 }

@@ -982,7 +982,9 @@ int manager_run(Manager *m)
         }
         pin_manager(m);
         manager_trace_start(m);
-        r = privileges_drop(m->config.probe_priority > 0);
+        /* Root owns the tracefs instance; a daemon of another user keeps the capability to
+         * remove it (privileges_dac() around the recorder's start and stop). */
+        r = privileges_drop(m->config.probe_priority > 0, m->trace && geteuid() != 0);
         if (r < 0) {
                 log_warning("cannot drop capabilities: %s", strerror(-r));
         }

@@ -139,9 +139,23 @@ const char *manager_probe_failure(const ProbeCtl *p, char *buf, size_t size);
 /* Forgets the stored causes of @cpu (-1: all), as Reset does with the history. */
 void manager_trace_reset(Manager *m, int cpu);
 
+/* The trace's state: "off", "recording" or "unavailable". */
+const char *manager_trace_state(const Manager *m);
+
 /* GetStatus' "trace" object: state ("off", "recording", "unavailable"), reason, clock... */
 json_t *manager_trace_status(Manager *m);
 
 /* Adds the causes of @ev to its GetEvents object @o ("causes", "unexplained_ns", "other_ns",
  * "trace_lost") when they are known. Returns 0 or -ENOMEM. */
 int manager_trace_event_to_json(Manager *m, const HistoryEvent *ev, json_t *o);
+
+/* GetCauses' entry for @cpu: the stored causes of its interruptions that began at or after
+ * @since_ns, summed by (kind, name), longest first, with the interruptions' count and time,
+ * how many of them have causes, and their other and unexplained time. NULL when out of
+ * memory. */
+json_t *manager_trace_window_causes(Manager *m, int cpu, const char *window, uint64_t since_ns);
+
+/* GetStatus' "trace"."cpus": per probed CPU, the time of all interruptions explained since
+ * start or Reset by cause kind, and unexplained ({"cpu", "lost_ns": {"irq": ...}}); counters
+ * for Prometheus. NULL when out of memory. */
+json_t *manager_trace_kind_totals(Manager *m);

@@ -10,7 +10,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 
-bool privileges_have(int cap)
+static bool has_flag(int cap, cap_flag_t flag)
 {
         cap_t caps = cap_get_proc();
         cap_flag_value_t v = CAP_CLEAR;
@@ -18,9 +18,19 @@ bool privileges_have(int cap)
         if (!caps) {
                 return false;
         }
-        cap_get_flag(caps, (cap_value_t)cap, CAP_EFFECTIVE, &v);
+        cap_get_flag(caps, (cap_value_t)cap, flag, &v);
         cap_free(caps);
         return v == CAP_SET;
+}
+
+bool privileges_have(int cap)
+{
+        return has_flag(cap, CAP_EFFECTIVE);
+}
+
+static bool privileges_permitted(int cap)
+{
+        return has_flag(cap, CAP_PERMITTED);
 }
 
 int privileges_check(unsigned priority, char **ret_error)
@@ -79,10 +89,10 @@ int privileges_lock_memory(void)
         return 0;
 }
 
-int privileges_drop(bool keep_nice)
+int privileges_drop(bool keep_nice, bool keep_dac)
 {
         cap_t caps = cap_init();
-        cap_value_t nice = CAP_SYS_NICE;
+        cap_value_t nice = CAP_SYS_NICE, dac = CAP_DAC_OVERRIDE;
         struct rlimit rl;
         int r = 0;
 
@@ -102,11 +112,32 @@ int privileges_drop(bool keep_nice)
                 cap_set_flag(caps, CAP_PERMITTED, 1, &lock, CAP_SET);
                 cap_set_flag(caps, CAP_EFFECTIVE, 1, &lock, CAP_SET);
         }
+        /* Permitted only: a tracefs instance belongs to root, and a daemon of another user
+         * needs the capability to remove it at stop and to make it anew on reload. */
+        if (keep_dac && privileges_permitted(CAP_DAC_OVERRIDE)) {
+                cap_set_flag(caps, CAP_PERMITTED, 1, &dac, CAP_SET);
+        }
         if (cap_set_proc(caps) < 0) {
                 r = -errno;
         }
         cap_free(caps);
         return r;
+}
+
+void privileges_dac(bool on)
+{
+        cap_t caps;
+        cap_value_t dac = CAP_DAC_OVERRIDE;
+
+        if (!privileges_permitted(CAP_DAC_OVERRIDE)) {
+                return;
+        }
+        caps = cap_get_proc();
+        if (caps) {
+                cap_set_flag(caps, CAP_EFFECTIVE, 1, &dac, on ? CAP_SET : CAP_CLEAR);
+                (void)cap_set_proc(caps);
+                cap_free(caps);
+        }
 }
 
 void privileges_probe_thread_init(void *userdata)

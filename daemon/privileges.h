@@ -18,8 +18,14 @@ int privileges_check(unsigned priority, char **ret_error);
 int privileges_lock_memory(void);
 
 /* Reduces the calling thread's capabilities to CAP_SYS_NICE when @keep_nice (to start SCHED_FIFO
- * probes again on reload) and to nothing otherwise. Returns 0 or a negative errno. */
-int privileges_drop(bool keep_nice);
+ * probes again on reload) and to nothing otherwise. With @keep_dac, CAP_DAC_OVERRIDE stays
+ * permitted but not effective, for privileges_dac() around the tracefs instance's creation and
+ * removal. Returns 0 or a negative errno. */
+int privileges_drop(bool keep_nice, bool keep_dac);
+
+/* Makes CAP_DAC_OVERRIDE effective (@on) or not in the calling thread, when it is permitted;
+ * does nothing otherwise. */
+void privileges_dac(bool on);
 
 /* For probe threads: drops every capability and blocks every signal in the calling thread. */
 void privileges_probe_thread_init(void *userdata);

@@ -100,6 +100,23 @@ elif awk -v s="$score" -v m="$MAX_EXPOSURE" 'BEGIN { exit !(s <= m) }'; then
 else
     fail "exposure score $score > $MAX_EXPOSURE:"$'\n'"$(grep '✗' <<<"$sec")"
 fi
+# --- The trace drop-in, applied as an administrator would (a copy in the unit's .d). -------
+dropin=$root/usr/share/jitterd/jitterd-trace.conf
+[[ -s $dropin ]] || fail "the trace drop-in is not installed to /usr/share/jitterd"
+mkdir -p "$root/etc/systemd/system/jitterd.service.d"
+cp "$dropin" "$root/etc/systemd/system/jitterd.service.d/trace.conf"
+out=$(systemd-analyze verify --man=no --root="$root" jitterd.service 2>&1) && rc=0 || rc=$?
+[[ $rc -eq 0 && -z $out ]] || fail "systemd-analyze verify with the trace drop-in (exit $rc):"$'\n'"$out"
+sec=$(systemd-analyze security --offline=yes --root="$root" jitterd.service 2>&1) || true
+trace_score=$(sed -n 's/.*Overall exposure level for jitterd\.service: \([0-9.]*\).*/\1/p' <<<"$sec")
+[[ -n $trace_score ]] || fail "no exposure score with the trace drop-in:"$'\n'"$sec"
+grep -q '✗ CapabilityBoundingSet=~CAP_(DAC_\*' <<<"$sec" ||
+    fail "systemd-analyze security does not see the drop-in's CAP_DAC_OVERRIDE"
+awk -v s="$trace_score" -v m="$MAX_EXPOSURE" 'BEGIN { exit !(s <= m) }' ||
+    fail "exposure score with the trace drop-in $trace_score > $MAX_EXPOSURE"
+pass "trace drop-in: systemd-analyze verify says nothing, exposure $trace_score (without: $score)"
+rm -rf "$root/etc/systemd/system/jitterd.service.d"
+
 # What the daemon needs must still be there: the two capabilities, real-time and /proc.
 svc=$root$unitdir/jitterd.service
 for want in 'CapabilityBoundingSet=CAP_SYS_NICE CAP_IPC_LOCK' \

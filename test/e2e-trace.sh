@@ -9,15 +9,7 @@ need_cpu1
 command -v jq > /dev/null || fail "needs jq (tools/deps test)"
 command -v setpriv > /dev/null || fail "needs setpriv (util-linux)"
 
-TRACEFS=/sys/kernel/tracing
-MOUNTED=
-if [[ $(stat -f -c %T "$TRACEFS" 2>/dev/null) != tracefs ]]; then
-    grep -qw tracefs /proc/filesystems || skip "this kernel has no tracefs"
-    mount -t tracefs nodev "$TRACEFS" 2>/dev/null || skip "cannot mount tracefs at $TRACEFS"
-    MOUNTED=1
-fi
-# Unmount what was mounted here, then lib.sh's cleanup with the script's exit status.
-trap 'rc=$?; [[ -n $MOUNTED ]] && umount "$TRACEFS"; set +e; (exit $rc); cleanup' EXIT
+need_tracefs
 
 cat > "$T/jitterd.conf" <<CONF
 [probe]
@@ -108,3 +100,29 @@ jctl --json events --limit 5 | jq -e 'all(.[]; has("causes") | not)' > /dev/null
     || fail "GetEvents has causes although nothing was traced"
 stop_daemon || fail "the daemon as nobody did not stop cleanly"
 pass "without the trace, status, stats and events work"
+
+# The systemd drop-in's privileges: another user with CAP_DAC_OVERRIDE (and CAP_IPC_LOCK)
+# records, holds the capability only as permitted once running (effective only while it
+# makes or removes its instance), and removes the instance at stop.
+: > "$T/notify.log"
+NOTIFY_SOCKET=$T/notify setpriv --reuid=65534 --regid=65534 --clear-groups \
+    --inh-caps=-all,+ipc_lock,+dac_override --ambient-caps=+ipc_lock,+dac_override \
+    "$JITTERD" --config "$T/jitterd.conf" --cpus 1 --socket "$SOCK" --state-dir "$T/state-dac" \
+    --interval 200ms >> "$T/daemon.log" 2>&1 &
+DAEMON_PID=$!
+wait_notify READY=1 20 || fail "no READY=1 from the daemon as nobody with CAP_DAC_OVERRIDE"
+[[ $(jctl --json status | jq -r .trace.state) == recording ]] ||
+    fail "nobody with CAP_DAC_OVERRIDE does not record: $(jctl --json status | jq -c .trace)"
+dac=$((1 << 1))
+for t in /proc/"$DAEMON_PID"/task/*; do
+    eff=$((16#$(awk '/^CapEff:/ {print $2}' "$t/status")))
+    prm=$((16#$(awk '/^CapPrm:/ {print $2}' "$t/status")))
+    (( (eff & dac) == 0 )) || fail "thread ${t##*/} keeps CAP_DAC_OVERRIDE effective"
+    if [[ $(awk '/^Cpus_allowed_list:/ {print $2}' "$t/status") == 1 ]]; then
+        (( prm == 0 )) || fail "the probe thread keeps capabilities ($prm)"
+    fi
+done
+[[ -d $TRACEFS/instances/jitterd ]] || fail "no tracing instance while recording"
+stop_daemon || fail "the daemon as nobody with CAP_DAC_OVERRIDE did not stop cleanly"
+[[ ! -e $TRACEFS/instances/jitterd ]] || fail "the instance is left behind by the daemon as nobody"
+pass "nobody with CAP_DAC_OVERRIDE records, never keeps it effective, removes its instance"

@@ -56,6 +56,19 @@ skip_part() {
     SKIPPED_PARTS+=("$part")
 }
 
+# need_tracefs: tracefs at $TRACEFS, mounted here for the test (and unmounted at its end) when
+# it is not; skips when this kernel has none or it cannot be mounted.
+TRACEFS=/sys/kernel/tracing
+TRACEFS_MOUNTED=
+need_tracefs() {
+    if [[ $(stat -f -c %T "$TRACEFS" 2>/dev/null) != tracefs ]]; then
+        grep -qw tracefs /proc/filesystems || skip "this kernel has no tracefs"
+        mount -t tracefs nodev "$TRACEFS" 2>/dev/null || skip "cannot mount tracefs at $TRACEFS"
+        TRACEFS_MOUNTED=1
+    fi
+    trap 'rc=$?; [[ -n $TRACEFS_MOUNTED ]] && umount "$TRACEFS"; set +e; (exit $rc); cleanup' EXIT
+}
+
 need_cpu1() {
     [[ $(nproc) -ge 2 ]] || skip "needs CPU 1 (this machine has one CPU)"
     [[ $(id -u) -eq 0 ]] || skip "needs root (mlockall and pinning without limits)"

@@ -87,7 +87,8 @@ static void test_bound_and_reset(void **state)
         assert_non_null(cause_store_find(s, 0, 50000));
         assert_non_null(cause_store_find(s, 5, 45000));
         bytes = cause_store_memory_bytes(s);
-        assert_true(bytes <= sizeof(StoredCauses) * 2000 + 64 * 1024);
+        /* The entries, and per possible CPU its ring and its totals by kind (~100 bytes). */
+        assert_true(bytes <= sizeof(StoredCauses) * 2000 + 128 * 1024);
         cause_store_reset(s, 0);
         assert_null(cause_store_find(s, 0, 50000));
         assert_non_null(cause_store_find(s, 5, 50000));
@@ -115,12 +116,43 @@ static void test_saturates(void **state)
         cause_store_free(s);
 }
 
+/* The totals by kind count every interruption added, the forgotten ones too, until a reset. */
+static void test_totals(void **state)
+{
+        uint64_t ns[CAUSE_KIND_MAX + 1];
+        CauseStore *s;
+        CauseList l = list_of(1, 0);
+
+        (void)state;
+        tickconv_init(&conv, 2000000000ULL);
+        l.kind_ticks[CAUSE_VECTOR] = 1000;
+        l.kind_ticks[CAUSE_IRQ] = 400;
+        assert_int_equal(cause_store_new(4, &s), 0);
+        for (uint64_t t = 1; t <= 10; t++) {
+                assert_int_equal(cause_store_add(s, 2, t, &l, &conv), 0);
+        }
+        cause_store_totals(s, 2, ns);
+        assert_int_equal(ns[CAUSE_VECTOR], 10 * 500);
+        assert_int_equal(ns[CAUSE_IRQ], 10 * 200);
+        assert_int_equal(ns[CAUSE_TASK], 0);
+        assert_int_equal(ns[CAUSE_KIND_MAX], 10 * 3); /* 7 ticks unexplained each, 3.5 ns */
+        cause_store_totals(s, 3, ns);
+        assert_int_equal(ns[CAUSE_VECTOR], 0);
+        cause_store_totals(s, -1, ns);
+        assert_int_equal(ns[CAUSE_KIND_MAX], 0);
+        cause_store_reset(s, 2);
+        cause_store_totals(s, 2, ns);
+        assert_int_equal(ns[CAUSE_VECTOR], 0);
+        cause_store_free(s);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_add_find),
                 cmocka_unit_test(test_bound_and_reset),
                 cmocka_unit_test(test_saturates),
+                cmocka_unit_test(test_totals),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

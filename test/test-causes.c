@@ -311,6 +311,9 @@ static void test_many_causes(void **state)
         assert_string_equal(l.causes[CAUSES_MAX - 1].name, "irq32");
         assert_int_equal(l.other_ticks, other);
         assert_int_equal(l.unexplained_ticks, 0);
+        /* The kinds count every cause, those in other_ticks too. */
+        assert_int_equal(l.kind_ticks[CAUSE_IRQ], t);
+        assert_int_equal(l.kind_ticks[CAUSE_WORK], 0);
 }
 
 /* More distinct causes than the walk follows: the time still adds up. */
@@ -331,6 +334,8 @@ static void test_more_causes_than_followed(void **state)
         assert_int_equal(l.n, CAUSES_MAX);
         assert_int_equal(l.other_ticks, (100 - CAUSES_MAX) * 5);
         assert_int_equal(l.unexplained_ticks, 500);
+        /* Only the causes beyond the 64 followed have no kind. */
+        assert_int_equal(l.kind_ticks[CAUSE_WORK], 64 * 5);
 }
 
 static void test_too_deep(void **state)

@@ -60,6 +60,15 @@ static void fixture_init(Fixture *fx)
                           "floor_ns", (json_int_t)0, "config", "threshold_ns", (json_int_t)10000,
                           "interval_ns", (json_int_t)1000000000, "history_bytes", (json_int_t)4096);
 
+        /* The trace records CPU 2: its interruptions' time by cause kind. */
+        json_object_set_new(fx->status, "trace",
+                            json_pack("{ss s[{si s{sI sI sI sI sI sI sI sI}}]}", "state",
+                                      "recording", "cpus", "cpu", 2, "lost_ns", "irq",
+                                      (json_int_t)0, "vector", (json_int_t)2500, "softirq",
+                                      (json_int_t)7, "task", (json_int_t)1500000000, "timer",
+                                      (json_int_t)100, "work", (json_int_t)0, "ipi", (json_int_t)1,
+                                      "unexplained", (json_int_t)12345));
+
         /* CPU 2: 1024 gaps with a mean of 1000.5 ns; CPU 3 never measured. */
         cpu2 = stats_entry(2, 1024, 90000000000, 0, 1000.5, 2060000000, 99.9);
         json_object_set_new(json_object_get(cpu2, "interrupts"), "LOC", json_integer(10));
@@ -315,7 +324,8 @@ static const Family *family(const Exposition *e, const char *name)
 /* --- tests --------------------------------------------------------------------------------- */
 
 /* Names, types and units: every family is jitter_*, counters end in _total and histograms
- * do not, times are in seconds, and every family has samples. */
+ * do not, times are in seconds, and every family has samples. Long because each family's
+ * expectations are one block, in the order of the exposition. */
 static void test_names_and_units(void **state)
 {
         Fixture fx;
@@ -366,6 +376,19 @@ static void test_names_and_units(void **state)
                 value_of(e, "jitter_context_switches_total", "2", "kind", "involuntary"), "2");
         assert_string_equal(value_of(e, "jitter_cpu_available_ratio", "2", "window", "1m"),
                             "0.995");
+        /* Time by cause kind: every kind of the traced CPU, even at 0, and none of the other. */
+        assert_string_equal(family(e, "jitter_cause_lost_seconds_total")->type, "counter");
+        assert_int_equal(family(e, "jitter_cause_lost_seconds_total")->n, 8);
+        assert_string_equal(value_of(e, "jitter_cause_lost_seconds_total", "2", "kind", "task"),
+                            "1.5");
+        assert_string_equal(value_of(e, "jitter_cause_lost_seconds_total", "2", "kind", "vector"),
+                            "0.0000025");
+        assert_string_equal(value_of(e, "jitter_cause_lost_seconds_total", "2", "kind", "irq"),
+                            "0");
+        assert_string_equal(
+                value_of(e, "jitter_cause_lost_seconds_total", "2", "kind", "unexplained"),
+                "0.000012345");
+        assert_null(value_of(e, "jitter_cause_lost_seconds_total", "3", NULL, NULL));
 
         /* Probe state: up for the running probe only, one state of the enum set. */
         assert_string_equal(value_of(e, "jitter_probe_up", "2", NULL, NULL), "1");
@@ -606,8 +629,30 @@ static void interval_without_max(Fixture *fx)
         json_object_del(json_array_get(fx->intervals, 0), "max_gap_ns");
 }
 
+static void cause_kind_missing(Fixture *fx)
+{
+        json_object_del(
+                json_object_get(
+                        json_array_get(
+                                json_object_get(json_object_get(fx->status, "trace"), "cpus"), 0),
+                        "lost_ns"),
+                "ipi");
+}
+
+static void cause_kind_unknown(Fixture *fx)
+{
+        json_t *kinds = json_object_get(
+                json_array_get(json_object_get(json_object_get(fx->status, "trace"), "cpus"), 0),
+                "lost_ns");
+
+        json_object_del(kinds, "ipi");
+        json_object_set_new(kinds, "bogus", json_integer(1));
+}
+
 static void test_refused(void **state)
 {
+        expect_refused(cause_kind_missing);
+        expect_refused(cause_kind_unknown);
         expect_refused(no_version);
         expect_refused(no_interval);
         expect_refused(negative_count);
@@ -658,6 +703,7 @@ static void test_no_cpus(void **state)
         assert_non_null(e);
         fixture_init(&fx);
         json_object_set_new(fx.status, "probes", json_array());
+        json_object_set_new(fx.status, "trace", json_pack("{ss}", "state", "off"));
         json_array_clear(fx.stats_all);
         json_array_clear(fx.stats_1m);
         json_array_clear(fx.intervals);

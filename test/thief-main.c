@@ -1,5 +1,6 @@
 /* jitter-thief: steal known durations from a CPU at known times, for end-to-end tests.
- * Prints one line per theft: "START_NS END_NS" (CLOCK_MONOTONIC). With --now it only prints
+ * Prints one line per theft: "START_NS END_NS" (CLOCK_MONOTONIC), with --cpu-time also the
+ * thief's CPU time in between ("START_NS END_NS CPU_NS"). With --now it only prints
  * CLOCK_MONOTONIC, so that a script can place its own reads on the daemon's time axis. */
 #include <errno.h>
 #include <getopt.h>
@@ -13,6 +14,7 @@
 
 #define MAX_THEFTS 100000
 
+/* Long because one case per option, then the run and its one line per theft. */
 int main(int argc, char **argv)
 {
         static const struct option longopts[] = {
@@ -23,6 +25,7 @@ int main(int argc, char **argv)
                 {"durations", required_argument, NULL, 'd'},
                 {"count", required_argument, NULL, 'n'},
                 {"now", no_argument, NULL, 'N'},
+                {"cpu-time", no_argument, NULL, 't'},
                 {},
         };
         static uint64_t durations[MAX_THEFTS];
@@ -30,6 +33,7 @@ int main(int argc, char **argv)
         uint64_t delay = 1000000000ULL, period = 200000000ULL;
         size_t n = 0, count = 0;
         int cpu = 1, priority = 50, c, r;
+        int cpu_time = 0;
 
         while ((c = getopt_long(argc, argv, "", longopts, NULL)) >= 0) {
                 switch (c) {
@@ -66,6 +70,9 @@ int main(int argc, char **argv)
                 case 'N':
                         printf("%" PRIu64 "\n", now_ns(CLOCK_MONOTONIC));
                         return 0;
+                case 't':
+                        cpu_time = 1;
+                        break;
                 default:
                         return 2;
                 }
@@ -88,7 +95,12 @@ int main(int argc, char **argv)
                 return 1;
         }
         for (size_t k = 0; k < n; k++) {
-                printf("%" PRIu64 " %" PRIu64 "\n", thefts[k].start_ns, thefts[k].end_ns);
+                if (cpu_time) {
+                        printf("%" PRIu64 " %" PRIu64 " %" PRIu64 "\n", thefts[k].start_ns,
+                               thefts[k].end_ns, thefts[k].cpu_ns);
+                } else {
+                        printf("%" PRIu64 " %" PRIu64 "\n", thefts[k].start_ns, thefts[k].end_ns);
+                }
         }
         return 0;
 }

@@ -5,6 +5,11 @@
 #include <sched.h>
 #include <time.h>
 
+static uint64_t thread_cpu_ns(void)
+{
+        return now_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
 int thief_run(int cpu, int priority, uint64_t first_ns, uint64_t period_ns,
               const uint64_t *durations_ns, size_t n, Theft *ret)
 {
@@ -27,11 +32,13 @@ int thief_run(int cpu, int priority, uint64_t first_ns, uint64_t period_ns,
 
                 while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
                 }
+                ret[k].cpu_ns = thread_cpu_ns();
                 ret[k].start_ns = now = now_ns(CLOCK_MONOTONIC);
                 while (now - ret[k].start_ns < durations_ns[k]) {
                         now = now_ns(CLOCK_MONOTONIC);
                 }
                 ret[k].end_ns = now;
+                ret[k].cpu_ns = thread_cpu_ns() - ret[k].cpu_ns;
         }
         sp.sched_priority = 0;
         pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);

@@ -11,6 +11,8 @@
 typedef struct Theft {
         uint64_t start_ns; /* CLOCK_MONOTONIC when the thief started spinning */
         uint64_t end_ns;   /* CLOCK_MONOTONIC when it stopped */
+        uint64_t cpu_ns;   /* the thread's CPU time in between: less than end - start when a
+                            * task of higher priority, or RT throttling, took the thief's CPU */
 } Theft;
 
 /* Pins the calling thread to @cpu at SCHED_FIFO @priority, then for each k < @n sleeps until

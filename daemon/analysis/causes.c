@@ -306,6 +306,7 @@ static void finish(Walk *w)
                 if (w->work[i].ticks == 0) {
                         continue;
                 }
+                out->kind_ticks[w->work[i].kind] += w->work[i].ticks;
                 if (kept < CAUSES_MAX) {
                         out->causes[kept++] = w->work[i];
                 } else {

@@ -92,6 +92,9 @@ typedef struct CauseList {
         uint64_t unexplained_ticks;
         uint64_t total_ticks; /* the interruption: Σ causes + other + unexplained */
         unsigned flags;       /* CAUSES_* */
+        /* The time of every cause by kind, those beyond CAUSES_MAX included; only the time of
+         * causes beyond the WORK_MAX (64) distinct ones one walk follows has no kind. */
+        uint64_t kind_ticks[CAUSE_KIND_MAX];
 } CauseList;
 
 /* Explains the interruption [@start_ticks, @end_ticks] of one CPU from @records of that CPU,

@@ -99,6 +99,16 @@ static const Family fam_ctxsw = {"jitter_context_switches_total", "counter",
 static const Family fam_smi = {"jitter_smi_total", "counter",
                                "System management interrupts seen on the CPU."};
 
+static const Family fam_cause_lost = {
+        "jitter_cause_lost_seconds_total", "counter",
+        "Time of the interruptions the kernel trace explained, by cause kind; unexplained is what "
+        "no trace record accounts for."};
+
+/* The kinds of jitter_cause_lost_seconds_total, in GetStatus' trace.cpus[].lost_ns. */
+static const char *const cause_kinds[] = {"irq",   "vector", "softirq", "task",
+                                          "timer", "work",   "ipi",     "unexplained"};
+#define CAUSE_KINDS (sizeof(cause_kinds) / sizeof(cause_kinds[0]))
+
 typedef struct Label {
         const char *name;
         const char *value;
@@ -242,6 +252,11 @@ typedef struct Gaps {
         uint64_t sum_ns;
 } Gaps;
 
+typedef struct CauseLost {
+        char cpu[16];
+        uint64_t ns[CAUSE_KINDS];
+} CauseLost;
+
 typedef struct Input {
         const char *version, *source, *hz_source;
         uint64_t uptime_ns, hz, threshold_ns, interval_ns, history_bytes;
@@ -256,6 +271,8 @@ typedef struct Input {
         size_t n_intervals;
         Gaps *gaps;
         size_t n_gaps;
+        CauseLost *cause_lost; /* while the trace records */
+        size_t n_cause_lost;
 } Input;
 
 static void input_done(Input *in)
@@ -265,6 +282,7 @@ static void input_done(Input *in)
         free(in->recent);
         free(in->intervals);
         free(in->gaps);
+        free(in->cause_lost);
 }
 
 /* Checks that @arr is an array of objects each with a valid "cpu" that no other has (the
@@ -334,6 +352,39 @@ static int parse_status(Input *in, json_t *status)
                 if ((r = json_read_string(o, "state", LABEL_VALUE_MAX, &p->state)) < 0 ||
                     (r = json_read_ns(o, "floor_ns", &p->floor_ns)) < 0) {
                         return r;
+                }
+        }
+        return 0;
+}
+
+/* GetStatus' trace.cpus, when the trace records: each CPU's lost_ns by kind, every kind
+ * present and no other. */
+static int parse_cause_lost(Input *in, json_t *status)
+{
+        json_t *arr = json_object_get(json_object_get(status, "trace"), "cpus"), *o;
+        size_t i;
+        int r;
+
+        if (!arr || json_is_null(arr)) {
+                return 0;
+        }
+        r = parse_cpu_array(arr, sizeof(CauseLost), (void **)&in->cause_lost, &in->n_cause_lost);
+        if (r < 0) {
+                return r;
+        }
+        json_array_foreach(arr, i, o)
+        {
+                json_t *kinds = json_object_get(o, "lost_ns");
+
+                cpu_label(o, in->cause_lost[i].cpu);
+                if (!json_is_object(kinds) || json_object_size(kinds) != CAUSE_KINDS) {
+                        return -EBADMSG;
+                }
+                for (size_t k = 0; k < CAUSE_KINDS; k++) {
+                        if ((r = json_read_u64(kinds, cause_kinds[k], &in->cause_lost[i].ns[k])) <
+                            0) {
+                                return r;
+                        }
                 }
         }
         return 0;
@@ -598,6 +649,20 @@ static void render_totals(Writer *w, const Input *in)
         }
 }
 
+static void render_cause_lost(Writer *w, const Input *in)
+{
+        char v[VALUE_MAX];
+
+        for (size_t i = 0; i < in->n_cause_lost; i++) {
+                for (size_t k = 0; k < CAUSE_KINDS; k++) {
+                        put_sample(
+                                w, &fam_cause_lost, "",
+                                (Label[]){{"cpu", in->cause_lost[i].cpu}, {"kind", cause_kinds[k]}},
+                                2, value_seconds(v, in->cause_lost[i].ns[k]));
+                }
+        }
+}
+
 static void render_gaps(Writer *w, const Input *in)
 {
         char v[VALUE_MAX];
@@ -664,7 +729,8 @@ int prometheus_render(FILE *f, json_t *status, json_t *stats_all, json_t *stats_
         int r;
 
         /* Everything is read and checked before the first line is written. */
-        if ((r = parse_status(&in, status)) < 0 || (r = parse_totals(&in, stats_all)) < 0 ||
+        if ((r = parse_status(&in, status)) < 0 || (r = parse_cause_lost(&in, status)) < 0 ||
+            (r = parse_totals(&in, stats_all)) < 0 ||
             (r = parse_recent(&in, stats_1m, intervals_last)) < 0 ||
             (r = parse_histograms(&in, histograms_all)) < 0) {
                 input_done(&in);
@@ -677,6 +743,7 @@ int prometheus_render(FILE *f, json_t *status, json_t *stats_all, json_t *stats_
         }
         render_status(&w, &in);
         render_totals(&w, &in);
+        render_cause_lost(&w, &in);
         render_gaps(&w, &in);
         render_recent(&w, &in);
         input_done(&in);

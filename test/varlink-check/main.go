@@ -785,6 +785,23 @@ func methods(p *Peer, cpu int) {
 			}
 			return ""
 		})
+	p.expectReply("io.jitterd.GetCauses", "", nil)
+	p.expectReply("io.jitterd.GetCauses", fmt.Sprintf(`{"cpus": [%d], "window": "all"}`, cpu),
+		func(r map[string]interface{}) string {
+			c := arr(r, "cpus")
+			if len(c) != 1 || num(obj(c[0])["cpu"]) != float64(cpu) {
+				return "not one entry for the CPU asked: " + short(r)
+			}
+			e := obj(c[0])
+			if num(e["explained"]) > num(e["interruptions"]) ||
+				num(e["explained_ns"]) > num(e["interruptions_ns"]) {
+				return "more explained than recorded: " + short(e)
+			}
+			if r["trace"] == "off" && num(e["explained"]) != 0 {
+				return "causes although the trace is off: " + short(e)
+			}
+			return ""
+		})
 	for _, params := range []string{fmt.Sprintf(`{"cpu": %d}`, cpu), fmt.Sprintf(`{"cpu": %d, "window": "10s"}`, cpu)} {
 		p.expectReply("io.jitterd.GetTimeline", params, func(r map[string]interface{}) string {
 			pts := arr(r, "points")
@@ -928,6 +945,9 @@ func invalid(p *Peer, cpu int) {
 	p.expectError("io.jitterd.GetEvents", `{"since": "soon"}`, "io.jitterd.InvalidDuration",
 		P{"parameter": "since", "value": "soon"})
 	p.expectError("io.jitterd.GetEvents", `{"limit": 0}`, ip, P{"parameter": "limit"})
+	p.expectError("io.jitterd.GetCauses", `{"window": "7y"}`, "io.jitterd.InvalidWindow", P{"window": "7y"})
+	p.expectError("io.jitterd.GetCauses", fmt.Sprintf(`{"cpus": [%d]}`, other), "io.jitterd.NoSuchCpu", P{"cpu": other})
+	p.expectError("io.jitterd.GetCauses", `{"since": "1m"}`, ip, P{"parameter": "since"})
 	p.expectError("io.jitterd.GetTimeline", fmt.Sprintf(`{"cpu": %d}`, other), "io.jitterd.NoSuchCpu", P{"cpu": other})
 	p.expectError("io.jitterd.GetTimeline", fmt.Sprintf(`{"cpu": %d, "window": "1y"}`, cpu), "io.jitterd.InvalidWindow", P{"window": "1y"})
 	p.expectError("io.jitterd.Monitor", "", "org.varlink.service.ExpectedMore", nil)

@@ -64,6 +64,10 @@ static const CtlCommand commands[] = {
          "  -r, --root DIR     audit locally, reading /proc and /sys below DIR\n"
          "  -C, --cpus LIST    audit locally, these CPUs (default with --root: all online)\n"
          "  -P, --priority N   local audit: the probes' SCHED_FIFO priority (0: SCHED_OTHER)\n"},
+        {"explain", jitterctl_explain, "[--window W] [--cpu LIST]",
+         "share of the time lost per traced cause, next to the least-squares estimate",
+         "  -w, --window W     window: 10s, 1m (default), 5m, 1h, 24h or all\n"
+         "  -c, --cpu LIST     only these CPUs\n"},
         {"clocks", jitterctl_clocks, "[--cpu N] [--samples N]",
          "cost of every way to read time, measured locally",
          "  -c, --cpu N        measure on CPU N (default: the last allowed CPU)\n"

@@ -153,3 +153,6 @@ int cmd_call(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
  * (jitterctl-export.c). Each returns the exit status. */
 int jitterctl_clocks(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 int jitterctl_export(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
+
+/* The trace causes' shares next to the least-squares estimate (jitterctl-explain.c). */
+int jitterctl_explain(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);

@@ -1,0 +1,117 @@
+# jitterctl explain and the Prometheus lost seconds per cause kind, against a SCHED_FIFO
+# jitter-thief on CPU 1 that steals known durations: the exact share of task jitter-thief:PID
+# is what the thief stole, within what the probe saw beyond the thief's own timing; the
+# comparison with the least-squares estimate follows the documented rule (and its figures are
+# printed); the exposition passes promtool and its task counter holds the theft.
+source "$(dirname "$0")/lib.sh"
+need_cpu1
+command -v jq > /dev/null || fail "needs jq (tools/deps test)"
+command -v promtool > /dev/null || fail "needs promtool (Debian: prometheus)"
+
+need_tracefs
+
+cat > "$T/jitterd.conf" <<CONF
+[probe]
+threshold = 10us
+preheat = 300ms
+priority = 10
+[trace]
+enabled = yes
+[export]
+prometheus_textfile = $T/jitterd.prom
+CONF
+
+# 100 ms intervals: the least-squares fit needs 60 of them.
+start_daemon --interval 100ms
+[[ $(jctl --json status | jq -r .trace.state) == recording ]] || fail "the trace does not record"
+
+# 36 thefts of 1, 2 and 3 ms, 150 ms apart: 72 ms stolen over 5.4 s.
+THEFTS=36
+"$THIEF" --cpu 1 --delay 300ms --period 150ms --durations 1000us,2000us,3000us --count $THEFTS \
+    --cpu-time > "$T/thefts" &
+thief=$!
+CLEANUP_PIDS+=("$thief")
+wait "$thief" || fail "jitter-thief failed"
+(( $(awk 'NF == 3' "$T/thefts" | wc -l) == THEFTS )) || fail "jitter-thief reported $(wc -l < "$T/thefts") thefts"
+enough_intervals() {
+    (( $(jctl --json call GetTimeline '{"cpu": 1, "window": "all"}' | jq '.points | length') >= 70 ))
+}
+wait_until 20 enough_intervals || fail "fewer than 70 intervals after 20 s"
+sleep 0.3 # the last interval harvested and explained
+
+jctl --json explain --window all --cpu 1 > "$T/explain.json" || fail "jitterctl explain --json"
+jctl explain --window all --cpu 1 > "$T/explain.txt" || fail "jitterctl explain"
+jctl --json events --min 500us --limit 10000 > "$T/events.json"
+cat "$T/explain.txt"
+
+# Ground truth: what the thief stole, its own CPU time while it spun (RT throttling can stop
+# it for part of a theft, and other tasks then run), and the interruptions the probe saw over
+# each theft. The task's time lies between them: it runs from the switch to it, before the
+# thief's first clock read, to the switch back, after its last one, so it exceeds the thief's
+# own CPU time by its way out of and back into clock_nanosleep, and falls short of it by the
+# interrupts it took itself; both are inside the interruption and outside the theft.
+stolen=$(awk '{s += $3} END {print s}' "$T/thefts")
+covered=$(jq -s --slurpfile ev "$T/events.json" '
+    [.[] as $t | $ev[0] | map(select(.start_ns <= $t[0] + 2000 and
+        .start_ns + .duration_ns + 2000 >= $t[1])) | first | .duration_ns // 0] | add' \
+    <(awk '{print "[" $1 "," $2 "]"}' "$T/thefts"))
+(( covered >= stolen )) || fail "the interruptions over the thefts ($covered ns) are shorter than the thefts ($stolen ns)"
+slack=$((covered - stolen))
+task=$(jq --arg t "jitter-thief:$thief" '[.cpus[0].exact[] | select(.kind == "task" and
+    .name == $t) | .ns] | add // 0' "$T/explain.json")
+lost=$(jq '.cpus[0].lost_ns' "$T/explain.json")
+diff=$((task > stolen ? task - stolen : stolen - task))
+(( diff <= slack )) || fail "task jitter-thief:$thief took $task ns, the thief stole $stolen ns:" \
+    "more apart than the $slack ns the probe saw beyond the thefts"
+(( diff * 20 <= stolen )) || fail "task jitter-thief:$thief took $task ns, not within 5 % of $stolen ns"
+share=$(jq --arg t "jitter-thief:$thief" '[.cpus[0].exact[] | select(.kind == "task" and
+    .name == $t) | .share] | add' "$T/explain.json")
+awk -v s="$share" -v t="$stolen" -v l="$lost" -v k="$slack" \
+    'BEGIN {d = s - t / l; if (d < 0) d = -d; exit !(d <= k / l + 1e-9)}' ||
+    fail "the exact share $share is not the stolen $stolen ns of the $lost ns lost"
+pass "exact share of task jitter-thief:$thief: $share of $lost ns lost, $task ns for $stolen ns" \
+    "stolen (within $slack ns, what the probe saw beyond the thefts)"
+grep -q "task jitter-thief:$thief" "$T/explain.txt" || fail "the text does not name the thief"
+
+# The comparison: both apply (a fit, the trace covers the window), and every verdict is the
+# documented rule: agree when within 5 points of the time lost or a quarter of the larger.
+jq -e '.cpus[0].fit and .cpus[0].coverage >= 0.9' "$T/explain.json" > /dev/null ||
+    fail "no fit or the trace does not cover the window: $(jq -c '.cpus[0] | {fit, coverage}' "$T/explain.json")"
+jq -e 'all(.cpus[0].compare[] | select(.ls_share != null);
+    (.exact_share - .ls_share | fabs) as $d | ([.exact_share, .ls_share] | max) as $m |
+    .verdict == (if $d <= 0.05 or $d <= 0.25 * $m then "agree" else "disagree" end))' \
+    "$T/explain.json" > /dev/null || fail "a verdict does not follow the rule"
+echo "shares agree (exact / least squares, of the time lost):"
+jq -r '.cpus[0].compare[] | "  \(.source): \(.exact_share * 1000 | round / 10) % / " +
+    (if .ls_share == null then "-" else "\(.ls_share * 1000 | round / 10) %" end) +
+    " \(.verdict)"' "$T/explain.json"
+# The thief's time: the fit charges it to its context switches or to the local timer that
+# wakes it; together they must hold what the trace gives the thief.
+ls_thief=$(jq '[.cpus[0].compare[] | select(.source == "ctxsw:involuntary" or
+    .source == "irq:LOC") | .ls_share // 0] | add' "$T/explain.json")
+ex_thief=$(jq '[.cpus[0].compare[] | select(.source == "ctxsw:involuntary" or
+    .source == "irq:LOC") | .exact_share] | add' "$T/explain.json")
+echo "  involuntary switches and local timer together: exact $ex_thief, least squares $ls_thief"
+pass "explain compares $(jq '.cpus[0].compare | length' "$T/explain.json") counters by the rule"
+
+# Prometheus: the exposition and the textfile pass promtool; the task counter holds the
+# theft besides the other tasks the trace saw.
+jctl export > "$T/export.prom" || fail "jitterctl export"
+for f in "$T/export.prom" "$T/jitterd.prom"; do
+    out=$(promtool check metrics < "$f" 2>&1) || fail "promtool check metrics $f: $out"
+    [[ -z $out ]] || fail "promtool check metrics has something to say about $f: $out"
+done
+kinds=$(grep -c '^jitter_cause_lost_seconds_total{cpu="1",kind=' "$T/export.prom" || true)
+(( kinds == 8 )) || fail "$kinds kinds of jitter_cause_lost_seconds_total, not 8"
+task_s=$(awk '/^jitter_cause_lost_seconds_total\{cpu="1",kind="task"\}/ {print $2}' "$T/export.prom")
+others=$(jq --arg t "jitter-thief:$thief" '[.cpus[0].exact[] | select(.kind == "task" and
+    .name != $t) | .ns] | add // 0' "$T/explain.json")
+# Interruptions explained after the explain call can add to the other tasks: allow what the
+# window's other tasks took per second over two seconds.
+awk -v c="$task_s" -v t="$stolen" -v k="$slack" -v o="$others" 'BEGIN {
+        thief = c * 1e9 - o; d = thief - t; if (d < 0) d = -d
+        exit !(d <= k + o + 1000)
+    }' || fail "jitter_cause_lost_seconds_total{kind=task} = $task_s s does not hold the $stolen ns" \
+    "stolen (other tasks $others ns, slack $slack ns)"
+pass "promtool: nothing to say; task lost $task_s s for $stolen ns stolen"
+stop_daemon || fail "the daemon did not stop cleanly"
