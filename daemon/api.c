@@ -14,6 +14,7 @@
 #include "periodicity.h"
 #include "interface.h"
 #include "cpulist.h"
+#include "isolation.h"
 #include "duration.h"
 #include "log.h"
 #include "manager.h"
@@ -641,13 +642,18 @@ json_t *api_status(Manager *m)
         json_t *probes = json_array(), *cfg;
         char cpus[256], when[64];
         HistoryWindow *w = malloc(sizeof(*w));
+        Isolation *iso = malloc(sizeof(*iso));
 
-        if (!w || !probes) {
+        if (!w || !probes || !iso) {
                 free(w);
+                free(iso);
                 json_decref(probes);
                 return NULL;
         }
+        /* Read at every call: cpusets change while the daemon runs. */
+        (void)isolation_read(NULL, iso);
         for (size_t i = 0; i < m->n_probes; i++) {
+                const IsolationSet *set;
                 ProbeCtl *p = &m->probes[i];
                 char why[PROBE_FAILURE_MAX + 64];
                 uint64_t worst = 0;
@@ -666,6 +672,12 @@ json_t *api_status(Manager *m)
                         (json_int_t)p->samples_total, "floor_ns",
                         (json_int_t)tickconv_to_ns(&m->counter.conv, probe_floor_ticks(p->probe)),
                         "worst_gap_1m_ns", (json_int_t)worst);
+                json_object_set_new(
+                        o, "isolation",
+                        json_string(isolation_kind_to_string(isolation_of(iso, p->cpu, &set))));
+                if (set) {
+                        json_object_set_new(o, "isolation_cpuset", json_string(set->path));
+                }
                 to = probe_migrated_to(p->probe);
                 if (to >= 0 && probe_state(p->probe) == PROBE_MIGRATED) {
                         json_object_set_new(o, "migrated_to", json_integer(to));
@@ -685,6 +697,7 @@ json_t *api_status(Manager *m)
                 }
                 json_array_append_new(probes, o);
         }
+        free(iso);
         free(w);
         cfg = json_pack("{ss si sI sI sI sI sI si sI ss ss}", "cpus",
                         cpulist_format(cpus, sizeof(cpus), &m->cpus), "priority",
