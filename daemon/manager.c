@@ -15,6 +15,7 @@
 
 #include "atomic-file.h"
 #include "cpulist.h"
+#include "isolation.h"
 #include "duration.h"
 #include "log.h"
 #include "privileges.h"
@@ -69,7 +70,8 @@ const char *manager_probe_failure(const ProbeCtl *p, char *buf, size_t size)
         return buf;
 }
 
-/* The CPUs to probe: the configured list, else the isolated and nohz_full CPUs. Each must be
+/* The CPUs to probe: the configured list, else the isolated (at boot or by cpusets) and
+ * nohz_full CPUs. Each must be
  * online and allowed to us. */
 static int resolve_cpus(Manager *m)
 {
@@ -79,18 +81,21 @@ static int resolve_cpus(Manager *m)
         if (CPU_COUNT(&m->config.probe_cpus) > 0) {
                 set = m->config.probe_cpus;
         } else {
-                cpu_set_t iso, nohz;
+                cpu_set_t nohz;
+                Isolation iso;
 
                 CPU_ZERO(&set);
-                if (cpulist_read_file(NULL, "/sys/devices/system/cpu/isolated", &iso) == 0) {
-                        CPU_OR(&set, &set, &iso);
+                /* isolcpus= and the cpusets that isolate CPUs at run time alike. */
+                if (isolation_read(NULL, &iso) == 0) {
+                        isolation_cpus(&iso, &set);
                 }
                 if (cpulist_read_file(NULL, "/sys/devices/system/cpu/nohz_full", &nohz) == 0) {
                         CPU_OR(&set, &set, &nohz);
                 }
                 if (CPU_COUNT(&set) == 0) {
-                        log_error("no CPUs to probe: this machine has no isolated (isolcpus=) or "
-                                  "nohz_full CPUs; choose them with 'cpus = LIST' in [probe] of %s "
+                        log_error("no CPUs to probe: this machine has no isolated (isolcpus=, "
+                                  "cpuset shield or partition) or nohz_full CPUs; choose them with "
+                                  "'cpus = LIST' in [probe] of %s "
                                   "or --cpus LIST (e.g. --cpus %d)",
                                   m->config_path, (int)sysconf(_SC_NPROCESSORS_ONLN) - 1);
                         return -EINVAL;
