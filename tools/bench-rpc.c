@@ -8,22 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench-clock.h"
 #include "varlink-client.h"
-
-static uint64_t now_ns(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-        return x < y ? -1 : x > y;
-}
 
 int main(int argc, char **argv)
 {
