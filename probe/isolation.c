@@ -65,44 +65,34 @@ static int join(char *buf, size_t size, const char *a, const char *b, const char
         return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
+/* read_line() of @dir/@name. */
+static int read_at(const char *dir, const char *name, char *buf, size_t size)
+{
+        char p[4096];
+        int r = join(p, sizeof(p), dir, "/", name);
+
+        return r < 0 ? r : read_line(p, buf, size);
+}
+
 /* Reads @dir/@name as a CPU list; an empty file is an empty set. */
 static int read_cpus(const char *dir, const char *name, cpu_set_t *ret)
 {
-        char p[4096], text[8192];
-        int r;
+        char text[8192];
+        int r = read_at(dir, name, text, sizeof(text));
 
-        r = join(p, sizeof(p), dir, "/", name);
-        if (r < 0) {
-                return r;
-        }
-        r = read_line(p, text, sizeof(text));
-        if (r < 0) {
-                return r;
-        }
-        return cpulist_parse(text, ret);
+        return r < 0 ? r : cpulist_parse(text, ret);
 }
 
 /* Reads @dir/@name as 0 or 1; returns it or a negative errno. */
 static int read_flag(const char *dir, const char *name)
 {
-        char p[4096], text[16];
-        int r;
+        char text[16];
+        int r = read_at(dir, name, text, sizeof(text));
 
-        r = join(p, sizeof(p), dir, "/", name);
         if (r < 0) {
                 return r;
         }
-        r = read_line(p, text, sizeof(text));
-        if (r < 0) {
-                return r;
-        }
-        if (strcmp(text, "0") == 0) {
-                return 0;
-        }
-        if (strcmp(text, "1") == 0) {
-                return 1;
-        }
-        return -EINVAL;
+        return strcmp(text, "0") == 0 ? 0 : strcmp(text, "1") == 0 ? 1 : -EINVAL;
 }
 
 static bool exists(const char *dir, const char *name)
@@ -148,13 +138,12 @@ static bool has_option(const char *options, const char *want)
 /* A v2 hierarchy holds cpusets when its root has their files or lists the controller. */
 static bool v2_has_cpuset(const char *mount)
 {
-        char p[4096], text[512];
+        char text[512];
 
         if (exists(mount, "cpuset.cpus.effective") || exists(mount, "cpuset.cpus.isolated")) {
                 return true;
         }
-        if (join(p, sizeof(p), mount, "/cgroup.controllers", "") < 0 ||
-            read_line(p, text, sizeof(text)) < 0) {
+        if (read_at(mount, "cgroup.controllers", text, sizeof(text)) < 0) {
                 return false;
         }
         for (char *save = NULL, *w = strtok_r(text, " ", &save); w;
@@ -275,12 +264,10 @@ static void walk(Walk *w, IsolationKind kind, const char *full, const char *rel,
                 }
         } else if (depth > 0) {
                 char text[128];
-                char p[4096];
 
                 /* Only a cgroup with the cpuset controller has this file, and only its
                  * children can have it too. */
-                if (join(p, sizeof(p), full, "/cpuset.cpus.partition", "") < 0 ||
-                    read_line(p, text, sizeof(text)) < 0) {
+                if (read_at(full, "cpuset.cpus.partition", text, sizeof(text)) < 0) {
                         return;
                 }
                 /* An invalid one reads "isolated invalid (reason)" and isolates nothing. */

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "history.h"
+#include "ref-bucket.h"
 #include "rng.h"
 
 #define S 1000000000ULL
@@ -179,18 +180,6 @@ typedef struct Ref {
         unsigned intervals;
 } Ref;
 
-/* The bucket of @v as probe/histogram.h defines it: below 64 one each; above, every power of
- * two cut into 32 equal parts. */
-static unsigned bucket(uint64_t v)
-{
-        unsigned dropped = 0;
-
-        while ((v >> dropped) >= 64) {
-                dropped++;
-        }
-        return dropped * 32 + (unsigned)(v >> dropped);
-}
-
 static void ref_init(Ref *r)
 {
         memset(r, 0, sizeof(*r));
@@ -216,7 +205,7 @@ static void ref_add_interval(Ref *r, size_t i)
                 r->sumsq += (unsigned __int128)v * v * n;
                 r->min = v < r->min ? v : r->min;
                 r->max = v > r->max ? v : r->max;
-                r->gap[bucket(v)] += n;
+                r->gap[ref_bucket(v)] += n;
                 r->lost += v >= FLOOR + 40 ? (v - FLOOR) * n : 0;
                 r->events += v >= EVENT ? n : 0;
         }
@@ -229,7 +218,7 @@ static void ref_add_interval(Ref *r, size_t i)
                 r->dd_sumsq += (unsigned __int128)m * m * n;
                 r->dd_min = v < r->dd_min ? v : r->dd_min;
                 r->dd_max = v > r->dd_max ? v : r->dd_max;
-                (v < 0 ? r->neg : r->pos)[bucket(m)] += n;
+                (v < 0 ? r->neg : r->pos)[ref_bucket(m)] += n;
         }
         for (size_t k = 0; k < SOURCES; k++) {
                 r->attrib[k] += g.attrib[k];
