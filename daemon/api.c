@@ -16,6 +16,7 @@
 #include "periodicity.h"
 #include "interface.h"
 #include "cpulist.h"
+#include "isolation.h"
 #include "duration.h"
 #include "log.h"
 #include "manager.h"
@@ -721,57 +722,83 @@ static int method_get_timeline(VarlinkCallCtx *call, json_t *params, void *userd
                 call, json_pack("{sI ss so}", "cpu", cpu, "window", window, "points", c.points));
 }
 
+/* Adds to @o why probe @p is not measuring, when it is not. */
+static void add_probe_reason(const ProbeInfo *p, json_t *o)
+{
+        int to = probe_migrated_to(p->probe);
+
+        if (to >= 0 && probe_state(p->probe) == PROBE_MIGRATED) {
+                json_object_set_new(o, "migrated_to", json_integer(to));
+        }
+        if (p->failed) {
+                json_object_set_new(o, "failure", json_string(p->failure));
+                json_object_set_new(o, "reason", json_string(p->failure));
+        } else if (p->offline) {
+                json_object_set_new(o, "reason", json_string("the CPU is offline"));
+        } else if (probe_state(p->probe) == PROBE_MIGRATED) {
+                json_object_set_new(o, "reason",
+                                    json_string("the probe was moved off its CPU (cpuset "
+                                                "or affinity change?) and cannot go back"));
+        } else if (p->stalled) {
+                json_object_set_new(o, "reason",
+                                    json_string("no progress for 2 intervals or more"));
+        }
+}
+
+/* GetStatus' entry for probe @i, with its CPU's isolation as @iso has it; @w is scratch. NULL
+ * when out of memory. */
+static json_t *probe_status(Manager *m, size_t i, const Isolation *iso, HistoryWindow *w,
+                            uint64_t now)
+{
+        ProbeInfo pi, *p = &pi;
+        const IsolationSet *set;
+        uint64_t worst = 0;
+        json_t *o;
+
+        manager_probe_info(m, i, p);
+        if (history_query(manager_history(m), p->cpu, now - 60ULL * 1000000000ULL, now, false, w) ==
+                    0 &&
+            w->slot.gap.count > 0) {
+                worst = tickconv_to_ns(manager_tickconv(m), w->slot.gap.max);
+        }
+        o = json_pack("{si ss ss si sI sI sI}", "cpu", p->cpu, "state", p->state, "policy",
+                      manager_config(m)->probe_priority ? "SCHED_FIFO" : "SCHED_OTHER", "priority",
+                      (int)manager_config(m)->probe_priority, "samples",
+                      (json_int_t)p->samples_total, "floor_ns",
+                      (json_int_t)tickconv_to_ns(manager_tickconv(m), probe_floor_ticks(p->probe)),
+                      "worst_gap_1m_ns", (json_int_t)worst);
+        if (!o) {
+                return NULL;
+        }
+        json_object_set_new(o, "isolation",
+                            json_string(isolation_kind_to_string(isolation_of(iso, p->cpu, &set))));
+        if (set) {
+                json_object_set_new(o, "isolation_cpuset", json_string(set->path));
+        }
+        add_probe_reason(p, o);
+        return o;
+}
+
 json_t *api_status(Manager *m)
 {
         uint64_t now = now_ns(CLOCK_MONOTONIC);
         json_t *probes = json_array(), *cfg;
         char cpus[256], when[64];
         HistoryWindow *w = malloc(sizeof(*w));
+        Isolation *iso = malloc(sizeof(*iso));
 
-        if (!w || !probes) {
+        if (!w || !probes || !iso) {
                 free(w);
+                free(iso);
                 json_decref(probes);
                 return NULL;
         }
+        /* Read at every call: cpusets change while the daemon runs. */
+        (void)isolation_read(NULL, iso);
         for (size_t i = 0; i < manager_n_probes(m); i++) {
-                ProbeInfo pi, *p = &pi;
-                uint64_t worst = 0;
-                json_t *o;
-                int to;
-
-                manager_probe_info(m, i, p);
-
-                if (history_query(manager_history(m), p->cpu, now - 60ULL * 1000000000ULL, now,
-                                  false, w) == 0 &&
-                    w->slot.gap.count > 0) {
-                        worst = tickconv_to_ns(manager_tickconv(m), w->slot.gap.max);
-                }
-                o = json_pack("{si ss ss si sI sI sI}", "cpu", p->cpu, "state", p->state, "policy",
-                              manager_config(m)->probe_priority ? "SCHED_FIFO" : "SCHED_OTHER",
-                              "priority", (int)manager_config(m)->probe_priority, "samples",
-                              (json_int_t)p->samples_total, "floor_ns",
-                              (json_int_t)tickconv_to_ns(manager_tickconv(m),
-                                                         probe_floor_ticks(p->probe)),
-                              "worst_gap_1m_ns", (json_int_t)worst);
-                to = probe_migrated_to(p->probe);
-                if (to >= 0 && probe_state(p->probe) == PROBE_MIGRATED) {
-                        json_object_set_new(o, "migrated_to", json_integer(to));
-                }
-                if (p->failed) {
-                        json_object_set_new(o, "failure", json_string(p->failure));
-                        json_object_set_new(o, "reason", json_string(p->failure));
-                } else if (p->offline) {
-                        json_object_set_new(o, "reason", json_string("the CPU is offline"));
-                } else if (probe_state(p->probe) == PROBE_MIGRATED) {
-                        json_object_set_new(o, "reason",
-                                            json_string("the probe was moved off its CPU (cpuset "
-                                                        "or affinity change?) and cannot go back"));
-                } else if (p->stalled) {
-                        json_object_set_new(o, "reason",
-                                            json_string("no progress for 2 intervals or more"));
-                }
-                json_array_append_new(probes, o);
+                json_array_append_new(probes, probe_status(m, i, iso, w, now));
         }
+        free(iso);
         free(w);
         cfg = json_pack(
                 "{ss si sI sI sI sI sI si sI ss ss}", "cpus",

@@ -65,6 +65,10 @@ struct Manager {
         ProbeCtl *probes;
         size_t n_probes;
         cpu_set_t cpus;
+        /* The CPUs this process may use, as at start, before the manager moved off the probed
+         * ones: what a reload may probe. */
+        cpu_set_t allowed;
+        bool have_allowed;
 
         History *history;
         AttribTable *attrib;

@@ -15,6 +15,7 @@
 
 #include "atomic-file.h"
 #include "cpulist.h"
+#include "isolation.h"
 #include "duration.h"
 #include "log.h"
 #include "privileges.h"
@@ -62,7 +63,8 @@ const char *manager_probe_failure(const ProbeCtl *p, char *buf, size_t size)
         return buf;
 }
 
-/* The CPUs to probe: the configured list, else the isolated and nohz_full CPUs. Each must be
+/* The CPUs to probe: the configured list, else the isolated (at boot or by cpusets) and
+ * nohz_full CPUs. Each must be
  * online and allowed to us. */
 static int resolve_cpus(Manager *m)
 {
@@ -72,27 +74,36 @@ static int resolve_cpus(Manager *m)
         if (CPU_COUNT(&m->config.probe_cpus) > 0) {
                 set = m->config.probe_cpus;
         } else {
-                cpu_set_t iso, nohz;
+                cpu_set_t nohz;
+                Isolation iso;
 
                 CPU_ZERO(&set);
-                if (cpulist_read_file(NULL, "/sys/devices/system/cpu/isolated", &iso) == 0) {
-                        CPU_OR(&set, &set, &iso);
+                /* isolcpus= and the cpusets that isolate CPUs at run time alike. */
+                if (isolation_read(NULL, &iso) == 0) {
+                        isolation_cpus(&iso, &set);
                 }
                 if (cpulist_read_file(NULL, "/sys/devices/system/cpu/nohz_full", &nohz) == 0) {
                         CPU_OR(&set, &set, &nohz);
                 }
                 if (CPU_COUNT(&set) == 0) {
-                        log_error("no CPUs to probe: this machine has no isolated (isolcpus=) or "
-                                  "nohz_full CPUs; choose them with 'cpus = LIST' in [probe] of %s "
+                        log_error("no CPUs to probe: this machine has no isolated (isolcpus=, "
+                                  "cpuset shield or partition) or nohz_full CPUs; choose them with "
+                                  "'cpus = LIST' in [probe] of %s "
                                   "or --cpus LIST (e.g. --cpus %d)",
                                   m->config_path, (int)sysconf(_SC_NPROCESSORS_ONLN) - 1);
                         return -EINVAL;
                 }
         }
-        if (sched_getaffinity(0, sizeof(allowed), &allowed) < 0) {
-                log_error("cannot read the CPUs this process may use: %s", strerror(errno));
-                return -errno;
+        /* Once the manager has moved to the housekeeping CPUs, its own affinity is no longer
+         * what the process may use. */
+        if (!m->have_allowed) {
+                if (sched_getaffinity(0, sizeof(m->allowed), &m->allowed) < 0) {
+                        log_error("cannot read the CPUs this process may use: %s", strerror(errno));
+                        return -errno;
+                }
+                m->have_allowed = true;
         }
+        allowed = m->allowed;
         for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
                 if (!CPU_ISSET(cpu, &set)) {
                         continue;
@@ -227,10 +238,69 @@ static int on_checkpoint(sd_event_source *s, uint64_t usec, void *userdata)
 
 /* --- probes ------------------------------------------------------------------------------- */
 
+/* Sets up the probe of @cpu in @p and starts it; it runs on its CPU (preheating) on return.
+ * Returns 0, or a negative errno after logging; @p then holds what must be freed. */
+static int probe_ctl_start(Manager *m, ProbeCtl *p, int cpu)
+{
+        ProbeConfig pc = {
+                .cpu = cpu,
+                .priority = (int)m->config.probe_priority,
+                .counter = m->counter,
+                .threshold_ns = m->config.probe_threshold_ns,
+                .preheat_ns = m->config.probe_preheat_ns,
+                .ring_capacity = 8192,
+                .thread_init = privileges_probe_thread_init,
+        };
+        int r;
+
+        p->manager = m;
+        p->cpu = cpu;
+        p->harvest_epoch = 1;
+        p->advanced_epoch = 1;
+        r = attrib_snapshot_new(&p->attrib_snap);
+        if (r < 0) {
+                return r;
+        }
+        r = probe_new(&pc, &p->probe);
+        if (r < 0) {
+                log_error("cannot set up the probe for CPU %d: %s%s", cpu, strerror(-r),
+                          r == -EPERM || r == -ENOMEM ? " (locking its memory needs CAP_IPC_LOCK "
+                                                        "or LimitMEMLOCK=infinity)"
+                                                      : "");
+                return r;
+        }
+        r = probe_start(p->probe);
+        if (r < 0) {
+                if (r == -EPERM) {
+                        log_error("cannot run the probe on CPU %d SCHED_FIFO at priority %u: it "
+                                  "needs CAP_SYS_NICE or RLIMIT_RTPRIO (run as root or set "
+                                  "AmbientCapabilities=CAP_SYS_NICE)",
+                                  cpu, m->config.probe_priority);
+                } else {
+                        log_error("cannot pin the probe to CPU %d: %s (offline or outside the "
+                                  "allowed CPUs?)",
+                                  cpu, strerror(-r));
+                }
+                return r;
+        }
+        return 0;
+}
+
+static void log_probing(Manager *m)
+{
+        char buf[256];
+
+        log_info("probing CPU %s with the %s counter at %.6f MHz (%s), %s, threshold %" PRIu64
+                 " ns",
+                 cpulist_format(buf, sizeof(buf), &m->cpus), counter_source_name(m->counter.source),
+                 (double)m->counter.hz / 1e6, counter_hz_source_name(m->counter.hz_source),
+                 m->config.probe_priority ? "SCHED_FIFO" : "SCHED_OTHER",
+                 m->config.probe_threshold_ns);
+}
+
 static int probes_start(Manager *m)
 {
         size_t n = (size_t)CPU_COUNT(&m->cpus), i = 0;
-        char buf[256];
         int r;
 
         m->probes = calloc(n, sizeof(ProbeCtl));
@@ -238,60 +308,16 @@ static int probes_start(Manager *m)
                 return -ENOMEM;
         }
         for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-                ProbeConfig pc = {
-                        .cpu = cpu,
-                        .priority = (int)m->config.probe_priority,
-                        .counter = m->counter,
-                        .threshold_ns = m->config.probe_threshold_ns,
-                        .preheat_ns = m->config.probe_preheat_ns,
-                        .ring_capacity = 8192,
-                        .thread_init = privileges_probe_thread_init,
-                };
-                ProbeCtl *p;
-
                 if (!CPU_ISSET(cpu, &m->cpus)) {
                         continue;
                 }
-                p = &m->probes[i++];
-                m->n_probes = i;
-                p->manager = m;
-                p->cpu = cpu;
-                p->harvest_epoch = 1;
-                p->advanced_epoch = 1;
-                r = attrib_snapshot_new(&p->attrib_snap);
+                m->n_probes = ++i;
+                r = probe_ctl_start(m, &m->probes[i - 1], cpu);
                 if (r < 0) {
-                        return r;
-                }
-                r = probe_new(&pc, &p->probe);
-                if (r < 0) {
-                        log_error("cannot set up the probe for CPU %d: %s%s", cpu, strerror(-r),
-                                  r == -EPERM || r == -ENOMEM
-                                          ? " (locking its memory needs CAP_IPC_LOCK or "
-                                            "LimitMEMLOCK=infinity)"
-                                          : "");
-                        return r;
-                }
-                r = probe_start(p->probe);
-                if (r < 0) {
-                        if (r == -EPERM) {
-                                log_error("cannot run the probe on CPU %d SCHED_FIFO at priority "
-                                          "%u: it needs CAP_SYS_NICE or RLIMIT_RTPRIO (run as root "
-                                          "or set AmbientCapabilities=CAP_SYS_NICE)",
-                                          cpu, m->config.probe_priority);
-                        } else {
-                                log_error("cannot pin the probe to CPU %d: %s (offline or outside "
-                                          "the allowed CPUs?)",
-                                          cpu, strerror(-r));
-                        }
                         return r;
                 }
         }
-        log_info("probing CPU %s with the %s counter at %.6f MHz (%s), %s, threshold %" PRIu64
-                 " ns",
-                 cpulist_format(buf, sizeof(buf), &m->cpus), counter_source_name(m->counter.source),
-                 (double)m->counter.hz / 1e6, counter_hz_source_name(m->counter.hz_source),
-                 m->config.probe_priority ? "SCHED_FIFO" : "SCHED_OTHER",
-                 m->config.probe_threshold_ns);
+        log_probing(m);
         return 0;
 }
 
@@ -310,22 +336,19 @@ static void abandon(Probe *p)
         }
 }
 
-/* Stops every probe within one PROBE_STOP_TIMEOUT_NS, all asked at once. A probe starved by a
- * higher-priority task cannot see the request: it is logged and left behind rather than waited
- * for. Returns 0, or -ETIMEDOUT when one was left behind: the process must then exit, as that
- * thread still spins on its CPU. */
-static int probes_stop(Manager *m)
+/* Stops and frees the @n probes of @a as probes_stop() does; the array itself stays. */
+static int probes_stop_array(ProbeCtl *a, size_t n)
 {
         uint64_t deadline = now_ns(CLOCK_MONOTONIC) + PROBE_STOP_TIMEOUT_NS;
         int r = 0;
 
-        for (size_t i = 0; i < m->n_probes; i++) {
-                if (m->probes[i].probe) {
-                        (void)probe_stop_timeout(m->probes[i].probe, 0);
+        for (size_t i = 0; i < n; i++) {
+                if (a[i].probe) {
+                        (void)probe_stop_timeout(a[i].probe, 0);
                 }
         }
-        for (size_t i = 0; i < m->n_probes; i++) {
-                ProbeCtl *p = &m->probes[i];
+        for (size_t i = 0; i < n; i++) {
+                ProbeCtl *p = &a[i];
                 uint64_t now = now_ns(CLOCK_MONOTONIC);
 
                 if (p->probe &&
@@ -338,8 +361,21 @@ static int probes_stop(Manager *m)
                 } else {
                         probe_free(p->probe);
                 }
+                p->probe = NULL;
                 attrib_snapshot_free(p->attrib_snap);
+                p->attrib_snap = NULL;
         }
+        return r;
+}
+
+/* Stops every probe within one PROBE_STOP_TIMEOUT_NS, all asked at once. A probe starved by a
+ * higher-priority task cannot see the request: it is logged and left behind rather than waited
+ * for. Returns 0, or -ETIMEDOUT when one was left behind: the process must then exit, as that
+ * thread still spins on its CPU. */
+static int probes_stop(Manager *m)
+{
+        int r = probes_stop_array(m->probes, m->n_probes);
+
         free(m->probes);
         m->probes = NULL;
         m->n_probes = 0;
@@ -349,9 +385,9 @@ static int probes_stop(Manager *m)
 /* Keeps the manager off the probed CPUs: it runs on the housekeeping CPUs only. */
 static void pin_manager(Manager *m)
 {
-        cpu_set_t allowed, house;
+        cpu_set_t allowed = m->allowed, house;
 
-        if (sched_getaffinity(0, sizeof(allowed), &allowed) < 0) {
+        if (!m->have_allowed && sched_getaffinity(0, sizeof(allowed), &allowed) < 0) {
                 return;
         }
         CPU_XOR(&house, &allowed, &m->cpus);
@@ -741,6 +777,89 @@ static int probes_restart(Manager *m, const Config *c)
         return 0;
 }
 
+/* Whether @c differs from the running configuration in [probe] cpus only. */
+static bool only_cpus_changed(const Manager *m, const Config *c)
+{
+        Config same = *c;
+
+        same.probe_cpus = m->config.probe_cpus;
+        return !config_equal(c, &m->config, "probe") && config_equal(&same, &m->config, "probe");
+}
+
+/* Probes the CPUs [probe] cpus of @c names: starts the probes of the new ones first, then stops
+ * those of the CPUs dropped, and leaves the others running, so that their measurement and
+ * history go on without a gap. When a new probe cannot start, the ones just started are
+ * stopped and everything stays as it was: the running set keeps measuring. Returns 0, -EAGAIN
+ * after such a roll-back, or another negative errno when the loop must end (a probe that did
+ * not stop). */
+static int probes_change_cpus(Manager *m, const Config *c)
+{
+        cpu_set_t old_cpus = m->cpus, old_config = m->config.probe_cpus;
+        ProbeCtl *next = NULL, *dropped = NULL;
+        size_t n, k = 0, n_dropped = 0;
+        int r;
+
+        m->config.probe_cpus = c->probe_cpus;
+        r = resolve_cpus(m);
+        n = (size_t)CPU_COUNT(&m->cpus);
+        if (r >= 0) {
+                next = calloc(n, sizeof(*next));
+                dropped = calloc(m->n_probes ? m->n_probes : 1, sizeof(*dropped));
+                r = next && dropped ? 0 : -ENOMEM;
+        }
+        for (int cpu = 0; r >= 0 && cpu < CPU_SETSIZE; cpu++) {
+                ProbeCtl *kept = NULL;
+
+                if (!CPU_ISSET(cpu, &m->cpus)) {
+                        continue;
+                }
+                for (size_t i = 0; i < m->n_probes; i++) {
+                        if (m->probes[i].cpu == cpu && m->probes[i].probe) {
+                                kept = &m->probes[i];
+                        }
+                }
+                if (kept) {
+                        next[k++] = *kept;
+                        continue;
+                }
+                r = probe_ctl_start(m, &next[k++], cpu);
+        }
+        if (r < 0) {
+                /* Stop only what was started here; the running probes were not touched. */
+                for (size_t i = 0; i < k; i++) {
+                        if (!CPU_ISSET(next[i].cpu, &old_cpus)) {
+                                int q = probes_stop_array(&next[i], 1);
+
+                                if (q < 0) {
+                                        free(next);
+                                        free(dropped);
+                                        return q;
+                                }
+                        }
+                }
+                free(next);
+                free(dropped);
+                m->cpus = old_cpus;
+                m->config.probe_cpus = old_config;
+                log_error("cannot start the probes of the new CPU list; still probing CPU %s",
+                          cpulist_format((char[256]){0}, 256, &m->cpus));
+                return -EAGAIN;
+        }
+        for (size_t i = 0; i < m->n_probes; i++) {
+                if (!CPU_ISSET(m->probes[i].cpu, &m->cpus)) {
+                        dropped[n_dropped++] = m->probes[i];
+                }
+        }
+        free(m->probes);
+        m->probes = next;
+        m->n_probes = n;
+        r = probes_stop_array(dropped, n_dropped);
+        free(dropped);
+        log_probing(m);
+        pin_manager(m);
+        return r;
+}
+
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
         Manager *m = userdata;
@@ -762,7 +881,17 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         trace_restart =
                 !config_equal(&c, &m->config, "trace") || !config_equal(&c, &m->config, "probe");
         restart = !config_equal(&c, &m->config, "probe");
-        if (restart) {
+        if (restart && only_cpus_changed(m, &c) && !any_probe_failed(m)) {
+                log_info("[probe] cpus changed: starting and stopping the probes of the CPUs "
+                         "added and removed");
+                r = probes_change_cpus(m, &c);
+                if (r < 0 && r != -EAGAIN) {
+                        return sd_event_exit(m->event, 1);
+                }
+                /* After a roll-back the running [probe] stays, cpus and all. */
+                c.probe_cpus = m->config.probe_cpus;
+                restart = false;
+        } else if (restart) {
                 log_info("[probe] changed: restarting the probes");
         } else if (any_probe_failed(m)) {
                 log_info("starting the failed probes again");
@@ -773,6 +902,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
                 if (r < 0) {
                         return sd_event_exit(m->event, 1);
                 }
+                pin_manager(m);
         }
         /* The recorder follows the probed CPUs and [trace]. */
         if (trace_restart) {

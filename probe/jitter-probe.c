@@ -19,6 +19,7 @@
 
 #include "counter.h"
 #include "cpulist.h"
+#include "isolation.h"
 #include "duration.h"
 #include "probe.h"
 #include "report.h"
@@ -92,8 +93,8 @@ static void usage(FILE *f)
 {
         fprintf(f, "Usage: jitter-probe [OPTIONS]\n"
                    "Measure how often and for how long CPUs are taken away from a busy loop.\n\n"
-                   "  -c, --cpus LIST        CPUs to probe (default: isolated CPUs, else the last "
-                   "CPU)\n"
+                   "  -c, --cpus LIST        CPUs to probe (default: the CPUs isolated at boot or\n"
+                   "                         by cpusets, else the last CPU)\n"
                    "  -d, --duration DUR     how long to record (default 10s; e.g. 500ms, 5m, 2h)\n"
                    "      --threshold DUR    a gap this long is an interruption (default 10us)\n"
                    "      --preheat DUR      run this long before recording (default 1s)\n"
@@ -234,12 +235,15 @@ static int choose_cpus(Options *o)
                 return 1;
         }
         if (!o->cpus_set) {
-                cpu_set_t iso;
+                cpu_set_t isolated;
+                Isolation iso;
 
-                if (cpulist_read_file(NULL, "/sys/devices/system/cpu/isolated", &iso) == 0 &&
-                    CPU_COUNT(&iso) > 0) {
-                        CPU_AND(&o->cpus, &iso, &allowed);
+                /* isolcpus= and the cpusets that isolate CPUs at run time alike. */
+                CPU_ZERO(&isolated);
+                if (isolation_read(NULL, &iso) == 0) {
+                        isolation_cpus(&iso, &isolated);
                 }
+                CPU_AND(&o->cpus, &isolated, &allowed);
                 if (CPU_COUNT(&o->cpus) == 0) {
                         CPU_ZERO(&o->cpus);
                         CPU_SET(cpulist_last(&allowed), &o->cpus);

@@ -268,6 +268,17 @@ static void expect_not(Fixture *f, const char *check, int cpu, const char *key, 
         }
 }
 
+static void expect_why(Fixture *f, const char *check, int cpu, const char *text)
+{
+        json_t *finding = find(f->report, check, cpu);
+
+        assert_non_null(finding);
+        if (!strstr(field(finding, "why"), text)) {
+                fail_msg("why of %s on CPU %d lacks \"%s\": %s", check, cpu, text,
+                         field(finding, "why"));
+        }
+}
+
 /* Every check reported once per CPU (and the global ones once), and nothing else. */
 static void expect_complete(json_t *report, const cpu_set_t *cpus)
 {
@@ -352,7 +363,95 @@ static void test_isolcpus(void **state)
         put(f, "proc/cmdline", "ro");
         put(f, "sys/fs/cgroup/cpuset.cpus.isolated", "2-3");
         run(f, "2-3");
-        expect(f, "isolcpus", 2, AUDIT_INFO, "cpuset isolated: 2-3", "managed_irq");
+        expect(f, "isolcpus", 2, AUDIT_INFO,
+               "no isolcpus=; isolated: none; cgroup v2 cpuset.cpus.isolated: 2-3", "managed_irq");
+}
+
+/* cpuset-v1/: the root cpuset and /rt (2-3, exclusive) without load balancing, but
+ * /rt/pool (3) balances again; /system (0-1) balances; /quiet (1) does not but is not
+ * exclusive. Only CPU 2 is shielded. */
+static void test_isolcpus_cpuset_v1(void **state)
+{
+        static const char *const shield =
+                "no isolcpus=; isolated: none; cgroup v1 cpuset shield /rt (exclusive, no load "
+                "balancing): 2";
+        Fixture *f = *state;
+
+        load(f, "cpuset-v1");
+        run(f, "1-3");
+        expect(f, "isolcpus", 2, AUDIT_INFO, shield, "isolcpus=managed_irq,domain,");
+        expect_why(f, "isolcpus", 2, "cgroup v1 cpuset shield");
+        expect(f, "isolcpus", 3, AUDIT_WARNING, shield, "isolcpus=managed_irq,domain,");
+        expect(f, "isolcpus", 1, AUDIT_WARNING, shield, NULL);
+
+        /* Without /rt/pool CPU 3 is shielded too. */
+        drop(f, "sys/fs/cgroup/cpuset/rt/pool");
+        run(f, "3");
+        expect(f, "isolcpus", 3, AUDIT_INFO,
+               "; cgroup v1 cpuset shield /rt (exclusive, no load balancing): 2-3", NULL);
+
+        /* Not exclusive: not a shield. */
+        put(f, "sys/fs/cgroup/cpuset/rt/cpuset.cpu_exclusive", "0");
+        run(f, "2");
+        expect(f, "isolcpus", 2, AUDIT_WARNING, NULL, NULL);
+        expect_not(f, "isolcpus", 2, "seen", "cpuset");
+
+        /* The root balancing load makes one domain of every CPU, whatever its children say. */
+        put(f, "sys/fs/cgroup/cpuset/rt/cpuset.cpu_exclusive", "1");
+        put(f, "sys/fs/cgroup/cpuset/cpuset.sched_load_balance", "1");
+        run(f, "2");
+        expect(f, "isolcpus", 2, AUDIT_WARNING, NULL, NULL);
+        expect_not(f, "isolcpus", 2, "seen", "cpuset");
+
+        /* Mounted with noprefix, and found through the mount table, not the usual place. */
+        load(f, "cpuset-v1");
+        drop(f, "sys/fs/cgroup/cpuset");
+        put(f, "proc/mounts", "cpuset /dev/cpu\\040set cgroup rw,noprefix,cpuset 0 0");
+        put(f, "dev/cpu set/cpus", "0-3");
+        put(f, "dev/cpu set/sched_load_balance", "0");
+        put(f, "dev/cpu set/cpu_exclusive", "1");
+        put(f, "dev/cpu set/hk/cpus", "0-2");
+        put(f, "dev/cpu set/hk/sched_load_balance", "1");
+        put(f, "dev/cpu set/hk/cpu_exclusive", "1");
+        put(f, "dev/cpu set/iso/cpus", "3");
+        put(f, "dev/cpu set/iso/sched_load_balance", "0");
+        put(f, "dev/cpu set/iso/cpu_exclusive", "1");
+        run(f, "3");
+        expect(f, "isolcpus", 3, AUDIT_INFO,
+               "; cgroup v1 cpuset shield /iso (exclusive, no load balancing): 3", NULL);
+}
+
+/* cpuset-v2/: /rt is an isolated partition of CPU 2 (the root's cpuset.cpus.isolated says
+ * 2), /spare an invalid one of CPU 3, /system.slice a member. */
+static void test_isolcpus_cpuset_v2(void **state)
+{
+        Fixture *f = *state;
+
+        load(f, "cpuset-v2");
+        run(f, "1-3");
+        expect(f, "isolcpus", 2, AUDIT_INFO,
+               "no isolcpus=; isolated: none; cgroup v2 isolated partition /rt: 2",
+               "isolcpus=managed_irq,domain,");
+        expect_why(f, "isolcpus", 2, "cgroup v2 isolated partition");
+        expect(f, "isolcpus", 3, AUDIT_WARNING, NULL, NULL);
+        expect_not(f, "isolcpus", 3, "seen", "/spare");
+        expect_not(f, "isolcpus", 3, "seen", "cpuset.cpus.isolated");
+
+        /* The root's list beyond every partition found (one below a cgroup the walk cannot
+         * read) still counts, and says where it comes from. */
+        put(f, "sys/fs/cgroup/cpuset.cpus.isolated", "2-3");
+        run(f, "3");
+        expect(f, "isolcpus", 3, AUDIT_INFO,
+               "; cgroup v2 isolated partition /rt: 2; cgroup v2 cpuset.cpus.isolated: 3", NULL);
+
+        /* A v2 mount without the cpuset controller isolates nothing. */
+        load(f, "cpuset-v2");
+        put(f, "sys/fs/cgroup/cgroup.controllers", "cpu io memory pids");
+        drop(f, "sys/fs/cgroup/cpuset.cpus.effective");
+        drop(f, "sys/fs/cgroup/cpuset.cpus.isolated");
+        run(f, "2");
+        expect(f, "isolcpus", 2, AUDIT_WARNING, "no isolcpus=; isolated: none", NULL);
+        expect_not(f, "isolcpus", 2, "seen", "cgroup");
 }
 
 static void test_nohz_full(void **state)
@@ -978,6 +1077,10 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_base_all_ok, fixture_setup, fixture_teardown),
                 cmocka_unit_test_setup_teardown(test_isolcpus, fixture_setup, fixture_teardown),
+                cmocka_unit_test_setup_teardown(test_isolcpus_cpuset_v1, fixture_setup,
+                                                fixture_teardown),
+                cmocka_unit_test_setup_teardown(test_isolcpus_cpuset_v2, fixture_setup,
+                                                fixture_teardown),
                 cmocka_unit_test_setup_teardown(test_nohz_full, fixture_setup, fixture_teardown),
                 cmocka_unit_test_setup_teardown(test_rcu_nocbs, fixture_setup, fixture_teardown),
                 cmocka_unit_test_setup_teardown(test_irq_affinity, fixture_setup, fixture_teardown),

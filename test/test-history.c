@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "history.h"
+#include "ref-bucket.h"
 #include "rng.h"
 
 #define S 1000000000ULL
@@ -179,19 +180,6 @@ typedef struct Reference {
         uint64_t attrib[REF_SOURCES];
         uint64_t intervals_with_samples, stalls, duration_ns, from_ns, to_ns;
 } Reference;
-
-/* The bucket of @v as probe/histogram.h defines it: values below 64 have one each; above,
- * every power of two is cut into 32 equal parts, so the bucket is the count of low bits
- * dropped until 6 bits are left, times 32, plus what is left. */
-static unsigned ref_bucket(uint64_t v)
-{
-        unsigned dropped = 0;
-
-        while ((v >> dropped) >= 64) {
-                dropped++;
-        }
-        return dropped * 32 + (unsigned)(v >> dropped);
-}
 
 static void ref_init(Reference *r)
 {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cpulist.h"
+#include "isolation.h"
 #include "util.h"
 
 /* Task flags from /proc/PID/stat (include/linux/sched.h); stable ABI for years. */
@@ -255,7 +256,8 @@ typedef struct Audit {
         cpu_set_t online;
         int isolated_error;
         cpu_set_t isolated;
-        int cpuset_isolated_error;
+        /* The run-time isolation: cgroup v1 shields and v2 isolated partitions. */
+        Isolation iso;
         cpu_set_t cpuset_isolated;
         int nohz_full_error; /* the running kernel's nohz_full mask */
         cpu_set_t nohz_full;
@@ -950,8 +952,9 @@ static int audit_load(Audit *a)
                 a->nr_cpu_ids = cpulist_last(&a->online) + 1;
         }
         a->isolated_error = read_cpulist(a, &a->isolated, "/sys/devices/system/cpu/isolated");
-        a->cpuset_isolated_error =
-                read_cpulist(a, &a->cpuset_isolated, "/sys/fs/cgroup/cpuset.cpus.isolated");
+        (void)isolation_read(a->root, &a->iso);
+        CPU_ZERO(&a->cpuset_isolated);
+        isolation_runtime_cpus(&a->iso, &a->cpuset_isolated);
         a->nohz_full_error = read_cpulist(a, &a->nohz_full, "/sys/devices/system/cpu/nohz_full");
 
         r = read_text(a, a->workqueue_text, sizeof(a->workqueue_text),
@@ -975,9 +978,7 @@ static int audit_load(Audit *a)
                 if (a->isolated_error == 0) {
                         CPU_OR(&taken, &taken, &a->isolated);
                 }
-                if (a->cpuset_isolated_error == 0) {
-                        CPU_OR(&taken, &taken, &a->cpuset_isolated);
-                }
+                CPU_OR(&taken, &taken, &a->cpuset_isolated);
                 if (a->nohz_full_error == 0) {
                         CPU_OR(&taken, &taken, &a->nohz_full);
                 }
@@ -1059,7 +1060,7 @@ static void sb_error(StrBuf *sb, const char *what, int error)
 static bool domain_isolated(const Audit *a, int cpu)
 {
         return (a->isolated_error == 0 && CPU_ISSET(cpu, &a->isolated)) ||
-               (a->cpuset_isolated_error == 0 && CPU_ISSET(cpu, &a->cpuset_isolated)) ||
+               CPU_ISSET(cpu, &a->cpuset_isolated) ||
                (list_has(&a->cmdline.isolcpus, cpu) && (a->cmdline.isolcpus_flags & ISOL_DOMAIN));
 }
 
@@ -1073,11 +1074,31 @@ static void sb_isolcpus_fix(StrBuf *fix, const Audit *a)
         sb_printf(fix, ".");
 }
 
+/* Appends each cpuset that isolates CPUs, saying which kind it is. */
+static void sb_cpusets(StrBuf *sb, const Isolation *iso)
+{
+        for (size_t i = 0; i < iso->n_sets; i++) {
+                const IsolationSet *s = &iso->sets[i];
+
+                if (s->kind == ISOLATION_CPUSET_V1) {
+                        sb_printf(sb,
+                                  "; cgroup v1 cpuset shield %s (exclusive, no load balancing): ",
+                                  s->path);
+                } else if (s->path[0]) {
+                        sb_printf(sb, "; cgroup v2 isolated partition %s: ", s->path);
+                } else {
+                        sb_printf(sb, "; cgroup v2 cpuset.cpus.isolated: ");
+                }
+                sb_cpulist(sb, &s->cpus, "none");
+        }
+}
+
 static int check_isolcpus(Audit *a, int cpu)
 {
         _cleanup_strbuf_ StrBuf seen = {0}, fix = {0};
         const Cmdline *c = &a->cmdline;
         bool listed = list_has(&c->isolcpus, cpu);
+        IsolationKind runtime;
         AuditSeverity severity;
         const char *why;
 
@@ -1093,12 +1114,10 @@ static int check_isolcpus(Audit *a, int cpu)
                 sb_printf(&seen, "; isolated: ");
                 sb_cpulist(&seen, &a->isolated, "none");
         }
-        if (a->cpuset_isolated_error == 0 && CPU_COUNT(&a->cpuset_isolated) > 0) {
-                sb_printf(&seen, "; cpuset isolated: ");
-                sb_cpulist(&seen, &a->cpuset_isolated, "none");
-        }
+        sb_cpusets(&seen, &a->iso);
+        runtime = isolation_of(&a->iso, cpu, NULL);
 
-        if (c->error < 0 && a->isolated_error < 0 && a->cpuset_isolated_error < 0) {
+        if (c->error < 0 && a->isolated_error < 0 && a->iso.v1_error < 0 && a->iso.v2_error < 0) {
                 severity = AUDIT_INFO;
                 why = "Neither the kernel command line nor /sys/devices/system/cpu/isolated "
                       "could be read, so whether this CPU is isolated is unknown.";
@@ -1106,6 +1125,19 @@ static int check_isolcpus(Audit *a, int cpu)
                 severity = AUDIT_OK;
                 why = "The scheduler neither places nor balances tasks onto this CPU, and "
                       "managed interrupts avoid it.";
+        } else if (!listed && (runtime == ISOLATION_CPUSET_V1 || runtime == ISOLATION_CPUSET_V2)) {
+                severity = AUDIT_INFO;
+                why = runtime == ISOLATION_CPUSET_V1
+                              ? "Isolated at run time by a cgroup v1 cpuset shield: no scheduling "
+                                "domain balances load onto it and only the tasks of its exclusive "
+                                "cpuset (or of the root cpuset) may run there. Managed interrupts "
+                                "may still be routed to it, and the isolation ends with the "
+                                "cpusets or at reboot."
+                              : "Isolated at run time by a cgroup v2 isolated partition: no "
+                                "scheduling domain balances load onto it and only the tasks of "
+                                "that partition run there. Managed interrupts may still be routed "
+                                "to it, and the isolation ends with the partition or at reboot.";
+                sb_isolcpus_fix(&fix, a);
         } else if (domain_isolated(a, cpu)) {
                 severity = AUDIT_INFO;
                 why = "Isolated from scheduling, but without the managed_irq flag the kernel may "

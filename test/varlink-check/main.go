@@ -656,8 +656,8 @@ func selfTest(c *Checker, text string) {
 	_, st := c.method("io.jitterd.GetStatus")
 	probe := c.alias(iface, "Probe")
 	for _, s := range []string{
-		`{"cpu": 1, "state": "running", "policy": "SCHED_OTHER", "priority": 0, "samples": 1, "floor_ns": 1, "worst_gap_1m_ns": 1}`,
-		`{"cpu": 1, "state": "running", "policy": "SCHED_OTHER", "priority": 0, "samples": 1, "floor_ns": 1, "worst_gap_1m_ns": 1, "migrated_to": null, "reason": "x"}`,
+		`{"cpu": 1, "state": "running", "policy": "SCHED_OTHER", "priority": 0, "samples": 1, "floor_ns": 1, "worst_gap_1m_ns": 1, "isolation": "none"}`,
+		`{"cpu": 1, "state": "running", "policy": "SCHED_OTHER", "priority": 0, "samples": 1, "floor_ns": 1, "worst_gap_1m_ns": 1, "isolation": "none", "migrated_to": null, "reason": "x"}`,
 	} {
 		v, _ := decode([]byte(s))
 		if probs := c.check(iface, probe, v, "probe"); len(probs) > 0 || st == nil {

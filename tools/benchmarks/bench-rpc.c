@@ -8,15 +8,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench-clock.h"
 #include "varlink-client.h"
 #include "util.h"
-
-static int cmp_u64(const void *a, const void *b)
-{
-        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-        return x < y ? -1 : x > y;
-}
 
 int main(int argc, char **argv)
 {

@@ -93,6 +93,23 @@ static void print_trace(json_t *trace)
         }
 }
 
+/* How the probe's CPU is isolated: "isolcpus=", "v1 shield SET", "v2 partition SET", "none". */
+static void print_isolation(json_t *probe)
+{
+        const char *kind = json_get_string(probe, "isolation", "?");
+        const char *set = json_get_string(probe, "isolation_cpuset", "");
+
+        if (strcmp(kind, "boot") == 0) {
+                printf("  isolcpus=");
+        } else if (strcmp(kind, "cpuset-v1") == 0) {
+                printf("  v1 shield %s", set);
+        } else if (strcmp(kind, "cpuset-v2") == 0) {
+                printf("  v2 partition %s", set);
+        } else {
+                printf("  %s", kind);
+        }
+}
+
 /* Long because it prints the daemon, counter and probe sections one after another. */
 int cmd_status(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 {
@@ -146,7 +163,7 @@ int cmd_status(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
         fput_padded(stdout, "SAMPLES", 9);
         fput_padded(stdout, "FLOOR", 10);
         fput_padded(stdout, "WORST 1m", 10);
-        printf("%s\n", ctl_color(ctl, CTL_RESET));
+        printf("  ISOLATION%s\n", ctl_color(ctl, CTL_RESET));
         json_array_foreach(probes, i, probe)
         {
                 const char *state = json_get_string(probe, "state", "?");
@@ -176,6 +193,7 @@ int cmd_status(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                 fput_padded(stdout, samples, 9);
                 fput_padded(stdout, floor_ns, 10);
                 fput_padded(stdout, worst, 10);
+                print_isolation(probe);
                 if (json_is_integer(migrated)) {
                         printf("  (on CPU %lld)", (long long)json_integer_value(migrated));
                 }

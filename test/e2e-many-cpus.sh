@@ -1,0 +1,173 @@
+#!/bin/bash
+# Two probes at once, CPUs 0 and 1: jitter-probe and jitterd measure both, and a SCHED_FIFO
+# thief on CPU 0 shows up in CPU 0's events. A reload that changes [probe] cpus starts the probes
+# of the CPUs added and stops those of the CPUs dropped, while the probe of a CPU that stays
+# keeps running (the same thread) and its history goes on. A reload whose new probes cannot
+# start, for a CPU that does not exist or one the kernel refuses the probe (the daemon's cpuset
+# no longer has it), rolls back: the running set keeps measuring.
+source "$(dirname "$0")/lib.sh"
+need_cpu1
+command -v jq > /dev/null || skip "no jq"
+JITTER_PROBE=$BUILD_DIR/probe/jitter-probe
+
+# The cpuset goes first, then lib.sh's cleanup, whatever failed (without errexit, which would
+# end the trap at the first false status).
+many_exit() {
+    local rc=$?
+    set +e
+    cpuset_remove
+    (exit $rc)
+    cleanup
+}
+trap many_exit EXIT
+
+# thefts_on CPU EVENTS_JSON THEFTS: how many thefts an event of CPU covers, no shorter.
+thefts_on() {
+    jq -R -s --argjson cpu "$1" --slurpfile ev "$2" '
+        split("\n") | map(select(length > 0) | split(" ") | map(tonumber))
+        | map(. as [$s, $e] | [$ev[0][] | select(.cpu == $cpu and .start_ns <= $s + 2000
+              and .start_ns + .duration_ns + 2000 >= $e and .duration_ns >= $e - $s)]
+              | length > 0) | map(select(.)) | length' "$3"
+}
+
+# 1. jitter-probe on CPUs 0 and 1, a thief taking 2-4 ms from CPU 0 while it records.
+N=6
+"$JITTER_PROBE" --cpus 0,1 --duration 4s --preheat 200ms --json --quiet > "$T/probe.json" &
+JP=$!
+CLEANUP_PIDS+=("$JP")
+sleep 2.5
+"$THIEF" --cpu 0 --delay 100ms --period 150ms --durations 2ms,3ms,4ms --count $N \
+    > "$T/thefts" || fail "jitter-thief failed"
+wait "$JP" || fail "jitter-probe --cpus 0,1 failed"
+jq -e '[.cpus[].cpu] == [0, 1] and all(.cpus[]; .samples > 0 and .duration_ns >= 3900000000)' \
+    "$T/probe.json" > /dev/null \
+    || fail "jitter-probe: $(jq -c '[.cpus[] | {cpu, samples, duration_ns}]' "$T/probe.json")"
+# Only the thefts while it recorded count (the run's start depends on the calibration).
+jq -r '"\(.start_ns) \(.end_ns)"' "$T/probe.json" | {
+    read -r s e
+    awk -v s="$s" -v e="$e" '$1 > s && $2 < e' "$T/thefts" > "$T/thefts-in"
+}
+n=$(wc -l < "$T/thefts-in")
+(( n >= 3 )) || fail "only $n of the $N thefts fell within the recording: $(jq -c '{start_ns, end_ns}' "$T/probe.json")"
+jq '[.cpus[] | .cpu as $c | .events[] | . + {cpu: $c}]' "$T/probe.json" > "$T/probe-events.json"
+on0=$(thefts_on 0 "$T/probe-events.json" "$T/thefts-in")
+on1=$(thefts_on 1 "$T/probe-events.json" "$T/thefts-in")
+(( on0 == n )) || fail "jitter-probe: CPU 0's events cover $on0 of the $n thefts"
+pass "jitter-probe --cpus 0,1: both measured; CPU 0 has all $n thefts, CPU 1 $on1"
+
+# 2. jitterd with [probe] cpus = 0,1 in its file (not --cpus, which a reload would keep).
+conf() { printf '[probe]\ncpus = %s\npreheat = 200ms\n' "$1" > "$T/jitterd.conf"; }
+conf 0,1
+start_listener
+NOTIFY_SOCKET=$NOTIFY_ADDR "$JITTERD" --config "$T/jitterd.conf" --socket "$SOCK" \
+    --state-dir "$STATE" --interval 200ms >> "$T/daemon.log" 2>&1 &
+DAEMON_PID=$!
+wait_notify READY=1 20 || fail "no READY=1 with two probes"
+
+# probe_tid CPU: the daemon's thread pinned to CPU alone (the manager, the main thread, may be
+# pinned to the housekeeping CPU).
+probe_tid() {
+    local t
+    for t in /proc/"$DAEMON_PID"/task/*; do
+        [[ ${t##*/} != "$DAEMON_PID" ]] || continue
+        if [[ $(awk '/^Cpus_allowed_list:/ { print $2 }' "$t/status" 2> /dev/null) == "$1" ]]; then
+            echo "${t##*/}"
+        fi
+    done
+}
+probes() { jctl --json status | jq -c '[.probes[] | {cpu, state}]'; }
+samples() { jctl --json stats --cpu "$1" --window all | jq '.cpus[0].samples'; }
+running() { [[ $(probes) == "$1" ]]; }
+
+running '[{"cpu":0,"state":"running"},{"cpu":1,"state":"running"}]' \
+    || fail "status: $(probes)"
+TID0=$(probe_tid 0)
+TID1=$(probe_tid 1)
+[[ -n $TID0 && -n $TID1 && $TID0 != "$TID1" ]] || fail "probe threads: '$TID0' '$TID1'"
+"$THIEF" --cpu 0 --delay 100ms --period 150ms --durations 2ms,3ms,4ms --count $N \
+    > "$T/thefts" || fail "jitter-thief failed"
+ok=0
+for _ in $(seq 20); do
+    sleep 0.3
+    jctl --json events --since 1m --min 1ms > "$T/events.json" || fail "events"
+    (( $(thefts_on 0 "$T/events.json" "$T/thefts") == N )) && { ok=1; break; }
+done
+(( ok )) || fail "jitterd: CPU 0's events cover $(thefts_on 0 "$T/events.json" "$T/thefts") of $N"
+# CPU 1 is not asserted free of them: what the thief pushes off CPU 0 runs on CPU 1.
+on1=$(thefts_on 1 "$T/events.json" "$T/thefts")
+pass "jitterd with cpus = 0,1: two probe threads, CPU 0 has all $N thefts, CPU 1 $on1"
+
+# reload CPUS: rewrite the file, SIGHUP, wait for READY=1 of the reload.
+reload() {
+    conf "$1"
+    : > "$T/notify.log"
+    kill -HUP "$DAEMON_PID"
+    wait_notify READY=1 20 || fail "no READY=1 after the reload to cpus = $1"
+}
+
+# 3. CPU 0 dropped: its probe stops, CPU 1's goes on (same thread, history not reset).
+S1=$(samples 1)
+FROM1=$(jctl --json stats --cpu 1 --window all | jq '.cpus[0].from_ns')
+reload 1
+running '[{"cpu":1,"state":"running"}]' || fail "after cpus = 1: $(probes)"
+[[ ! -d /proc/$DAEMON_PID/task/$TID0 ]] || fail "the probe thread of CPU 0 ($TID0) still runs"
+[[ $(probe_tid 1) == "$TID1" ]] || fail "the probe of CPU 1 was restarted ($TID1 -> $(probe_tid 1))"
+(( $(samples 1) > S1 )) || fail "CPU 1's history did not go on: $(samples 1) <= $S1 samples"
+[[ $(jctl --json stats --cpu 1 --window all | jq '.cpus[0].from_ns') == "$FROM1" ]] \
+    || fail "CPU 1's window all no longer starts where it did"
+rc=0
+out=$(jctl stats --cpu 0 2>&1) || rc=$?
+(( rc == 1 )) && [[ $out == "jitterctl: no probe on CPU 0" ]] || fail "stats --cpu 0: $rc $out"
+pass "reload to cpus = 1: CPU 0's probe stopped, CPU 1's thread $TID1 and history went on"
+
+# 4. CPU 0 added again: a new probe, CPU 1's untouched.
+S1=$(samples 1)
+reload 0,1
+running '[{"cpu":0,"state":"running"},{"cpu":1,"state":"running"}]' \
+    || fail "after cpus = 0,1: $(probes)"
+TID0=$(probe_tid 0)
+[[ -n $TID0 ]] || fail "no probe thread on CPU 0"
+[[ $(probe_tid 1) == "$TID1" ]] || fail "the probe of CPU 1 was restarted"
+(( $(samples 1) > S1 )) || fail "CPU 1's history did not go on"
+pass "reload to cpus = 0,1: a new probe on CPU 0 ($TID0), CPU 1's thread $TID1 untouched"
+
+# 5. A CPU that does not exist: refused, the running set keeps measuring.
+NOPE=$(($(nproc --all) + 3))
+S0=$(samples 0) S1=$(samples 1)
+: > "$T/daemon.log"
+reload "0,1,$NOPE"
+grep -q "cannot probe CPU $NOPE: it is offline or does not exist" "$T/daemon.log" \
+    || fail "no error for CPU $NOPE: $(cat "$T/daemon.log")"
+grep -q "still probing CPU 0-1" "$T/daemon.log" || fail "the roll-back is not logged"
+running '[{"cpu":0,"state":"running"},{"cpu":1,"state":"running"}]' \
+    || fail "after the refused reload: $(probes)"
+[[ $(probe_tid 0) == "$TID0" && $(probe_tid 1) == "$TID1" ]] || fail "probes restarted"
+sleep 0.5
+(( $(samples 0) > S0 && $(samples 1) > S1 )) || fail "the running probes stopped measuring"
+pass "reload to cpus = 0,1,$NOPE: refused by name, CPUs 0-1 measure on with the same threads"
+
+# 6. A CPU the kernel refuses the new probe: the daemon's cpuset loses CPU 0 after start (so
+# the daemon still counts it as allowed), and the probe cannot be pinned there.
+reload 1
+cpuset_make
+if [[ -z $CG ]] || ! echo 1 > "$CG/cpuset.cpus" \
+    || ! echo "$DAEMON_PID" > "$CG/cgroup.procs" 2> /dev/null; then
+    skip_part "a new probe the kernel refuses" "no writable cpuset cgroup here"
+else
+    S1=$(samples 1)
+    : > "$T/daemon.log"
+    reload 0,1
+    grep -q "cannot pin the probe to CPU 0" "$T/daemon.log" \
+        || fail "no pinning error: $(cat "$T/daemon.log")"
+    grep -q "still probing CPU 1\$" "$T/daemon.log" || fail "the roll-back is not logged"
+    running '[{"cpu":1,"state":"running"}]' || fail "after the failed reload: $(probes)"
+    [[ $(probe_tid 1) == "$TID1" ]] || fail "the probe of CPU 1 was restarted"
+    [[ -z $(probe_tid 0) ]] || fail "a probe thread was left on CPU 0"
+    sleep 0.5
+    (( $(samples 1) > S1 )) || fail "CPU 1 stopped measuring"
+    cpuset_remove
+    pass "reload to cpus = 0,1 with CPU 0 out of the cpuset: the new probe failed, rolled" \
+         "back, CPU 1 measures on"
+fi
+stop_daemon || fail "jitterd exited $? at SIGTERM"
+pass "the daemon stops cleanly"

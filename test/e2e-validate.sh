@@ -1,0 +1,184 @@
+#!/bin/bash
+# The main use, end to end with real tools: validate an isolation change. A SCHED_OTHER load
+# (stress-ng) on every CPU; jitterd on CPU 1 and a snapshot; then CPU 1 isolated at run time with
+# cset (a housekeeping set of CPU 0, an exclusive set of CPU 1 without load balancing) and the
+# load, and only the load this test started, moved into the housekeeping set; a Reset and a
+# second snapshot. jitterctl compare must call the change significant with after lower, the
+# audit's isolation finding must improve and say what it saw, and jitterctl check --max must
+# fail before and pass after, with a bound derived from what the test measured. The sets go,
+# whatever happens, and the host is left as it was.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/cset.sh"
+need_cpu1
+command -v stress-ng > /dev/null || skip "no stress-ng (apt-get install stress-ng)"
+command -v jq > /dev/null || skip "no jq"
+cset_usable || skip "$CSET_WHY"
+[[ $(nproc) -eq 2 ]] || true # CPU 0 is housekeeping, CPU 1 probed; more CPUs stay loaded
+
+STRESS_PID=
+stop_load() {
+    [[ -n $STRESS_PID ]] || return 0
+    kill -TERM "$STRESS_PID" 2> /dev/null || true
+    wait "$STRESS_PID" 2> /dev/null || true
+    STRESS_PID=
+}
+# The load and the sets go first, then lib.sh's cleanup (daemon, temporary files), whatever
+# failed: without errexit, which would end the trap at the first false status.
+validate_exit() {
+    local rc=$?
+    set +e
+    stop_load
+    cset_remove
+    (exit $rc)
+    cleanup
+}
+trap validate_exit EXIT
+
+DIRS_BEFORE=$(cset_dirs)
+LB_BEFORE=$(cat "$CSET_ROOT/cpuset.sched_load_balance")
+: > "$T/jitterd.conf"
+# Each snapshot covers this many seconds of 200 ms intervals.
+SECONDS_EACH=${JITTERD_VALIDATE_SECONDS:-5}
+# The gate: jitterctl check of this percentile of the gaps since the Reset.
+PCT=99.9999
+
+# With nothing isolated, jitterd without a CPU list has nothing to probe.
+rc=0
+"$JITTERD" --config "$T/jitterd.conf" --socket "$T/default.sock" --state-dir "$T/default" \
+    > "$T/default.log" 2>&1 || rc=$?
+(( rc == 1 )) && grep -q "no CPUs to probe" "$T/default.log" \
+    || fail "jitterd without --cpus on a host without isolation exited $rc: $(cat "$T/default.log")"
+
+# 1. A noisy load on every CPU, at SCHED_OTHER like the probe.
+stress-ng --cpu "$(nproc)" --cpu-method loop --timeout 120s --quiet &
+STRESS_PID=$!
+wait_until 10 bash -c "(( \$(pgrep -P $STRESS_PID | wc -l) >= $(nproc) ))" \
+    || fail "stress-ng did not start $(nproc) workers"
+mapfile -t LOAD_PIDS < <(echo "$STRESS_PID"; pgrep -P "$STRESS_PID")
+
+# 2. jitterd on CPU 1. Its probe thread is the one allowed on CPU 1 only.
+start_daemon
+PROBE_TID=
+for t in /proc/"$DAEMON_PID"/task/*; do
+    [[ $(awk '/^Cpus_allowed_list:/ { print $2 }' "$t/status") == 1 ]] && PROBE_TID=${t##*/}
+done
+[[ -n $PROBE_TID ]] || fail "cannot find the probe thread of the daemon"
+# schedstat: run ns, runqueue wait ns, timeslices (the kernel's own account of the thread).
+schedstat() { cat "/proc/$DAEMON_PID/task/$PROBE_TID/schedstat"; }
+
+# measure NAME: Reset, SECONDS_EACH of measuring, the probe thread's schedstat around it.
+measure() {
+    local s0 s1
+    jctl call Reset '{}' > /dev/null || fail "Reset"
+    s0=$(schedstat)
+    sleep "$SECONDS_EACH"
+    s1=$(schedstat)
+    read -r _ WAIT0 SLICES0 <<< "$s0"
+    read -r _ WAIT1 SLICES1 <<< "$s1"
+    jctl snapshot --output "$T/$1.json" || fail "snapshot $1"
+    jctl --json audit > "$T/audit-$1.json" || true
+    jctl --json status > "$T/status-$1.json" || fail "status $1"
+    echo "$1: $(jq -c '.cpus[0].stats | {samples, available_pct: .cpu_available_pct,
+        interruptions: .interruptions.count, max_ns: .gap.max_ns, p: .gap.percentiles}' \
+        "$T/$1.json"); probe thread waited $(((WAIT1 - WAIT0) / 1000000)) ms in" \
+        "$((SLICES1 - SLICES0)) slices"
+}
+
+measure before
+# The bound, from the kernel's account rather than the daemon's: while the load shares CPU 1,
+# the probe thread waits for the CPU once per timeslice it gets back, on average WAIT ns each
+# time. Half of that is a gap the loaded CPU exceeds at the percentile and the isolated one
+# must not reach.
+SLICES=$((SLICES1 - SLICES0))
+(( SLICES > 0 )) || fail "the probe thread got no timeslice in $SECONDS_EACH s"
+WAIT_NS=$(((WAIT1 - WAIT0) / SLICES))
+BOUND_NS=$((WAIT_NS / 2))
+# That percentile must lie within those waits: they must be at least twice as frequent among
+# the samples as 1 - PCT (so it falls among the longer half of them), or the load did not load
+# this CPU.
+SAMPLES=$(jq '.cpus[0].stats.samples' "$T/before.json")
+awk -v s="$SLICES" -v n="$SAMPLES" -v p="$PCT" 'BEGIN { exit !(s / n >= 2 * (1 - p / 100)) }' \
+    || fail "$SLICES waits in $SAMPLES samples: too few for the p$PCT gap to see them"
+(( BOUND_NS >= 20000 )) \
+    || fail "the load's timeslices average $WAIT_NS ns: too short to tell from this host's noise"
+echo "bound: $BOUND_NS ns (half the probe thread's mean wait, $WAIT_NS ns, over $SLICES slices)"
+BOUND=${BOUND_NS}ns
+rc=0
+jctl check --window all --percentile "$PCT" --max "$BOUND" || rc=$?
+(( rc == 1 )) || fail "check --max $BOUND before isolation exited $rc, not 1"
+pass "loaded: check --percentile $PCT --max $BOUND fails"
+jq -e '.probes[0] | .isolation == "none" and (has("isolation_cpuset") | not)' \
+    "$T/status-before.json" > /dev/null \
+    || fail "status before: $(jq -c '.probes[0]' "$T/status-before.json")"
+isolcpus_finding() {
+    jq -c '.findings[] | select(.check == "isolcpus" and .cpu == 1)' "$T/audit-$1.json"
+}
+[[ $(isolcpus_finding before | jq -r .severity) == warning ]] \
+    || fail "audit before: $(isolcpus_finding before)"
+
+# 3. CPU 1 isolated with cset; the load, and only it, into the housekeeping set.
+cset_isolate 0 1
+cset_move "${LOAD_PIDS[@]}"
+want=$(for p in "${LOAD_PIDS[@]}"; do ls "/proc/$p/task"; done | sort -n)
+got=$(sort -n "$CSET_ROOT/$CSET_HK/tasks")
+[[ $got == "$want" ]] || fail "the housekeeping set holds $(echo $got), not the load's $(echo $want)"
+[[ -z $(cat "$CSET_ROOT/$CSET_ISO/tasks") ]] || fail "tasks in the isolated set"
+for p in "${LOAD_PIDS[@]}"; do
+    [[ $(awk '/^Cpus_allowed_list:/ { print $2 }' "/proc/$p/status") == 0 ]] \
+        || fail "stress-ng $p may still run on $(grep Cpus_allowed_list "/proc/$p/status")"
+done
+pass "cset: $CSET_HK (CPU 0) holds the load's $(echo "$want" | wc -l) tasks and nothing" \
+     "else, $CSET_ISO (CPU 1) is exclusive, no load balancing"
+
+# 4. Reset and the second snapshot.
+measure after
+rc=0
+jctl check --window all --percentile "$PCT" --max "$BOUND" || rc=$?
+(( rc == 0 )) || fail "check --max $BOUND after isolation exited $rc, not 0"
+pass "isolated: check --percentile $PCT --max $BOUND passes"
+
+# 5. compare: significant, after lower.
+rc=0
+jctl compare "$T/before.json" "$T/after.json" > "$T/compare" || rc=$?
+cat "$T/compare"
+grep -q 'significant (p < 0.01), after is lower' "$T/compare" \
+    || fail "compare does not call it significant and lower"
+pass "compare: significant, after lower"
+
+# The audit's isolation finding improves and says what it saw; status says it too.
+after=$(isolcpus_finding after)
+[[ $(jq -r .severity <<< "$after") == info ]] || fail "audit after: $after"
+jq -e --arg s "cgroup v1 cpuset shield /$CSET_ISO (exclusive, no load balancing): 1" \
+    '.seen | contains($s)' <<< "$after" > /dev/null || fail "audit after: $after"
+pass "audit isolcpus CPU 1: warning -> info, $(jq -r .seen <<< "$after")"
+jq -e --arg set "/$CSET_ISO" '.probes[0] | .isolation == "cpuset-v1" and
+    .isolation_cpuset == $set' "$T/status-after.json" > /dev/null \
+    || fail "status after: $(jq -c '.probes[0]' "$T/status-after.json")"
+jctl status | grep -Eq "^ +1 .* v1 shield /$CSET_ISO\$" || fail "status: $(jctl status)"
+pass "status: isolation none -> cpuset-v1 /$CSET_ISO"
+
+# The shielded CPU is what jitterd and jitter-probe probe by default now.
+stop_daemon || fail "jitterd exited $? at SIGTERM"
+"$JITTERD" --config "$T/jitterd.conf" --socket "$T/default.sock" --state-dir "$T/default" \
+    --interval 200ms > "$T/default.log" 2>&1 &
+DAEMON_PID=$!
+wait_until 20 test -S "$T/default.sock" || fail "jitterd without --cpus: $(cat "$T/default.log")"
+"$JITTERCTL" --socket "$T/default.sock" --json status > "$T/default.json" \
+    || fail "status of jitterd without --cpus"
+jq -e --arg set "/$CSET_ISO" '[.probes[] | {cpu, isolation, isolation_cpuset}] ==
+    [{cpu: 1, isolation: "cpuset-v1", isolation_cpuset: $set}]' "$T/default.json" > /dev/null \
+    || fail "jitterd without --cpus: $(jq -c .probes "$T/default.json")"
+stop_daemon || fail "jitterd without --cpus exited $? at SIGTERM"
+"$BUILD_DIR/probe/jitter-probe" --duration 200ms --preheat 100ms --json --quiet \
+    > "$T/probe.json" || fail "jitter-probe without --cpus failed"
+jq -e '[.cpus[].cpu] == [1]' "$T/probe.json" > /dev/null \
+    || fail "jitter-probe without --cpus probed $(jq -c '[.cpus[].cpu]' "$T/probe.json")"
+pass "without a CPU list, jitterd (which refused before) and jitter-probe probe CPU 1"
+
+# 6. The host as it was.
+stop_load
+cset_remove
+[[ $(cset_dirs) == "$DIRS_BEFORE" ]] || fail "cpusets left: $(cset_dirs)"
+[[ $(cat "$CSET_ROOT/cpuset.sched_load_balance") == "$LB_BEFORE" ]] \
+    || fail "the root's load balancing is not restored"
+pass "the sets are gone, the root balances load again"
