@@ -1,4 +1,5 @@
 #include "probe.h"
+#include "util.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -180,14 +181,6 @@ static void set_failed(Probe *p, int error, const char *fmt, ...)
         va_end(ap);
         atomic_store(&p->status.error, error);
         set_state(p, PROBE_FAILED);
-}
-
-static uint64_t now_ns(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 static void sleep_ns(long ns)
@@ -589,7 +582,7 @@ static int wait_for_cpu(Probe *p, int kernel_cpu)
 static bool false_migration(Probe *p, int kernel_cpu)
 {
         const uint64_t window = PROBE_FALSE_MIGRATION_WINDOW_NS + p->cfg.preheat_ns;
-        const uint64_t t = now_ns();
+        const uint64_t t = now_ns(CLOCK_MONOTONIC);
         const int cpu = p->cfg.cpu;
         unsigned n;
         double span;
@@ -703,7 +696,8 @@ int probe_start(Probe *p)
         }
         p->thread_started = true;
         /* Wait until it runs on its CPU (or could not); at most 5 s. */
-        for (uint64_t end = now_ns() + 5000000000ULL; now_ns() < end;) {
+        for (uint64_t end = now_ns(CLOCK_MONOTONIC) + 5000000000ULL;
+             now_ns(CLOCK_MONOTONIC) < end;) {
                 ProbeState s = probe_state(p);
 
                 if (s == PROBE_FAILED) {

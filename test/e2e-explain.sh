@@ -14,7 +14,6 @@ cat > "$T/jitterd.conf" <<CONF
 [probe]
 threshold = 10us
 preheat = 300ms
-priority = 10
 [trace]
 enabled = yes
 [export]
@@ -63,7 +62,6 @@ lost=$(jq '.cpus[0].lost_ns' "$T/explain.json")
 diff=$((task > stolen ? task - stolen : stolen - task))
 (( diff <= slack )) || fail "task jitter-thief:$thief took $task ns, the thief stole $stolen ns:" \
     "more apart than the $slack ns the probe saw beyond the thefts"
-(( diff * 20 <= stolen )) || fail "task jitter-thief:$thief took $task ns, not within 5 % of $stolen ns"
 share=$(jq --arg t "jitter-thief:$thief" '[.cpus[0].exact[] | select(.kind == "task" and
     .name == $t) | .share] | add' "$T/explain.json")
 awk -v s="$share" -v t="$stolen" -v l="$lost" -v k="$slack" \
@@ -101,8 +99,11 @@ for f in "$T/export.prom" "$T/jitterd.prom"; do
     out=$(promtool check metrics < "$f" 2>&1) || fail "promtool check metrics $f: $out"
     [[ -z $out ]] || fail "promtool check metrics has something to say about $f: $out"
 done
-kinds=$(grep -c '^jitter_cause_lost_seconds_total{cpu="1",kind=' "$T/export.prom" || true)
-(( kinds == 8 )) || fail "$kinds kinds of jitter_cause_lost_seconds_total, not 8"
+# The daemon's textfile (written at each interval) and jitterctl export, both with every kind.
+for f in "$T/export.prom" "$T/jitterd.prom"; do
+    kinds=$(grep -c '^jitter_cause_lost_seconds_total{cpu="1",kind=' "$f" || true)
+    (( kinds == 8 )) || fail "$kinds kinds of jitter_cause_lost_seconds_total in $f, not 8"
+done
 task_s=$(awk '/^jitter_cause_lost_seconds_total\{cpu="1",kind="task"\}/ {print $2}' "$T/export.prom")
 others=$(jq --arg t "jitter-thief:$thief" '[.cpus[0].exact[] | select(.kind == "task" and
     .name != $t) | .ns] | add // 0' "$T/explain.json")

@@ -21,9 +21,13 @@ declare -a SKIPPED_PARTS=()
 
 cleanup() {
     local rc=$?
+    # Every step runs, whatever the one before did: none may end the script before the others.
+    set +e
     [[ -n $DAEMON_PID ]] && kill "$DAEMON_PID" 2>/dev/null && { reap_daemon 10 || true; }
     [[ -n $LISTEN_PID ]] && kill "$LISTEN_PID" 2>/dev/null
     for p in "${CLEANUP_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    # tracefs, when need_tracefs mounted it: once nothing that reads it runs.
+    [[ -n ${TRACEFS_MOUNTED:-} ]] && umount "$TRACEFS" 2> /dev/null
     if (( ${#SKIPPED_PARTS[@]} > 0 )); then
         local list
         list=$(printf '%s; ' "${SKIPPED_PARTS[@]}")
@@ -66,7 +70,6 @@ need_tracefs() {
         mount -t tracefs nodev "$TRACEFS" 2>/dev/null || skip "cannot mount tracefs at $TRACEFS"
         TRACEFS_MOUNTED=1
     fi
-    trap 'rc=$?; [[ -n $TRACEFS_MOUNTED ]] && umount "$TRACEFS"; set +e; (exit $rc); cleanup' EXIT
 }
 
 need_cpu1() {
