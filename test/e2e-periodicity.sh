@@ -41,17 +41,22 @@ CLEANUP_PIDS+=($!)
 # now holds only the thefts and the noise) in $T/stats.json and its long events in
 # $T/events.json.
 periodic() {
-    local tick_pid=
+    local tick_pid= t0 at=()
     jctl call Reset '{"cpus": [1]}' > /dev/null || fail "Reset failed"
     if [[ ${3:-} == tick ]]; then
-        # below the theft's priority, so a tick due during a theft comes after it
-        chrt -f 55 "$THIEF" --cpu 1 --priority 55 --delay 50ms --period 1ms --durations 12us \
-            --count $(($2 * ${1%ms} + 100)) > "$T/tick" &
+        # On one time axis: the tick from t0 + 50 ms, the thefts from t0 + 100.5 ms, half a tick
+        # apart, so that a theft is never one interruption with a tick (which would start on
+        # the tick's lattice and be the tick's); below the theft's priority, so a tick due during
+        # a theft comes after it.
+        t0=$("$THIEF" --now)
+        chrt -f 55 "$THIEF" --cpu 1 --priority 55 --at $((t0 + 50000000)) --period 1ms \
+            --durations 12us --count $(($2 * ${1%ms} + 100)) > "$T/tick" &
         tick_pid=$!
         CLEANUP_PIDS+=("$tick_pid")
+        at=(--at $((t0 + 100500000)))
     fi
-    chrt -f 60 "$THIEF" --cpu 1 --priority 60 --delay 100ms --period "$1" --durations 200us \
-        --count "$2" > "$T/thefts" || fail "jitter-thief failed (CPU 1 busy or offline?)"
+    chrt -f 60 "$THIEF" --cpu 1 --priority 60 --delay 100ms "${at[@]}" --period "$1" \
+        --durations 200us --count "$2" > "$T/thefts" || fail "jitter-thief failed (CPU 1 busy or offline?)"
     if [[ -n $tick_pid ]]; then
         wait "$tick_pid" || fail "the 1 ms thief failed"
     fi
@@ -143,6 +148,8 @@ found() {
     taken=$(claimed "$1")
     found="$want of $2 thefts on time, $taken of them on another period's lattice"
     want=$((want - taken))
+    (( want >= $2 / 2 )) \
+        || fail "$found: too few left to tell the period by (the host's sources share its times)"
     jq -e --argjson p "$1" --argjson want "$want" --argjson most $most '.cpus[0] as $c
         | $c.periods | any(.[];
             (.period_ns - $p | if . < 0 then -. else . end) <= $p / 100

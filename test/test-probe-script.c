@@ -3,8 +3,8 @@
  * definitions (DESIGN.md, probe.h), with none of the probe's own code. The probe runs the loop
  * specialised for a scripted counter, which is the same loop as for the hardware counter, and
  * ends by itself when the script does. Natively it runs in its own thread (probe_start());
- * under qemu-user (7.2, on the development VM) even pthread_create() hangs, so there the test
- * calls the probe thread's function itself, which is why it includes probe.c. */
+ * under qemu-user (7.2, on a 2-CPU AMD EPYC KVM guest) even pthread_create() hangs, so there
+ * the test calls the probe thread's function itself, which is why it includes probe.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

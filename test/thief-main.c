@@ -26,11 +26,12 @@ int main(int argc, char **argv)
                 {"count", required_argument, NULL, 'n'},
                 {"now", no_argument, NULL, 'N'},
                 {"cpu-time", no_argument, NULL, 't'},
+                {"at", required_argument, NULL, 'A'},
                 {},
         };
         static uint64_t durations[MAX_THEFTS];
         static Theft thefts[MAX_THEFTS];
-        uint64_t delay = 1000000000ULL, period = 200000000ULL;
+        uint64_t delay = 1000000000ULL, period = 200000000ULL, at = 0;
         size_t n = 0, count = 0;
         int cpu = 1, priority = 50, c, r;
         int cpu_time = 0;
@@ -73,6 +74,9 @@ int main(int argc, char **argv)
                 case 't':
                         cpu_time = 1;
                         break;
+                case 'A':
+                        at = strtoull(optarg, NULL, 10);
+                        break;
                 default:
                         return 2;
                 }
@@ -88,7 +92,10 @@ int main(int argc, char **argv)
                 }
                 n = count;
         }
-        r = thief_run(cpu, priority, now_ns(CLOCK_MONOTONIC) + delay, period, durations, n, thefts);
+        /* --at NS: the first theft at that CLOCK_MONOTONIC time, so that two thieves keep a
+         * phase the script chose. */
+        r = thief_run(cpu, priority, at ? at : now_ns(CLOCK_MONOTONIC) + delay, period, durations,
+                      n, thefts);
         if (r < 0) {
                 fprintf(stderr, "jitter-thief: cannot run SCHED_FIFO on CPU %d: %s\n", cpu,
                         strerror(-r));
