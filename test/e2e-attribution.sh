@@ -87,6 +87,11 @@ jctl --json call GetStats '{"cpus": [1], "window": "all"}' > "$T/stats-b.json" \
 snapshot "$T/b"
 sleep 1
 snapshot "$T/q1"
+# What the GetStats call between the window's end and the last read costs CPU 1 by itself: the
+# daemon's memory going back to the kernel is a TLB shootdown (a call-function IPI) to every CPU
+# its threads run on, the probe's among them (many, with a sanitizer's allocator).
+jctl --json call GetStats '{"cpus": [1], "window": "all"}' > /dev/null || fail "GetStats failed"
+snapshot "$T/q2"
 
 jq -e '.cpus[0] | (.interrupts | type) == "object" and (.softirqs | type) == "object"
                   and (.ctxsw | type) == "object" and .interrupts.LOC > 0' \
@@ -112,24 +117,34 @@ echo "edges: $(( (t_a - from_ns) / 1000000 )) ms before the first read," \
 
 # Per source: the daemon's count D, /proc's P = b - a, and the bound: its quiet rate (the larger
 # of the second before and the second after) over the longer edge, with three standard
-# deviations of a count at that rate, plus 2 for the reads' rounding. A daemon that loses an
+# deviations of a count at that rate, plus 2 for the reads' rounding, plus what one GetStats
+# call made (q2 - q1). A daemon that loses an
 # interval's counts, counts one twice, reads another CPU's column or confuses two sources is
 # off by far more.
 daemon_counts "$T/stats-b.json" > "$T/d"
-awk -v edge_ns="$edge_ns" -v locfile="$T/loc" '
+# A sanitizer build's allocator hands memory back on its own terms, tens of shootdowns of the
+# probe's CPU per call at times: the edges then hold more of them than one measured call shows.
+uncompared=
+if [[ $(ldd "$JITTERD") == *libasan* ]]; then
+    uncompared="irq:TLB irq:CAL"
+    skip_part "TLB and call-function counts" \
+        "sanitizer build: its allocator's shootdowns of CPU 1 at the window's edges vary per call"
+fi
+awk -v edge_ns="$edge_ns" -v locfile="$T/loc" -v uncompared="$uncompared" '
     FNR == 1 { file++ }
     { v[file, $1] = $2; names[$1] = 1 }
     END {
         bad = 0
         for (n in names) {
-            if (n == "time" || !((2, n) in v) || !((3, n) in v)) {
+            if (n == "time" || !((2, n) in v) || !((3, n) in v) || index(" " uncompared " ", " " n " ")) {
                 continue        # absent from a read: a source that came or went meanwhile
             }
             r0 = (v[2, n] - v[1, n]) / (v[2, "time"] - v[1, "time"]) * 1e9
             r1 = ((4, n) in v) ? (v[4, n] - v[3, n]) / (v[4, "time"] - v[3, "time"]) * 1e9 : 0
             rate = r0 > r1 ? r0 : r1
             mean = rate * edge_ns / 1e9
-            bound = int(mean + 3 * sqrt(mean) + 0.999) + 2
+            call = ((6, n) in v) && v[6, n] > v[4, n] ? v[6, n] - v[4, n] : 0
+            bound = int(mean + 3 * sqrt(mean) + 0.999) + 2 + call
             p = v[3, n] - v[2, n]
             d = ((5, n) in v) ? v[5, n] : 0
             diff = d > p ? d - p : p - d
@@ -145,7 +160,7 @@ awk -v edge_ns="$edge_ns" -v locfile="$T/loc" '
             }
         }
         exit bad > 0
-    }' "$T/q0" "$T/a" "$T/b" "$T/q1" "$T/d" > "$T/compare" || {
+    }' "$T/q0" "$T/a" "$T/b" "$T/q1" "$T/d" "$T/q2" > "$T/compare" || {
     cat "$T/compare"
     fail "the daemon's counts differ from /proc's by more than the window's edges explain"
 }
