@@ -97,8 +97,11 @@ stop_fake
 # --- Listens, never accepts: connecting waits for the timeout, no longer. ---------------------
 start_fake backlog
 # Fill the one-connection queue, then connect once more.
-perl -MSocket -e 'socket(my $s, PF_UNIX, SOCK_STREAM, 0) or die; connect($s, pack_sockaddr_un($ARGV[0]))
-    or die "connect: $!"; $| = 1; print "connected\n"; sleep 100' "$SOCK" > "$T/filler.out" &
+# The fake binds before it listens: until it listens, a connect is refused, so try for 5 s.
+perl -MSocket -e 'socket(my $s, PF_UNIX, SOCK_STREAM, 0) or die;
+    for (1 .. 50) { last if connect($s, pack_sockaddr_un($ARGV[0])); select(undef, undef, undef, 0.1) }
+    getpeername($s) or die "connect: $!"; $| = 1; print "connected\n"; sleep 100' "$SOCK" \
+    > "$T/filler.out" &
 CLEANUP_PIDS+=($!)
 wait_until 5 grep -q connected "$T/filler.out" || fail "could not fill the listen queue"
 timed 1 900 3000 --timeout 1s status
