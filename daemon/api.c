@@ -444,28 +444,40 @@ static json_t *stats_array(Manager *m, Api *a, const cpu_set_t *cpus, const char
         return arr;
 }
 
-static int method_get_stats(VarlinkCallCtx *call, json_t *params, void *userdata)
+/* The parameters of GetStats and GetCauses: "cpus" (default every probed CPU) and "window"
+ * (default "1m"), its name in @ret_window and its start in @ret_from. Returns 0, or -1 after
+ * replying with the error. */
+static int get_cpus_window(Manager *m, VarlinkCallCtx *call, json_t *params, cpu_set_t *ret_cpus,
+                           const char **ret_window, uint64_t *ret_from)
 {
         static const VarlinkField fields[] = {
                 {"cpus", JSON_ARRAY, false},
                 {"window", JSON_STRING, false},
         };
+        uint64_t to;
+        bool all;
+
+        if (varlink_call_check_params(call, params, fields, 2) < 0 ||
+            get_cpus(m, call, params, ret_cpus) < 0 ||
+            get_window(m, call, params, "1m", ret_window, ret_from, &to, &all) < 0) {
+                return -1;
+        }
+        return 0;
+}
+
+static int method_get_stats(VarlinkCallCtx *call, json_t *params, void *userdata)
+{
         Api *a = userdata;
         Manager *m = a->manager;
         const char *window;
-        uint64_t from, to;
-        bool all;
+        uint64_t from;
         cpu_set_t cpus;
         json_t *arr;
 
-        if (varlink_call_check_params(call, params, fields, 2) < 0 ||
-            get_cpus(m, call, params, &cpus) < 0 ||
-            get_window(m, call, params, "1m", &window, &from, &to, &all) < 0) {
+        if (get_cpus_window(m, call, params, &cpus, &window, &from) < 0) {
                 return 0;
         }
         (void)from;
-        (void)to;
-        (void)all;
         arr = stats_array(m, a, &cpus, window);
         if (!arr) {
                 return -ENOMEM;
@@ -634,25 +646,16 @@ static int method_get_events(VarlinkCallCtx *call, json_t *params, void *userdat
 
 static int method_get_causes(VarlinkCallCtx *call, json_t *params, void *userdata)
 {
-        static const VarlinkField fields[] = {
-                {"cpus", JSON_ARRAY, false},
-                {"window", JSON_STRING, false},
-        };
         Api *a = userdata;
         Manager *m = a->manager;
         const char *window;
-        uint64_t from, to;
-        bool all;
+        uint64_t from;
         cpu_set_t cpus;
         json_t *arr;
 
-        if (varlink_call_check_params(call, params, fields, 2) < 0 ||
-            get_cpus(m, call, params, &cpus) < 0 ||
-            get_window(m, call, params, "1m", &window, &from, &to, &all) < 0) {
+        if (get_cpus_window(m, call, params, &cpus, &window, &from) < 0) {
                 return 0;
         }
-        (void)to;
-        (void)all;
         arr = json_array();
         for (int cpu = 0; arr && cpu < CPU_SETSIZE; cpu++) {
                 if (CPU_ISSET(cpu, &cpus) &&
