@@ -32,10 +32,17 @@ int thief_run(int cpu, int priority, uint64_t first_ns, uint64_t period_ns,
 
                 while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
                 }
+                ret[k].due_ns = at;
+                ret[k].gaps_ns = 0;
                 ret[k].cpu_ns = thread_cpu_ns();
                 ret[k].start_ns = now = now_ns(CLOCK_MONOTONIC);
                 while (now - ret[k].start_ns < durations_ns[k]) {
+                        uint64_t prev = now;
+
                         now = now_ns(CLOCK_MONOTONIC);
+                        if (now - prev >= THIEF_GAP_NS) {
+                                ret[k].gaps_ns += now - prev;
+                        }
                 }
                 ret[k].end_ns = now;
                 ret[k].cpu_ns = thread_cpu_ns() - ret[k].cpu_ns;

@@ -9,11 +9,19 @@
  * away for known durations at known times, and records exactly when. */
 
 typedef struct Theft {
+        uint64_t due_ns;   /* CLOCK_MONOTONIC when its timer was due: it took the CPU no earlier */
         uint64_t start_ns; /* CLOCK_MONOTONIC when the thief started spinning */
         uint64_t end_ns;   /* CLOCK_MONOTONIC when it stopped */
         uint64_t cpu_ns;   /* the thread's CPU time in between: less than end - start when a
                             * task of higher priority, or RT throttling, took the thief's CPU */
+        uint64_t gaps_ns;  /* the gaps of THIEF_GAP_NS or more between the thief's own reads of
+                            * the clock while it spun: what interrupted it (interrupts, the
+                            * host), as the thief itself saw it */
 } Theft;
+
+/* A gap between two reads of the clock by the spinning thief that is this long or longer means
+ * the thief was interrupted: a read takes well under 1 us. */
+#define THIEF_GAP_NS 1000
 
 /* Pins the calling thread to @cpu at SCHED_FIFO @priority, then for each k < @n sleeps until
  * @first_ns + k * @period_ns (CLOCK_MONOTONIC) and busy-spins for @durations_ns[k], recording
