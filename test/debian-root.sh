@@ -110,7 +110,7 @@ debian_root_start() {
     shift
     [[ $(id -u) -eq 0 ]] || die "must run as root (debootstrap, chroot, systemd-nspawn)"
     for tool in debootstrap wget flock systemd-nspawn "$@"; do
-        command -v "$tool" >/dev/null || die "$tool is missing (tools/deps test)"
+        command -v "$tool" >/dev/null || die "$tool is missing (tools/dev/deps test)"
     done
     work=$(mktemp -d "/var/tmp/jitterd-$name.XXXXXX")
     # shellcheck disable=SC2064 # $work is fixed now

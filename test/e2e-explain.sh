@@ -5,7 +5,7 @@
 # printed); the exposition passes promtool and its task counter holds the theft.
 source "$(dirname "$0")/lib.sh"
 need_cpu1
-command -v jq > /dev/null || fail "needs jq (tools/deps test)"
+command -v jq > /dev/null || fail "needs jq (tools/dev/deps test)"
 command -v promtool > /dev/null || fail "needs promtool (Debian: prometheus)"
 
 need_tracefs

@@ -6,10 +6,10 @@
 # panel where the layout puts them, and nothing outside the picture.
 source "$(dirname "$0")/lib.sh"
 need_cpu1
-command -v jq > /dev/null || fail "needs jq (tools/deps test)"
-command -v xmllint > /dev/null || fail "needs xmllint (libxml2-utils, tools/deps test)"
+command -v jq > /dev/null || fail "needs jq (tools/dev/deps test)"
+command -v xmllint > /dev/null || fail "needs xmllint (libxml2-utils, tools/dev/deps test)"
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
-[[ -n $CHROMIUM ]] || fail "needs chromium to render the SVG (tools/deps browser)"
+[[ -n $CHROMIUM ]] || fail "needs chromium to render the SVG (tools/dev/deps browser)"
 perl -MCompress::Zlib -e 1 2> /dev/null || fail "needs perl with Compress::Zlib (perl)"
 
 cat > "$T/jitterd.conf" <<CONF

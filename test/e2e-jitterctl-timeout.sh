@@ -5,7 +5,7 @@
 # timeout). Also how status shows a probe's failure. The daemons here are small fakes that
 # accept and never answer, never accept, or answer at a known pace.
 source "$(dirname "$0")/lib.sh"
-command -v perl >/dev/null || fail "perl is missing (tools/deps test)"
+command -v perl >/dev/null || fail "perl is missing (tools/dev/deps test)"
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 # fake MODE SOCKET: "silent" accepts and never answers; "backlog" listens with a queue of one

@@ -7,7 +7,7 @@
 # Only lower bounds are asserted: the machine adds its own noise on top of the thefts.
 source "$(dirname "$0")/lib.sh"
 need_cpu1
-command -v jq > /dev/null || fail "needs jq (tools/deps test)"
+command -v jq > /dev/null || fail "needs jq (tools/dev/deps test)"
 
 cat > "$T/jitterd.conf" <<CONF
 [probe]

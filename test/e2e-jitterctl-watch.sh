@@ -4,7 +4,7 @@
 # on a terminal, never through a pipe, with NO_COLOR set or with --no-color.
 source "$(dirname "$0")/lib.sh"
 need_cpu1
-command -v tmux > /dev/null || fail "needs tmux (tools/deps test)"
+command -v tmux > /dev/null || fail "needs tmux (tools/dev/deps test)"
 
 cat > "$T/jitterd.conf" <<CONF
 [probe]

@@ -9,7 +9,7 @@
 source "$(dirname "$0")/lib.sh"
 need_cpu1
 for tool in prometheus prometheus-node-exporter promtool curl jq taskset; do
-    command -v "$tool" > /dev/null || fail "needs $tool (tools/deps test)"
+    command -v "$tool" > /dev/null || fail "needs $tool (tools/dev/deps test)"
 done
 
 RULES=$SOURCE_DIR/config/jitterd.rules.yml

@@ -7,9 +7,9 @@ need_cpu1
 
 NODE_EXPORTER=$(command -v prometheus-node-exporter || command -v node_exporter || true)
 for tool in promtool curl jq; do
-    command -v "$tool" >/dev/null || skip "needs $tool (tools/deps test installs it)"
+    command -v "$tool" >/dev/null || skip "needs $tool (tools/dev/deps test installs it)"
 done
-[[ -n $NODE_EXPORTER ]] || skip "needs prometheus-node-exporter (tools/deps test installs it)"
+[[ -n $NODE_EXPORTER ]] || skip "needs prometheus-node-exporter (tools/dev/deps test installs it)"
 
 RULES=$SOURCE_DIR/config/jitterd.rules.yml
 DASHBOARD=$SOURCE_DIR/config/grafana-dashboard.json

@@ -6,7 +6,7 @@
 # 1. "tools/run --cpus 1 --duration 1s --json" must install the build packages, build without
 #    the tests and measure: its report is checked against what was asked (CPU 1, 1 s,
 #    samples at a rate a busy loop reaches), and cmocka must not have been needed.
-# 2. What tools/check installs for its native build ("tools/deps build test") must be enough
+# 2. What tools/check installs for its native build ("tools/dev/deps build test") must be enough
 #    to configure with the tests (cmocka found) and to build them.
 #
 # Runs in systemd-nspawn (not booted) on a copy of the root that test/debian-root.sh caches,
@@ -58,7 +58,7 @@ step() { # step NAME COMMAND...
     echo "$name $rc $((SECONDS - start))" >>$out/status
 }
 run() { tools/run --cpus 1 --duration 1s --json --quiet >$out/run.json 2>$out/run.err; }
-deps() { tools/deps build test >$out/deps.log 2>&1; }
+deps() { tools/dev/deps build test >$out/deps.log 2>&1; }
 # As tools/check does after tools/run: the same build directory, now with the tests.
 tests_build() {
     { cmake -S . -B build -DBUILD_TESTING=ON && cmake --build build -j"$(nproc)"; } \
@@ -117,13 +117,13 @@ echo "ok: no cmocka installed, no test built"
 # --- 2. what tools/check installs -----------------------------------------------------------
 if [[ $(step_rc deps) != 0 ]]; then
     tail -n 30 "$out/deps.log" >&2
-    die "tools/deps build test exited with '$(step_rc deps)'"
+    die "tools/dev/deps build test exited with '$(step_rc deps)'"
 fi
 if [[ $(step_rc tests-build) != 0 ]]; then
     tail -n 40 "$out/tests-build.log" >&2
-    die "configuring or building with -DBUILD_TESTING=ON failed after tools/deps build test"
+    die "configuring or building with -DBUILD_TESTING=ON failed after tools/dev/deps build test"
 fi
 n=$(sed -n 's/^Total Tests: //p' "$out/tests-list")
 [[ -n $n && $n -gt 0 ]] || die "the build with the tests has no tests: $(cat "$out/tests-list")"
-echo "ok: after tools/deps build test, the build with the tests has $n tests"
+echo "ok: after tools/dev/deps build test, the build with the tests has $n tests"
 echo "set-up test passed"

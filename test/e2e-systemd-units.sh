@@ -28,7 +28,7 @@ pass() { echo "ok: $*"; }
 # cpack's DEB generator needs file and dpkg-shlibdeps (dpkg-dev) for the Depends: line.
 for tool in systemd-analyze systemd-sysusers systemd-tmpfiles systemd-socket-activate cpack \
             dpkg-deb dpkg-shlibdeps file jq; do
-    command -v "$tool" >/dev/null || { echo "FAIL: $tool is missing (tools/deps test)" >&2; exit 1; }
+    command -v "$tool" >/dev/null || { echo "FAIL: $tool is missing (tools/dev/deps test)" >&2; exit 1; }
 done
 
 tmp=$(mktemp -d /tmp/jitterd-units.XXXXXX)

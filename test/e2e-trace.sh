@@ -6,7 +6,7 @@
 # (status, stats, events) works as before.
 source "$(dirname "$0")/lib.sh"
 need_cpu1
-command -v jq > /dev/null || fail "needs jq (tools/deps test)"
+command -v jq > /dev/null || fail "needs jq (tools/dev/deps test)"
 command -v setpriv > /dev/null || fail "needs setpriv (util-linux)"
 
 need_tracefs

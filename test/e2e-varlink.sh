@@ -8,9 +8,9 @@
 source "$(dirname "$0")/lib.sh"
 need_cpu1
 GOSRC=/usr/share/gocode/src/github.com/varlink/go/varlink
-command -v go > /dev/null || fail "needs go (golang-go; tools/deps test)"
-[[ -f $GOSRC/idl/idl.go ]] || fail "needs $GOSRC (golang-github-varlink-go-dev; tools/deps test)"
-command -v taskset > /dev/null || fail "needs taskset (util-linux; tools/deps test)"
+command -v go > /dev/null || fail "needs go (golang-go; tools/dev/deps test)"
+[[ -f $GOSRC/idl/idl.go ]] || fail "needs $GOSRC (golang-github-varlink-go-dev; tools/dev/deps test)"
+command -v taskset > /dev/null || fail "needs taskset (util-linux; tools/dev/deps test)"
 
 # GOPATH mode on Debian's packaged sources: nothing is fetched, the build cache is private.
 (cd "$SOURCE_DIR/test/varlink-check" &&

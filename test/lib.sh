@@ -36,6 +36,11 @@ cleanup() {
     if (( rc != 0 && rc != 77 )); then
         echo "--- daemon log"; cat "$T/daemon.log" 2>/dev/null | tail -40 || true
         echo "--- notifications"; tail -40 "$T/notify.log" 2>/dev/null || true
+        # JITTERD_TEST_KEEP=DIR keeps what a failed test left, to look at afterwards.
+        if [[ -n ${JITTERD_TEST_KEEP:-} ]] && mkdir -p "$JITTERD_TEST_KEEP" \
+            && cp -a "$T" "$JITTERD_TEST_KEEP/"; then
+            echo "--- kept in $JITTERD_TEST_KEEP/${T##*/}"
+        fi
     fi
     rm -rf "$T"
     exit $rc
