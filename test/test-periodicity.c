@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -106,12 +107,24 @@ static void print_result(const PeriodicityResult *r)
         }
 }
 
+/* A period's events are at most one per point of its lattice over the window (rounded: its
+ * events lie off by their tolerance, and the period as measured may be a few ppm off the
+ * source's): more are events of other phases, which chance or another source put there. */
 static void assert_sane(const PeriodicityResult *r)
 {
         assert_true(r->n <= PERIODICITY_MAX_PERIODS);
         for (size_t i = 0; i < r->n; i++) {
+                uint64_t points =
+                        (uint64_t)llround((double)r->span_ns / (double)r->periods[i].period_ns) + 1;
+
                 assert_true(r->periods[i].share > 0 && r->periods[i].share <= 1);
                 assert_true(r->periods[i].events <= r->analysed);
+                if (r->periods[i].events > points) {
+                        print_result(r);
+                        fail_msg("%zu events on %" PRIu64 " ns, which has %" PRIu64
+                                 " points over %" PRIu64 " ns",
+                                 r->periods[i].events, r->periods[i].period_ns, points, r->span_ns);
+                }
                 if (i > 0) {
                         assert_true(r->periods[i].events <= r->periods[i - 1].events);
                 }

@@ -1042,16 +1042,15 @@ static bool judge_candidate(Work *w, const Candidate *cand, const PeriodicityOpt
         }
         memcpy(w->on, w->on_cand, w->n);
         why = relevance(w, opt, period, &e);
-        if ((why & BY_SHARE) && beyond_chance(opt, e.on, null_on)) {
-                events = e.on;
-        } else if ((why & BY_FILL) && beyond_chance(opt, e.in_phase, null_phase)) {
-                /* Only the one lattice's events are the period's: the chance chains at other
-                 * phases stay for other periods. */
-                evaluate(w, period, tol, skip);
-                events = in_phase(w, period, tol, true);
-        } else {
+        if (!((why & BY_SHARE) && beyond_chance(opt, e.on, null_on)) &&
+            !((why & BY_FILL) && beyond_chance(opt, e.in_phase, null_phase))) {
                 return false;
         }
+        /* Only the one lattice's events are the period's, one per point: the chance chains at
+         * other phases stay for other periods (counted here, they made a period hold more
+         * events than its lattice has points). */
+        evaluate(w, period, tol, skip);
+        events = in_phase(w, period, tol, true);
         *ret = (PeriodicityPeriod){
                 .period_ns = (uint64_t)llround(period),
                 .tolerance_ns = (uint64_t)llround(tol),

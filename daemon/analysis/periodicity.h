@@ -24,8 +24,9 @@
  * mostly bridge missed events, when it is not made of the events of a shorter period P/k (then
  * P/k is what is judged and reported), and when its events do not fill one residue class of its
  * lattice far more than the others (two sources, one at k times the period). A kept period's
- * events are taken out before the next candidate is looked at, so its multiples, and lattices
- * that would bridge over its events, find nothing left to explain.
+ * events are those of one lattice (fitted to its longest chain), at most one per point; they are
+ * taken out before the next candidate is looked at, so its multiples, and lattices that would
+ * bridge over its events, find nothing left to explain, while chance chains at other phases stay.
  *
  * About 0.1 to 0.25 s of CPU for 20000 events in heavy noise, and 2.5 MB of scratch memory
  * besides what max_events takes.
@@ -58,7 +59,7 @@ typedef struct PeriodicityOptions {
 typedef struct PeriodicityPeriod {
         uint64_t period_ns;
         uint64_t tolerance_ns; /* how far from the lattice an event may lie and count */
-        size_t events;         /* events on the period */
+        size_t events;         /* events on the period: at most one per point of its lattice */
         double share;          /* events / analysed events */
         const char *source;    /* a kernel source known to have this period, or NULL */
 } PeriodicityPeriod;
