@@ -27,6 +27,10 @@
 #define EVENTS_LIMIT_DEFAULT 1000
 #define EVENTS_LIMIT_MAX 10000
 
+/* The isolation GetStatus shows is read anew at most once per interval, and never more often
+ * than this. */
+#define ISOLATION_MAX_AGE_MIN_NS 1000000000ULL
+
 /* At most this many intervals of one probe wait for the Monitor clients between two harvests
  * (normally one; two after a probe that handed over late; older ones are only in the history). */
 #define MONITOR_PENDING 4
@@ -71,6 +75,11 @@ struct Api {
                 json_t *periods;
         } analysis_cache[16];
         unsigned analysis_next;
+
+        /* How the CPUs are isolated, as GetStatus shows it: read at most once per interval
+         * or second, however often it is called (a read walks every cpuset directory, on the
+         * loop). */
+        IsolationCache isolation;
 };
 
 static const struct {
@@ -748,8 +757,8 @@ static void add_probe_reason(const ProbeInfo *p, json_t *o)
         }
 }
 
-/* GetStatus' entry for probe @i, with its CPU's isolation as @iso has it; @w is scratch. NULL
- * when out of memory. */
+/* GetStatus' entry for probe @i, with its CPU's isolation as @iso has it (none: left out); @w
+ * is scratch. NULL when out of memory. */
 static json_t *probe_status(Manager *m, size_t i, const Isolation *iso, HistoryWindow *w,
                             uint64_t now)
 {
@@ -773,35 +782,33 @@ static json_t *probe_status(Manager *m, size_t i, const Isolation *iso, HistoryW
         if (!o) {
                 return NULL;
         }
-        json_object_set_new(o, "isolation",
-                            json_string(isolation_kind_to_string(isolation_of(iso, p->cpu, &set))));
-        if (set) {
-                json_object_set_new(o, "isolation_cpuset", json_string(set->path));
+        if (iso) {
+                json_object_set_new(
+                        o, "isolation",
+                        json_string(isolation_kind_to_string(isolation_of(iso, p->cpu, &set))));
+                if (set) {
+                        json_object_set_new(o, "isolation_cpuset", json_string(set->path));
+                }
         }
         add_probe_reason(p, o);
         return o;
 }
 
-json_t *api_status(Manager *m)
+json_t *api_status(Manager *m, const Isolation *iso)
 {
         uint64_t now = now_ns(CLOCK_MONOTONIC);
         json_t *probes = json_array(), *cfg;
         char cpus[256], when[64];
         HistoryWindow *w = malloc(sizeof(*w));
-        Isolation *iso = malloc(sizeof(*iso));
 
-        if (!w || !probes || !iso) {
+        if (!w || !probes) {
                 free(w);
-                free(iso);
                 json_decref(probes);
                 return NULL;
         }
-        /* Read at every call: cpusets change while the daemon runs. */
-        (void)isolation_read(NULL, iso);
         for (size_t i = 0; i < manager_n_probes(m); i++) {
                 json_array_append_new(probes, probe_status(m, i, iso, w, now));
         }
-        free(iso);
         free(w);
         cfg = json_pack(
                 "{ss si sI sI sI sI sI si sI ss ss}", "cpus",
@@ -836,12 +843,21 @@ static int method_get_status(VarlinkCallCtx *call, json_t *params, void *userdat
         static const VarlinkField fields[] = {{NULL, 0, false}};
         Api *a = userdata;
         Manager *m = a->manager;
+        uint64_t max_age;
         json_t *reply;
 
         if (varlink_call_check_params(call, params, fields, 0) < 0) {
                 return 0;
         }
-        reply = api_status(m);
+        /* Cpusets change while the daemon runs, seldom: a reading an interval old, and at
+         * least a second (a walk of thousands of cgroups takes tens of ms), is fresh enough.
+         * A reload changes nothing of it: it is the host's, not the configuration's. */
+        max_age = manager_config(m)->history_interval_ns;
+        if (max_age < ISOLATION_MAX_AGE_MIN_NS) {
+                max_age = ISOLATION_MAX_AGE_MIN_NS;
+        }
+        reply = api_status(
+                m, isolation_cache_get(&a->isolation, NULL, now_ns(CLOCK_MONOTONIC), max_age));
         if (!reply || json_object_set_new(reply, "trace", manager_trace_status(m)) < 0) {
                 json_decref(reply);
                 return -ENOMEM;
@@ -918,10 +934,7 @@ void api_monitor_interval(Api *a, const ManagerInterval *iv)
                 q->n--;
         }
         slot_summarize(iv->slot, manager_tickconv(m), iv->duration_ns, &s);
-        o = json_pack("{si ss sI sI sf sI sI sf}", "cpu", iv->cpu, "state", iv->state, "samples",
-                      (json_int_t)s.samples, "max_gap_ns", (json_int_t)s.gap.max_ns, "p99_ns",
-                      s.gap.pct_ns[1], "interruptions", (json_int_t)s.events, "lost_ns",
-                      (json_int_t)s.lost_ns, "cpu_available_pct", s.cpu_available_pct);
+        o = interval_cpu_to_json(iv->cpu, iv->state, &s);
         if (!o) {
                 return;
         }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "attrib.h"
+#include "isolation.h"
 #include "manager.h"
 
 typedef struct Api Api;
@@ -32,11 +33,12 @@ void api_monitor_interval(Api *a, const ManagerInterval *iv);
 /* How many Monitor calls are open. */
 size_t api_n_monitors(const Api *a);
 
-/* The replies of GetStatus, of GetStats for @cpus over @window (the "cpus" array, without the
+/* The replies of GetStatus, with each probed CPU's isolation as @iso has it (NULL: without
+ * it), of GetStats for @cpus over @window (the "cpus" array, without the
  * causes and periods: they cost milliseconds per CPU over long windows, too much for the
  * textfile each interval, which does not use them), and of GetHistogram. NULL on OOM or a bad
  * window. */
-json_t *api_status(Manager *m);
+json_t *api_status(Manager *m, const Isolation *iso);
 json_t *api_stats(Manager *m, const cpu_set_t *cpus, const char *window);
 json_t *api_histogram(Manager *m, int cpu, const char *window, const char *kind);
 

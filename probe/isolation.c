@@ -11,10 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Bounds of a walk through a cpuset hierarchy: it is the kernel's, but below a fixture root
- * it is anyone's, and a symlink loop or a huge tree must not hold the caller. */
+/* How deep a walk through a cpuset hierarchy goes: a symlink loop in a fixture tree must not
+ * hold the caller (ISOLATION_WALK_DIRS_MAX bounds its breadth). */
 #define WALK_DEPTH_MAX 16
-#define WALK_DIRS_MAX 4096
 
 static const char *const kind_names[_ISOLATION_KIND_MAX] = {
         [ISOLATION_NONE] = "none",
@@ -215,7 +214,7 @@ static void find_mounts(const char *root, Isolation *iso, char *v1, char *v2, si
 }
 
 typedef struct Walk {
-        int dirs;
+        unsigned dirs;
         const char *prefix; /* "cpuset." unless the v1 hierarchy is mounted with noprefix */
         cpu_set_t balanced; /* v1: CPUs of the load-balanced cpusets */
         cpu_set_t found;
@@ -243,9 +242,10 @@ static void walk(Walk *w, IsolationKind kind, const char *full, const char *rel,
         cpu_set_t cpus;
         DIR *dir;
 
-        if (++w->dirs > WALK_DIRS_MAX) {
+        if (w->dirs >= ISOLATION_WALK_DIRS_MAX) {
                 return;
         }
+        w->dirs++;
         if (kind == ISOLATION_CPUSET_V1) {
                 int lb, excl;
 
@@ -327,6 +327,7 @@ static void read_v1(Isolation *iso, const char *mount)
                 return;
         }
         walk(&w, ISOLATION_CPUSET_V1, mount, "", 0);
+        iso->dirs += w.dirs;
         CPU_ZERO(&iso->v1);
         for (size_t i = 0; i < w.n_sets; i++) {
                 IsolationSet *s = &w.sets[i];
@@ -350,6 +351,7 @@ static void read_v2(Isolation *iso, const char *mount)
         cpu_set_t listed;
 
         walk(&w, ISOLATION_CPUSET_V2, mount, "", 0);
+        iso->dirs += w.dirs;
         iso->v2 = w.found;
         for (size_t i = 0; i < w.n_sets && iso->n_sets < ISOLATION_SETS_MAX; i++) {
                 iso->sets[iso->n_sets++] = w.sets[i];
@@ -396,6 +398,26 @@ int isolation_read(const char *root, Isolation *ret)
                 read_v2(ret, v2);
         }
         return 0;
+}
+
+const Isolation *isolation_cache_get(IsolationCache *c, const char *root, uint64_t now_ns,
+                                     uint64_t max_age_ns)
+{
+        if (!c->valid || now_ns < c->read_ns || now_ns - c->read_ns >= max_age_ns) {
+                /* An over-long root reads as nothing isolated, as isolation_read() leaves it. */
+                if (isolation_read(root, &c->iso) < 0) {
+                        memset(&c->iso, 0, sizeof(c->iso));
+                }
+                c->valid = true;
+                c->read_ns = now_ns;
+                c->reads++;
+        }
+        return &c->iso;
+}
+
+void isolation_cache_invalidate(IsolationCache *c)
+{
+        c->valid = false;
 }
 
 IsolationKind isolation_of(const Isolation *iso, int cpu, const IsolationSet **ret_set)

@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* How CPUs are isolated from the scheduler: at boot (isolcpus= with the domain flag, as
  * /sys/devices/system/cpu/isolated lists it) or at run time with cpusets, either a cgroup v1
@@ -25,6 +26,9 @@ typedef enum IsolationKind {
 
 #define ISOLATION_SETS_MAX 16
 #define ISOLATION_PATH_MAX 160
+/* The most directories one hierarchy's walk visits: it is the kernel's, but below a fixture
+ * root it is anyone's, and a huge tree must not hold the caller. */
+#define ISOLATION_WALK_DIRS_MAX 4096
 
 /* One cpuset that isolates CPUs; @path is relative to its hierarchy's mount ("/rt"). For v2,
  * a path of "" stands for the root's cpuset.cpus.isolated when no partition was found. */
@@ -46,12 +50,33 @@ typedef struct Isolation {
         cpu_set_t v2;
         IsolationSet sets[ISOLATION_SETS_MAX];
         size_t n_sets;
+        unsigned dirs; /* directories visited: at most ISOLATION_WALK_DIRS_MAX per hierarchy */
 } Isolation;
+
+/* A reading kept for a while, for a caller asked for it often (GetStatus, which dashboards
+ * poll): a read walks the cpuset hierarchies, thousands of directories on a host with many
+ * cgroups, while what it finds changes only when someone makes or removes a cpuset. Zero it to
+ * start with nothing kept. */
+typedef struct IsolationCache {
+        Isolation iso;
+        bool valid;
+        uint64_t read_ns;    /* when it was read, on the caller's clock */
+        unsigned long reads; /* how many times it was read */
+} IsolationCache;
 
 /* Reads how the CPUs below @root (NULL or "" for the real system) are isolated into @ret.
  * What cannot be read is recorded in the *_error fields, never an error of the call. Returns
  * 0, or -ENAMETOOLONG for an over-long @root. */
 int isolation_read(const char *root, Isolation *ret);
+
+/* The isolation below @root, read anew only when nothing is kept, the kept reading is
+ * @max_age_ns old or more at @now_ns (any monotonic clock, the same at every call), or the
+ * clock went back. Never NULL; valid until the next call. */
+const Isolation *isolation_cache_get(IsolationCache *c, const char *root, uint64_t now_ns,
+                                     uint64_t max_age_ns);
+
+/* Forgets the kept reading: the next isolation_cache_get() reads. */
+void isolation_cache_invalidate(IsolationCache *c);
 
 /* How @cpu is isolated: boot first, then a v1 shield, then a v2 partition. When @ret_set is
  * given, it is set to the cpuset that isolates it (NULL for boot and none). */

@@ -137,7 +137,7 @@ static void test_status_shows_failure(void **state)
         Manager *m = f->m;
         json_t *st, *probe;
 
-        st = api_status(m);
+        st = api_status(m, NULL);
         assert_non_null(st);
         probe = json_array_get(json_object_get(st, "probes"), 0);
         assert_non_null(probe);
