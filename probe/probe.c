@@ -57,10 +57,15 @@ struct Probe {
                 _Alignas(64) uint64_t threshold_ticks;
                 uint64_t fast_below; /* a power of two: gaps below it take the pair table */
                 bool floor_set;
+                bool started; /* start_ticks is set */
                 ProbeCpuSource cpu_source;
-                int seen_cpu; /* what the CPU number said when the loop left its CPU */
+                /* What the CPU number said when the loop left its CPU, and the counter then. */
+                int seen_cpu;
+                uint64_t seen_ticks;
+                uint64_t start_ticks; /* the counter when the probe first began to preheat */
+                /* Since it last ran clean long enough; see false_migration(). */
                 unsigned false_migrations;
-                uint64_t false_first_ns, false_last_ns;
+                uint64_t false_first_ticks, false_last_ticks;
         } own;
 
         /* Owner only (hooks and cfg are read by the thread too, but never change). */
@@ -449,6 +454,7 @@ probe_loop(Probe *p, const LoopCounter src, const bool preheat, uint64_t deadlin
                         if (unlikely(c != cpu)) {
                                 pairs[cell]++;
                                 p->own.seen_cpu = c;
+                                p->own.seen_ticks = now;
                                 return LOOP_MIGRATED;
                         }
                         if (atomic_load_explicit(&p->ctl.stop, memory_order_relaxed)) {
@@ -578,25 +584,38 @@ static int wait_for_cpu(Probe *p, int kernel_cpu)
 /* Counts a migration that pinning undid at once: the CPU number said we were elsewhere and
  * either the kernel disagreed (the number lies) or something moved us and let us come back.
  * Either may happen once; repeated, re-pinning and preheating again would go on for ever, so
- * the probe fails saying what it saw. Returns true when it failed. */
+ * the probe fails saying what it saw. A run without one forgives the count only when it is
+ * longer than the probe had lived at the last one (plus its preheat and
+ * PROBE_FALSE_MIGRATION_WINDOW_NS): a forgiving window that grows with the probe's age cannot
+ * be outrun, so a source that lies at any steady pace, however slow, fails the probe by its
+ * fourth lie, while an affinity reset once in a long while is not held against a probe that
+ * ran clean since. Time is the probe's own counter, read at the check that saw the number.
+ * Returns true when it failed. */
 static bool false_migration(Probe *p, int kernel_cpu)
 {
-        const uint64_t window = PROBE_FALSE_MIGRATION_WINDOW_NS + p->cfg.preheat_ns;
-        const uint64_t t = now_ns(CLOCK_MONOTONIC);
+        const TickConv *conv = &p->cfg.counter.conv;
+        const uint64_t t = p->own.seen_ticks, last = p->own.false_last_ticks;
         const int cpu = p->cfg.cpu;
+        uint64_t forgive_ns;
         unsigned n;
         double span;
 
-        if (p->own.false_migrations == 0 || t - p->own.false_last_ns > window) {
-                p->own.false_migrations = 0;
-                p->own.false_first_ns = t;
+        if (p->own.false_migrations > 0) {
+                forgive_ns = tickconv_to_ns(conv, last - p->own.start_ticks) + p->cfg.preheat_ns +
+                             PROBE_FALSE_MIGRATION_WINDOW_NS;
+                if (tickconv_to_ns(conv, t - last) > forgive_ns) {
+                        p->own.false_migrations = 0;
+                }
+        }
+        if (p->own.false_migrations == 0) {
+                p->own.false_first_ticks = t;
         }
         n = ++p->own.false_migrations;
-        p->own.false_last_ns = t;
+        p->own.false_last_ticks = t;
         if (n < PROBE_FALSE_MIGRATIONS_MAX) {
                 return false;
         }
-        span = (double)(t - p->own.false_first_ns) / 1e6;
+        span = (double)tickconv_to_ns(conv, t - p->own.false_first_ticks) / 1e6;
         if (kernel_cpu == cpu) {
                 set_failed(p, -EIO,
                            "CPU %d: %s said CPU %d while sched_getcpu() said %d, %u times in "
@@ -651,8 +670,12 @@ static void *probe_thread(void *userdata)
                 set_state(p, PROBE_PREHEATING);
                 probe_slot_clear(&p->preheat);
                 memset(p->preheat_pairs, 0, sizeof(p->preheat_pairs));
-                deadline =
-                        counter_now(p) + tickconv_from_ns(&p->cfg.counter.conv, p->cfg.preheat_ns);
+                deadline = counter_now(p);
+                if (!p->own.started) {
+                        p->own.start_ticks = deadline;
+                        p->own.started = true;
+                }
+                deadline += tickconv_from_ns(&p->cfg.counter.conv, p->cfg.preheat_ns);
                 r = run_preheat(p, deadline);
                 if (r == LOOP_DEADLINE) {
                         /* Once: the floor of a probe that went back to its CPU stays. */

@@ -140,10 +140,13 @@ int probe_error(const Probe *p);
 const char *probe_failure(const Probe *p);
 
 /* A probe fails rather than re-pinning for ever when it finds itself off its CPU this many
- * times, each within PROBE_FALSE_MIGRATION_WINDOW_NS + its preheat of the one before, although
- * it could pin itself back at once every time: its CPU number lies (a TSC_AUX the host rewrote),
- * or something keeps moving it. Migrations it must wait out (CPU offline, cpuset) do not
- * count. */
+ * times although it could pin itself back at once every time: its CPU number lies (a TSC_AUX
+ * the host rewrote), or something keeps moving it. Only a run without one that is longer than
+ * PROBE_FALSE_MIGRATION_WINDOW_NS + its preheat + the probe's age at the last one (from its
+ * first preheat, by its own counter) forgives them: that window grows with the probe, so no
+ * steady pace outruns it, however slow (a source that lies every minute fails the probe by its
+ * fourth lie), while a rare affinity reset is forgotten by a probe that ran clean long enough
+ * since. Migrations it must wait out (CPU offline, cpuset) do not count. */
 #define PROBE_FALSE_MIGRATIONS_MAX 3u
 #define PROBE_FALSE_MIGRATION_WINDOW_NS 10000000000ULL
 

@@ -609,6 +609,182 @@ static void test_moved_again_and_again(void **state)
         probe_free(p);
 }
 
+/* --- False migrations at any pace: the probe's own clock, scripted ------------------------ */
+
+#define LIAR_HZ 1000000000ULL /* the scripted counter's ticks are nanoseconds */
+#define LIAR_STEP_NS 10000ULL /* each reading 10 us later: a check of the loop is 10.24 ms */
+#define LIAR_PREHEAT_NS 20000000ULL
+#define LIAR_MAX_LIES 8
+
+/* A counter that the probe thread alone advances, by LIAR_STEP_NS a reading, and a TSC_AUX
+ * that says CPU 0 once at each of the times in @lies (counter values, ascending) and the truth
+ * otherwise: a CPU-number source that lies at a pace set in the probe's own time, whatever the
+ * pace of this machine, so that lies minutes apart take milliseconds. */
+typedef struct Liar {
+        _Atomic uint64_t t;
+        uint64_t lies[LIAR_MAX_LIES];
+        size_t n_lies;
+        _Atomic size_t told;
+        uint64_t told_at[LIAR_MAX_LIES]; /* the counter when each lie was told */
+} Liar;
+
+static uint64_t liar_read(void *userdata)
+{
+        Liar *l = userdata;
+        uint64_t t = atomic_load_explicit(&l->t, memory_order_relaxed) + LIAR_STEP_NS;
+
+        atomic_store_explicit(&l->t, t, memory_order_relaxed);
+        return t;
+}
+
+/* The loop reads the CPU number right after the counter, so the lie is told at the counter's
+ * last reading: the time the probe itself sees it at. */
+static unsigned liar_tsc_aux(void *userdata)
+{
+        Liar *l = userdata;
+        size_t k = atomic_load(&l->told);
+        uint64_t t = atomic_load_explicit(&l->t, memory_order_relaxed);
+
+        if (k < l->n_lies && t >= l->lies[k]) {
+                l->told_at[k] = t;
+                atomic_store(&l->told, k + 1);
+                return 0;
+        }
+        return (unsigned)sched_getcpu();
+}
+
+#define LIAR_START 1000000000000ULL /* where the counter starts: any value */
+
+/* @s seconds in ticks of the scripted counter. */
+static uint64_t liar_ticks(double s)
+{
+        return (uint64_t)(s * 1e9);
+}
+
+/* Runs a probe whose CPU number lies at @lies_s (seconds of its counter from its start, at
+ * most LIAR_MAX_LIES) until it failed or, at most 20 s here, until it has told every lie and
+ * runs 1 s of its counter past the last. Returns the probe, still to be freed. */
+static Probe *run_liar(Liar *l, const double *lies_s, size_t n)
+{
+        ProbeHooks hooks = {.read_counter = liar_read,
+                            .tsc_aux = liar_tsc_aux,
+                            .rdtscp = PROBE_RDTSCP_PRESENT,
+                            .userdata = l};
+        /* No gap of the script is an event: only the CPU number matters here. */
+        ProbeConfig pc = {.cpu = probe_cpu(),
+                          .threshold_ns = 1000000000ULL,
+                          .preheat_ns = LIAR_PREHEAT_NS,
+                          .hooks = &hooks};
+        uint64_t t0 = now_ns(CLOCK_MONOTONIC), end;
+        Probe *p;
+
+        assert_true(n <= LIAR_MAX_LIES);
+        memset(l, 0, sizeof(*l));
+        atomic_store(&l->t, LIAR_START);
+        for (size_t k = 0; k < n; k++) {
+                l->lies[k] = LIAR_START + liar_ticks(lies_s[k]);
+        }
+        l->n_lies = n;
+        end = l->lies[n - 1] + liar_ticks(1);
+        pc.counter.source = COUNTER_HW;
+        pc.counter.hz = LIAR_HZ;
+        tickconv_init(&pc.counter.conv, LIAR_HZ);
+        assert_int_equal(probe_new(&pc, &p), 0);
+        assert_int_equal(probe_start(p), 0);
+        while (probe_state(p) != PROBE_FAILED && atomic_load(&l->t) < end &&
+               now_ns(CLOCK_MONOTONIC) - t0 < 20000000000ULL) {
+                sleep_ms(1);
+        }
+        printf("  lies at");
+        for (size_t k = 0; k < n; k++) {
+                printf(" %gs", lies_s[k]);
+        }
+        printf(": %zu told, %llu migrations, %s after %.0f ms here and %.1f s of its counter%s%s\n",
+               atomic_load(&l->told), (unsigned long long)probe_migrations(p),
+               probe_state_name(probe_state(p)), (now_ns(CLOCK_MONOTONIC) - t0) / 1e6,
+               (double)(atomic_load(&l->t) - LIAR_START) / 1e9,
+               probe_state(p) == PROBE_FAILED ? ": " : "", probe_failure(p));
+        return p;
+}
+
+/* The probe failed at lie @at (1-based) of @l, saying so: what TSC_AUX said, and over what
+ * time of its counter, from the first lie it still counted (@first, 1-based) to that one. */
+static void check_failed_at(Probe *p, const Liar *l, size_t at, size_t first)
+{
+        const char *msg = probe_failure(p), *in;
+        double span_ms, want_ms = (double)(l->told_at[at - 1] - l->told_at[first - 1]) / 1e6;
+
+        assert_int_equal(probe_state(p), PROBE_FAILED);
+        assert_int_equal(probe_error(p), -EIO);
+        assert_int_equal(atomic_load(&l->told), at);
+        assert_int_equal(probe_migrations(p), at);
+        assert_non_null(strstr(msg, "CPU 1: TSC_AUX (rdtscp) said CPU 0 while sched_getcpu() "
+                                    "said 1, 3 times in "));
+        in = strstr(msg, "3 times in ");
+        assert_int_equal(sscanf(in, "3 times in %lf ms", &span_ms), 1);
+        if (fabs(span_ms - want_ms) > 1) {
+                fail_msg("the message says %.0f ms between the lies, the lies were %.3f ms apart",
+                         span_ms, want_ms);
+        }
+}
+
+/* A source that lies every 11 s, or every minute, fails the probe at its third lie: no pace
+ * outruns the count, however slow. */
+static void test_slow_liar(void **state)
+{
+        static const double every_11s[] = {11, 22, 33, 44, 55};
+        static const double every_60s[] = {60, 120, 180, 240};
+        Liar *l = malloc(sizeof(*l));
+        Probe *p;
+
+        (void)state;
+        assert_non_null(l);
+        p = run_liar(l, every_11s, 5);
+        check_failed_at(p, l, 3, 1);
+        probe_free(p);
+        p = run_liar(l, every_60s, 4);
+        check_failed_at(p, l, 3, 1);
+        probe_free(p);
+        free(l);
+}
+
+/* A lie at the very start, then one every 11 s: the start's lie is forgiven, as 11 s is longer
+ * than the probe had lived then (plus its preheat and 10 s), but the steady ones are not, and
+ * fail the probe at its fourth lie. */
+static void test_liar_after_early_lie(void **state)
+{
+        static const double lies[] = {0.05, 11, 22, 33, 44};
+        Liar *l = malloc(sizeof(*l));
+        Probe *p;
+
+        (void)state;
+        assert_non_null(l);
+        p = run_liar(l, lies, 5);
+        check_failed_at(p, l, 4, 2);
+        probe_free(p);
+        free(l);
+}
+
+/* Rare ones are forgiven: two lies, then each one after a run without one longer than the
+ * probe's age at the last (plus its preheat and 10 s); the probe still records after them all. */
+static void test_rare_false_migrations_forgiven(void **state)
+{
+        static const double lies[] = {1, 2, 100, 300};
+        Liar *l = malloc(sizeof(*l));
+        Probe *p;
+
+        (void)state;
+        assert_non_null(l);
+        p = run_liar(l, lies, 4);
+        assert_int_equal(atomic_load(&l->told), 4);
+        assert_int_equal(probe_migrations(p), 4);
+        assert_true(atomic_load(&l->t) >= l->lies[3] + liar_ticks(1));
+        assert_int_equal(probe_state(p), PROBE_RUNNING);
+        assert_int_equal(probe_stop(p), 0);
+        probe_free(p);
+        free(l);
+}
+
 int main(void)
 {
 #ifdef JITTERD_TEST_EMULATED
@@ -630,6 +806,9 @@ int main(void)
                 cmocka_unit_test(test_without_rdtscp),
                 cmocka_unit_test(test_tsc_aux_lies_after_pinning),
                 cmocka_unit_test(test_moved_again_and_again),
+                cmocka_unit_test(test_slow_liar),
+                cmocka_unit_test(test_liar_after_early_lie),
+                cmocka_unit_test(test_rare_false_migrations_forgiven),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
