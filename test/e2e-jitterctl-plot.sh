@@ -1,5 +1,6 @@
 # jitterctl compare and plot against ground truth. Snapshot A after a phase without thefts,
-# snapshot B after one in which a SCHED_FIFO thief takes a large, fixed time in every interval:
+# snapshot B after one in which a SCHED_FIFO thief takes a large, fixed time in every interval
+# (each phase lasts until it holds enough intervals with samples, which a busy host delays):
 # compare must call A -> B significant (p < 0.01, after higher) and A -> A not. The plots (from
 # the daemon, and from a two-CPU snapshot file) must parse as XML and render in a browser: the
 # screenshot is decoded and must show the histogram bars, the timeline line and the text of each
@@ -18,13 +19,24 @@ threshold = 10us
 preheat = 300ms
 CONF
 
-PHASE=5.5 # seconds: at 200 ms intervals, at least 20 intervals per snapshot
+PHASE=5.5    # seconds: at 200 ms intervals, some 27 intervals per snapshot
+INTERVALS=24 # intervals with samples each snapshot needs at least, for the test
 
 start_daemon
+
+# sampled: how many intervals since the Reset hold samples. A busy host can leave CPU 1 to
+# others for whole intervals: each phase then goes on until it has enough of them.
+sampled() {
+    jctl --json call GetTimeline '{"cpu": 1, "window": "all"}' \
+        | jq '[.points[] | select(.samples > 0)] | length'
+}
+enough_sampled() { (( $(sampled) >= INTERVALS )); }
 
 # ---- Phase A: whatever the machine does by itself.
 jctl call Reset > /dev/null || fail "Reset"
 sleep $PHASE
+wait_until 20 enough_sampled \
+    || fail "only $(sampled) intervals with samples in $PHASE s and 20 s more: CPU 1 is too busy, rerun"
 jctl snapshot --output "$T/a.json" || fail "snapshot A"
 
 # The theft must stand out of this machine's own noise: twice the 90th percentile of A's worst
@@ -37,11 +49,20 @@ theft_us=$((p90 * 2 / 1000))
 (( theft_us <= 60000 )) \
     || fail "CPU 1 too busy (p90 of the worst gap per interval $((p90 / 1000)) us), rerun"
 
-# ---- Phase B: the same time plus a theft of theft_us every 150 ms (every interval has one).
+# ---- Phase B: the same time plus a theft of theft_us every 150 ms (every interval has one), in
+# rounds of 12 until the phase has lasted PHASE and holds INTERVALS intervals with samples (at
+# most three times as many rounds).
 jctl call Reset > /dev/null || fail "Reset"
-count=$(awk -v p=$PHASE 'BEGIN { printf "%d", p / 0.15 }')
-"$THIEF" --cpu 1 --delay 20ms --period 150ms --durations "${theft_us}us" --count "$count" \
-    > "$T/thefts" || fail "jitter-thief failed"
+rounds=$(awk -v p=$PHASE 'BEGIN { printf "%d", p / 0.15 / 12 }')
+count=0
+: > "$T/thefts"
+while (( count < rounds * 12 )) || ! enough_sampled; do
+    (( count < 3 * rounds * 12 )) \
+        || fail "only $(sampled) intervals with samples after $count thefts: CPU 1 is too busy, rerun"
+    "$THIEF" --cpu 1 --delay 20ms --period 150ms --durations "${theft_us}us" --count 12 \
+        >> "$T/thefts" || fail "jitter-thief failed"
+    count=$((count + 12))
+done
 sleep 0.25
 jctl snapshot --output "$T/b.json" || fail "snapshot B"
 pass "phases: A, then B with $count thefts of $theft_us us (A's p90 worst gap $((p90 / 1000)) us)"
