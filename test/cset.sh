@@ -3,12 +3,15 @@
 # that set without load balancing, as `cset shield` leaves a machine. Sourced after lib.sh.
 #
 #   cset_usable            0 when cset and a writable v1 cpuset hierarchy are here, else 1 with
-#                          the reason in $CSET_WHY
+#                          the reason in $CSET_WHY; first clears what killed runs left
+#                          (cset_clean_stale)
 #   cset_isolate HK CPU    makes $CSET_HK (CPUs HK) and $CSET_ISO (CPU, exclusive)
 #   cset_move PID...       moves those processes, with all their threads, into $CSET_HK
 #   cset_remove            kills nothing, moves what is left in the sets back to the root,
 #                          removes them and restores the root's load balancing; idempotent
 #   cset_dirs              the cpusets below the root, one per line (to compare before/after)
+#   cset_clean_stale       removes the sets of runs that ended without their cleanup (SIGKILL,
+#                          as at a CTest timeout), says so, and balances the root again
 
 CSET_ROOT=${CSET_ROOT:-/sys/fs/cgroup/cpuset}
 CSET_HK=jitterd-hk-$$
@@ -23,7 +26,41 @@ cset_usable() {
         || { CSET_WHY="no cgroup v1 cpuset hierarchy at $CSET_ROOT"; return 1; }
     [[ -w $CSET_ROOT/cpuset.sched_load_balance ]] \
         || { CSET_WHY="$CSET_ROOT is not writable"; return 1; }
+    cset_clean_stale
     return 0
+}
+
+# cset_destroy DIR: moves what is left in the cpuset DIR back to the root, and removes it.
+cset_destroy() {
+    local dir=$1 pid
+    while read -r pid; do
+        echo "$pid" > "$CSET_ROOT/tasks" 2> /dev/null || true
+    done < "$dir/tasks"
+    cset set --destroy --set="${dir#"$CSET_ROOT"/}" > /dev/null 2>&1 || rmdir "$dir" 2> /dev/null \
+        || { echo "cannot remove the cpuset $dir" >&2; return 1; }
+}
+
+# A run killed by SIGKILL leaves its sets, with the load it moved, and the root without load
+# balancing. Its sets are known by name and by a PID that no longer runs; the root balances
+# again once no set is left that turns balancing off (a run makes its sets only on a root that
+# balances load, so 1 is what it found).
+cset_clean_stale() {
+    local dir pid removed=
+    for dir in "$CSET_ROOT"/jitterd-hk-* "$CSET_ROOT"/jitterd-iso-*; do
+        [[ -d $dir ]] || continue
+        pid=${dir##*-}
+        [[ $pid =~ ^[0-9]+$ && ! -d /proc/$pid ]] || continue
+        cset_destroy "$dir" || continue
+        echo "removed the cpuset ${dir##*/} of an earlier run (PID $pid) that did not clean up"
+        removed=1
+    done
+    [[ -n $removed && $(cat "$CSET_ROOT/cpuset.sched_load_balance") == 0 ]] || return 0
+    if grep -qx 0 "$CSET_ROOT"/*/cpuset.sched_load_balance 2> /dev/null; then
+        echo "the root cpuset stays without load balancing: other sets without it remain"
+        return 0
+    fi
+    echo 1 > "$CSET_ROOT/cpuset.sched_load_balance"
+    echo "the root cpuset balances load again"
 }
 
 cset_dirs() {
@@ -52,15 +89,10 @@ cset_move() {
 
 cset_remove() {
     [[ -n $CSET_MADE ]] || return 0
-    local set pid
+    local set
     for set in "$CSET_ISO" "$CSET_HK"; do
-        [[ -d $CSET_ROOT/$set ]] || continue
         # Only what this test put there can be inside; it goes back to the root.
-        while read -r pid; do
-            echo "$pid" > "$CSET_ROOT/tasks" 2> /dev/null || true
-        done < "$CSET_ROOT/$set/tasks"
-        cset set --destroy --set="$set" > /dev/null 2>&1 || rmdir "$CSET_ROOT/$set" 2> /dev/null \
-            || echo "cannot remove the cpuset $CSET_ROOT/$set" >&2
+        [[ ! -d $CSET_ROOT/$set ]] || cset_destroy "$CSET_ROOT/$set" || true
     done
     [[ -z $CSET_ROOT_LB ]] || echo "$CSET_ROOT_LB" > "$CSET_ROOT/cpuset.sched_load_balance"
     CSET_MADE=

@@ -5,15 +5,38 @@
 # load, and only the load this test started, moved into the housekeeping set; a Reset and a
 # second snapshot. jitterctl compare must call the change significant with after lower, the
 # audit's isolation finding must improve and say what it saw, and jitterctl check --max must
-# fail before and pass after, with a bound derived from what the test measured. The sets go,
-# whatever happens, and the host is left as it was.
+# fail before and pass after, with a bound derived from what the test measured. Without a CPU
+# list, jitterd and jitter-probe probe the shielded CPU; and with CPU 0 shielded instead, CPU 0,
+# which neither would take without it. The sets go, whatever happens, and the host is left as
+# it was. A host already tuned has no "before": the test skips there.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/cset.sh"
 need_cpu1
 command -v stress-ng > /dev/null || skip "no stress-ng (apt-get install stress-ng)"
 command -v jq > /dev/null || skip "no jq"
+# This also clears what a killed run left (its sets, the root without load balancing), before
+# the host is judged untuned.
 cset_usable || skip "$CSET_WHY"
-[[ $(nproc) -eq 2 ]] || true # CPU 0 is housekeeping, CPU 1 probed; more CPUs stay loaded
+# already_isolated: why this host already isolates CPUs (the kernel command line, what the kernel
+# says it isolates, a v1 shield, a v2 isolated partition), or nothing.
+already_isolated() {
+    local m
+    grep -oE '(^| )(isolcpus|nohz_full)=[^ ]*' /proc/cmdline | sed 's/^ */the kernel has /'
+    [[ -z $(cat /sys/devices/system/cpu/isolated 2> /dev/null) ]] \
+        || echo "CPUs $(cat /sys/devices/system/cpu/isolated) isolated"
+    [[ $(cat "$CSET_ROOT/cpuset.sched_load_balance") == 1 ]] \
+        || echo "the root cpuset at $CSET_ROOT does not balance load (a shield)"
+    while read -r m; do
+        [[ -z $(cat "$m/cpuset.cpus.isolated" 2> /dev/null) ]] \
+            || echo "cgroup v2 cpuset.cpus.isolated at $m: $(cat "$m/cpuset.cpus.isolated")"
+        find "$m" -name cpuset.cpus.partition -exec grep -lx isolated {} + 2> /dev/null \
+            | sed 's/^/an isolated partition: /'
+    done < <(awk '$3 == "cgroup2" { print $2 }' /proc/mounts)
+    return 0 # a grep that found nothing is not an error
+}
+TUNED=$(already_isolated)
+[[ -z $TUNED ]] || skip "this host already isolates CPUs, there is no before: ${TUNED//$'\n'/; }"
+# CPU 0 is housekeeping, CPU 1 probed; more CPUs stay loaded.
 
 STRESS_PID=
 stop_load() {
@@ -157,28 +180,48 @@ jq -e --arg set "/$CSET_ISO" '.probes[0] | .isolation == "cpuset-v1" and
 jctl status | grep -Eq "^ +1 .* v1 shield /$CSET_ISO\$" || fail "status: $(jctl status)"
 pass "status: isolation none -> cpuset-v1 /$CSET_ISO"
 
-# The shielded CPU is what jitterd and jitter-probe probe by default now.
+# probe_defaults CPU: jitterd and jitter-probe without a CPU list both probe CPU, the shielded
+# one, and jitterd says how it is isolated.
+probe_defaults() {
+    "$JITTERD" --config "$T/jitterd.conf" --socket "$T/default.sock" --state-dir "$T/default" \
+        --interval 200ms > "$T/default.log" 2>&1 &
+    DAEMON_PID=$!
+    wait_until 20 test -S "$T/default.sock" || fail "jitterd without --cpus: $(cat "$T/default.log")"
+    "$JITTERCTL" --socket "$T/default.sock" --json status > "$T/default.json" \
+        || fail "status of jitterd without --cpus"
+    jq -e --argjson cpu "$1" --arg set "/$CSET_ISO" '[.probes[] | {cpu, isolation,
+        isolation_cpuset}] == [{cpu: $cpu, isolation: "cpuset-v1", isolation_cpuset: $set}]' \
+        "$T/default.json" > /dev/null \
+        || fail "jitterd without --cpus: $(jq -c .probes "$T/default.json")"
+    stop_daemon || fail "jitterd without --cpus exited $? at SIGTERM"
+    "$BUILD_DIR/probe/jitter-probe" --duration 200ms --preheat 100ms --json --quiet \
+        > "$T/probe.json" || fail "jitter-probe without --cpus failed"
+    jq -e --argjson cpu "$1" '[.cpus[].cpu] == [$cpu]' "$T/probe.json" > /dev/null \
+        || fail "jitter-probe without --cpus probed $(jq -c '[.cpus[].cpu]' "$T/probe.json")"
+}
+
+# host_restored: the cpusets as they were before, the root balancing load as it did.
+host_restored() {
+    [[ $(cset_dirs) == "$DIRS_BEFORE" ]] || fail "cpusets left: $(cset_dirs)"
+    [[ $(cat "$CSET_ROOT/cpuset.sched_load_balance") == "$LB_BEFORE" ]] \
+        || fail "the root's load balancing is not restored"
+}
+
+# The shielded CPU is what jitterd (which refused before) and jitter-probe probe by default.
 stop_daemon || fail "jitterd exited $? at SIGTERM"
-"$JITTERD" --config "$T/jitterd.conf" --socket "$T/default.sock" --state-dir "$T/default" \
-    --interval 200ms > "$T/default.log" 2>&1 &
-DAEMON_PID=$!
-wait_until 20 test -S "$T/default.sock" || fail "jitterd without --cpus: $(cat "$T/default.log")"
-"$JITTERCTL" --socket "$T/default.sock" --json status > "$T/default.json" \
-    || fail "status of jitterd without --cpus"
-jq -e --arg set "/$CSET_ISO" '[.probes[] | {cpu, isolation, isolation_cpuset}] ==
-    [{cpu: 1, isolation: "cpuset-v1", isolation_cpuset: $set}]' "$T/default.json" > /dev/null \
-    || fail "jitterd without --cpus: $(jq -c .probes "$T/default.json")"
-stop_daemon || fail "jitterd without --cpus exited $? at SIGTERM"
-"$BUILD_DIR/probe/jitter-probe" --duration 200ms --preheat 100ms --json --quiet \
-    > "$T/probe.json" || fail "jitter-probe without --cpus failed"
-jq -e '[.cpus[].cpu] == [1]' "$T/probe.json" > /dev/null \
-    || fail "jitter-probe without --cpus probed $(jq -c '[.cpus[].cpu]' "$T/probe.json")"
+probe_defaults 1
 pass "without a CPU list, jitterd (which refused before) and jitter-probe probe CPU 1"
 
 # 6. The host as it was.
 stop_load
 cset_remove
-[[ $(cset_dirs) == "$DIRS_BEFORE" ]] || fail "cpusets left: $(cset_dirs)"
-[[ $(cat "$CSET_ROOT/cpuset.sched_load_balance") == "$LB_BEFORE" ]] \
-    || fail "the root's load balancing is not restored"
+host_restored
 pass "the sets are gone, the root balances load again"
+
+# 7. Without isolation jitter-probe takes the last CPU, which CPU 1 is here: so CPU 0 shielded
+# for a moment, with nothing moved, is what tells that both follow the run-time isolation.
+cset_isolate "1-$(($(nproc) - 1))" 0
+probe_defaults 0
+cset_remove
+host_restored
+pass "with CPU 0 shielded instead, jitterd and jitter-probe probe CPU 0; the host is as it was"
