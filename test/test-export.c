@@ -1,6 +1,6 @@
-/* Unit tests of daemon/analysis/prometheus.c: the Prometheus exposition rendered from fixed Varlink replies.
- * The output is parsed back and checked against the format's rules (HELP and TYPE before the
- * samples of each family, one block per family, no duplicate series, escaped label values), the
+/* Unit tests of daemon/analysis/prometheus.c: the Prometheus exposition rendered from fixed Varlink
+ * replies. The output is parsed back and checked against the format's rules (HELP and TYPE before
+ * the samples of each family, one block per family, no duplicate series, escaped label values), the
  * naming rules (jitter_ prefix, _total counters, seconds) and the histogram's invariants
  * (cumulative buckets, +Inf == _count, _sum), and against the values the fixtures imply. */
 
@@ -649,8 +649,41 @@ static void cause_kind_unknown(Fixture *fx)
         json_object_set_new(kinds, "bogus", json_integer(1));
 }
 
+/* A gap histogram with a bucket below 0 ns is not one: diffdiff buckets have signed edges. */
+static void bucket_below_zero(Fixture *fx)
+{
+        json_array_append_new(json_object_get(json_array_get(fx->histograms, 0), "buckets"),
+                              bucket(-5, 3, 1));
+}
+
+static void no_gap_mean(Fixture *fx)
+{
+        json_object_del(json_object_get(json_array_get(fx->stats_all, 0), "gap"), "mean_ns");
+}
+
+static void no_stalls_1m(Fixture *fx)
+{
+        json_object_del(json_array_get(fx->stats_1m, 1), "stalls");
+}
+
+static void smi_not_integer(Fixture *fx)
+{
+        json_object_set_new(json_array_get(fx->stats_all, 0), "smi", json_string("0"));
+}
+
+/* A member the renderer does not export is still checked: the entry is refused whole. */
+static void malformed_diffdiff(Fixture *fx)
+{
+        json_object_set_new(json_array_get(fx->stats_all, 0), "diffdiff", json_integer(3));
+}
+
 static void test_refused(void **state)
 {
+        expect_refused(bucket_below_zero);
+        expect_refused(no_gap_mean);
+        expect_refused(no_stalls_1m);
+        expect_refused(smi_not_integer);
+        expect_refused(malformed_diffdiff);
         expect_refused(cause_kind_missing);
         expect_refused(cause_kind_unknown);
         expect_refused(no_version);

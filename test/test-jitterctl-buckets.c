@@ -1,6 +1,6 @@
 /* Unit tests of what jitterctl reads from the daemon's JSON: histogram buckets (joining rows,
- * quantile rows for the markers), statistics back into a SlotSummary, and the per-interval
- * worst gaps that compare tests. */
+ * quantile rows for the markers), statistics back into a SlotSummary, the typed readers of a
+ * GetStats entry and a Monitor interval, and the per-interval worst gaps that compare tests. */
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -154,6 +154,156 @@ static void test_summary_from_json(void **state)
         json_decref(stats);
 }
 
+/* A GetStats entry read member by member: what is there is read, what is missing stays 0, NaN
+ * or NULL with its bit clear, and a malformed member is refused without losing the others. */
+static void test_cpu_stats_read(void **state)
+{
+        json_t *o = json_pack("{s:i, s:s, s:I, s:I, s:o, s:o, s:{s:I, s:f}, s:I, s:f, s:I, s:n, "
+                              "s:{s:i}, s:{}, s:{}, s:[], s:[]}",
+                              "cpu", 3, "window", "5m", "samples", (json_int_t)1000, "duration_ns",
+                              (json_int_t)2000000000, "gap", values(8, 5000), "diffdiff",
+                              values(-4990, 4990), "interruptions", "count", (json_int_t)3,
+                              "per_second", 1.5, "lost_ns", (json_int_t)40000, "cpu_available_pct",
+                              99.998, "stalls", (json_int_t)2, "smi", "interrupts", "LOC", 12,
+                              "softirqs", "ctxsw", "causes", "periods");
+        const unsigned all = CPU_STATS_CPU | CPU_STATS_SAMPLES | CPU_STATS_DURATION |
+                             CPU_STATS_EVENTS | CPU_STATS_LOST | CPU_STATS_STALLS |
+                             CPU_STATS_GAP_COUNT | CPU_STATS_DD_COUNT;
+        CpuStats s;
+
+        assert_int_equal(cpu_stats_read(o, &s), 0);
+        /* smi is null: no SMI counter, not an SMI count of 0. */
+        assert_int_equal(s.have, all);
+        assert_int_equal(s.cpu, 3);
+        assert_string_equal(s.window, "5m");
+        assert_int_equal(s.summary.samples, 1000);
+        assert_int_equal(s.summary.duration_ns, 2000000000);
+        assert_int_equal(s.summary.events, 3);
+        assert_true(s.summary.events_per_s == 1.5);
+        assert_int_equal(s.summary.lost_ns, 40000);
+        assert_true(s.summary.cpu_available_pct == 99.998);
+        assert_int_equal(s.stalls, 2);
+        assert_true(s.summary.gap.max_ns == 5000 && s.summary.dd.min_ns == -4990);
+        assert_int_equal(json_integer_value(json_object_get(s.interrupts, "LOC")), 12);
+        assert_true(json_is_object(s.softirqs) && json_is_object(s.ctxsw));
+        assert_true(json_is_array(s.causes) && json_is_array(s.periods));
+
+        json_object_set_new(o, "smi", json_integer(4));
+        json_object_del(o, "samples");
+        json_object_del(o, "window");
+        json_object_del(json_object_get(o, "gap"), "max_ns");
+        json_object_del(o, "interruptions");
+        json_object_del(o, "interrupts");
+        assert_int_equal(cpu_stats_read(o, &s), 0);
+        assert_int_equal(s.have, (all | CPU_STATS_SMI) & ~(CPU_STATS_SAMPLES | CPU_STATS_EVENTS));
+        assert_int_equal(s.smi, 4);
+        assert_int_equal(s.summary.samples, 0);
+        assert_null(s.window);
+        assert_true(isnan(s.summary.gap.max_ns) && s.summary.gap.min_ns == 8);
+        assert_true(isnan(s.summary.events_per_s));
+        assert_null(s.interrupts);
+
+        /* Malformed: refused, and the members that are well-formed are still read. */
+        json_object_set_new(o, "stalls", json_string("2"));
+        assert_int_equal(cpu_stats_read(o, &s), -EBADMSG);
+        assert_false(s.have & CPU_STATS_STALLS);
+        assert_int_equal(s.cpu, 3);
+        json_object_set_new(o, "stalls", json_integer(-1));
+        assert_int_equal(cpu_stats_read(o, &s), -EBADMSG);
+        json_object_set_new(o, "stalls", json_integer(2));
+        json_object_set_new(o, "ctxsw", json_array());
+        assert_int_equal(cpu_stats_read(o, &s), -EBADMSG);
+        assert_null(s.ctxsw);
+        json_object_set_new(o, "ctxsw", json_object());
+        json_object_set_new(json_object_get(o, "diffdiff"), "percentiles", json_integer(1));
+        assert_int_equal(cpu_stats_read(o, &s), -EBADMSG);
+        json_decref(o);
+
+        o = json_array();
+        assert_int_equal(cpu_stats_read(o, &s), -EBADMSG);
+        assert_int_equal(s.have, 0);
+        assert_true(isnan(s.summary.gap.mean_ns));
+        json_decref(o);
+        assert_int_equal(cpu_stats_read(NULL, &s), -EBADMSG);
+}
+
+static void test_value_summary_get(void **state)
+{
+        ValueSummary v = {
+                .count = 9,
+                .min_ns = 1,
+                .max_ns = 2,
+                .mean_ns = 3,
+                .stddev_ns = 4,
+                .median_ns = 5,
+                .pct_ns = {90, 99, 99.9, 99.99, 99.999, NAN},
+        };
+
+        assert_true(value_summary_get(&v, "min_ns") == 1);
+        assert_true(value_summary_get(&v, "max_ns") == 2);
+        assert_true(value_summary_get(&v, "mean_ns") == 3);
+        assert_true(value_summary_get(&v, "stddev_ns") == 4);
+        assert_true(value_summary_get(&v, "median_ns") == 5);
+        assert_true(value_summary_get(&v, "p50") == 5);
+        assert_true(value_summary_get(&v, "p90") == 90);
+        assert_true(value_summary_get(&v, "p99.99") == 99.99);
+        assert_true(isnan(value_summary_get(&v, "p99.9999")));
+        assert_true(isnan(value_summary_get(&v, "p99.5")));
+        assert_true(isnan(value_summary_get(&v, "count")));
+}
+
+/* Monitor's IntervalCpu: what interval_cpu_to_json() writes, read with jansson, and read back
+ * by interval_cpu_read(), also when the object has only some members. */
+static void test_interval_cpu(void **state)
+{
+        SlotSummary s = {
+                .samples = 500,
+                .events = 7,
+                .lost_ns = 12000,
+                .cpu_available_pct = 99.25,
+                .gap = {.max_ns = 45000, .pct_ns = {10, 21.5}},
+        };
+        json_t *o = interval_cpu_to_json(2, "running", &s);
+        json_int_t cpu, samples, max_gap, events, lost;
+        const char *st;
+        double p99, avail;
+        IntervalCpu ic;
+
+        assert_non_null(o);
+        assert_int_equal(json_unpack(o, "{s:I, s:s, s:I, s:I, s:F, s:I, s:I, s:F !}", "cpu", &cpu,
+                                     "state", &st, "samples", &samples, "max_gap_ns", &max_gap,
+                                     "p99_ns", &p99, "interruptions", &events, "lost_ns", &lost,
+                                     "cpu_available_pct", &avail),
+                         0);
+        assert_true(cpu == 2 && samples == 500 && max_gap == 45000 && events == 7 && lost == 12000);
+        assert_string_equal(st, "running");
+        assert_true(p99 == 21.5 && avail == 99.25);
+
+        json_object_set_new(o, "interrupts", json_pack("{s:i}", "LOC", 5));
+        assert_int_equal(interval_cpu_read(o, &ic), 0);
+        assert_int_equal(ic.have, INTERVAL_CPU_CPU | INTERVAL_CPU_SAMPLES | INTERVAL_CPU_MAX_GAP |
+                                          INTERVAL_CPU_EVENTS | INTERVAL_CPU_LOST);
+        assert_int_equal(ic.cpu, 2);
+        assert_string_equal(ic.state, "running");
+        assert_int_equal(ic.samples, 500);
+        assert_int_equal(ic.max_gap_ns, 45000);
+        assert_true(ic.p99_ns == 21.5);
+        assert_int_equal(ic.events, 7);
+        assert_int_equal(ic.lost_ns, 12000);
+        assert_true(ic.cpu_available_pct == 99.25);
+        assert_int_equal(json_integer_value(json_object_get(ic.interrupts, "LOC")), 5);
+        json_decref(o);
+
+        o = json_pack("{s:i, s:s, s:I, s:s}", "cpu", 1, "state", "stalled", "samples",
+                      (json_int_t)0, "max_gap_ns", "5000");
+        assert_int_equal(interval_cpu_read(o, &ic), -EBADMSG);
+        assert_int_equal(ic.have, INTERVAL_CPU_CPU | INTERVAL_CPU_SAMPLES);
+        assert_int_equal(ic.max_gap_ns, 0);
+        assert_true(isnan(ic.p99_ns));
+        assert_null(ic.interrupts);
+        json_decref(o);
+}
+
 static json_t *point(json_int_t duration, json_int_t samples, json_int_t max_gap)
 {
         return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "start_ns", (json_int_t)0,
@@ -196,11 +346,10 @@ static void test_timeline_worst_gaps(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_from_json),
-                cmocka_unit_test(test_join),
-                cmocka_unit_test(test_quantile_index),
-                cmocka_unit_test(test_summary_from_json),
-                cmocka_unit_test(test_timeline_worst_gaps),
+                cmocka_unit_test(test_from_json),      cmocka_unit_test(test_join),
+                cmocka_unit_test(test_quantile_index), cmocka_unit_test(test_summary_from_json),
+                cmocka_unit_test(test_cpu_stats_read), cmocka_unit_test(test_value_summary_get),
+                cmocka_unit_test(test_interval_cpu),   cmocka_unit_test(test_timeline_worst_gaps),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -200,28 +200,28 @@ typedef struct ProbeEntry {
 
 /* The counters of a GetStats entry, each one family with the cpu label. */
 static const struct {
-        const char *object; /* the member that holds @key, NULL for the entry itself */
-        const char *key;
+        unsigned have; /* its CPU_STATS_* bit */
+        size_t offset; /* of its uint64_t in CpuStats */
         const Family *fam;
-        bool seconds; /* @key is in ns */
+        bool seconds; /* it is in ns */
 } counters[] = {
-        {NULL, "samples", &fam_samples, false},
-        {"interruptions", "count", &fam_interruptions, false},
-        {NULL, "lost_ns", &fam_time_lost, true},
-        {NULL, "stalls", &fam_stalls, false},
+        {CPU_STATS_SAMPLES, offsetof(CpuStats, summary.samples), &fam_samples, false},
+        {CPU_STATS_EVENTS, offsetof(CpuStats, summary.events), &fam_interruptions, false},
+        {CPU_STATS_LOST, offsetof(CpuStats, summary.lost_ns), &fam_time_lost, true},
+        {CPU_STATS_STALLS, offsetof(CpuStats, stalls), &fam_stalls, false},
 };
 #define COUNTERS (sizeof(counters) / sizeof(counters[0]))
 
 /* The attribution maps of a GetStats entry ({"LOC": 12, ...}), each one family with the cpu
  * label and a label for the map's keys. */
 static const struct {
-        const char *key;
+        size_t offset; /* of its json_t * in CpuStats */
         const Family *fam;
         const char *label;
 } source_maps[] = {
-        {"interrupts", &fam_interrupts, "source"},
-        {"softirqs", &fam_softirqs, "source"},
-        {"ctxsw", &fam_ctxsw, "kind"},
+        {offsetof(CpuStats, interrupts), &fam_interrupts, "source"},
+        {offsetof(CpuStats, softirqs), &fam_softirqs, "source"},
+        {offsetof(CpuStats, ctxsw), &fam_ctxsw, "kind"},
 };
 #define SOURCE_MAPS (sizeof(source_maps) / sizeof(source_maps[0]))
 
@@ -409,6 +409,15 @@ static int check_sources(json_t *map)
         return 0;
 }
 
+/* Reads one GetStats entry into @ret: well-formed, with every member of @need. */
+static int read_cpu_stats(json_t *o, unsigned need, CpuStats *ret)
+{
+        if (cpu_stats_read(o, ret) < 0 || (ret->have & need) != need) {
+                return -EBADMSG;
+        }
+        return 0;
+}
+
 static int parse_totals(Input *in, json_t *stats)
 {
         json_t *o;
@@ -422,35 +431,34 @@ static int parse_totals(Input *in, json_t *stats)
         json_array_foreach(stats, i, o)
         {
                 Totals *t = &in->totals[i];
-                json_t *smi = json_object_get(o, "smi");
+                unsigned need = 0;
+                CpuStats s;
 
-                t->cpu = (int)json_integer_value(json_object_get(o, "cpu"));
+                for (size_t k = 0; k < COUNTERS; k++) {
+                        need |= counters[k].have;
+                }
+                if ((r = read_cpu_stats(o, need, &s)) < 0) {
+                        return r;
+                }
+                t->cpu = (int)s.cpu;
                 cpu_label(o, t->cpu_label);
                 for (size_t k = 0; k < COUNTERS; k++) {
-                        json_t *from =
-                                counters[k].object ? json_object_get(o, counters[k].object) : o;
-
-                        if ((r = json_read_u64(from, counters[k].key, &t->counters[k])) < 0) {
-                                return r;
-                        }
+                        t->counters[k] = *(const uint64_t *)((const char *)&s + counters[k].offset);
                 }
                 for (size_t k = 0; k < SOURCE_MAPS; k++) {
-                        t->source_maps[k] = json_object_get(o, source_maps[k].key);
+                        t->source_maps[k] =
+                                *(json_t *const *)((const char *)&s + source_maps[k].offset);
                         if ((r = check_sources(t->source_maps[k])) < 0) {
                                 return r;
                         }
                 }
-                r = json_read_number(json_object_get(o, "gap"), "mean_ns", &t->mean_ns);
-                if (r < 0) {
-                        return r;
-                }
-                if (t->mean_ns < 0) {
+                t->mean_ns = s.summary.gap.mean_ns;
+                /* NaN (missing) fails this too. */
+                if (!(t->mean_ns >= 0)) {
                         return -EBADMSG;
                 }
-                t->have_smi = smi && !json_is_null(smi);
-                if (t->have_smi && (r = json_read_u64(o, "smi", &t->smi)) < 0) {
-                        return r;
-                }
+                t->have_smi = s.have & CPU_STATS_SMI;
+                t->smi = s.smi;
         }
         return 0;
 }
@@ -468,16 +476,20 @@ static int parse_recent(Input *in, json_t *stats_1m, json_t *intervals_last)
         json_array_foreach(stats_1m, i, o)
         {
                 Recent *t = &in->recent[i];
+                CpuStats s;
 
                 cpu_label(o, t->cpu);
-                if ((r = json_read_u64(o, "samples", &t->samples)) < 0 ||
-                    (r = json_read_u64(o, "stalls", &t->stalls)) < 0 ||
-                    (r = json_read_u64(o, "duration_ns", &t->duration_ns)) < 0 ||
-                    (r = json_read_ns(json_object_get(o, "gap"), "max_ns", &t->max_gap_ns)) < 0 ||
-                    (r = json_read_number(o, "cpu_available_pct", &t->available_pct)) < 0) {
+                r = read_cpu_stats(o, CPU_STATS_SAMPLES | CPU_STATS_STALLS | CPU_STATS_DURATION,
+                                   &s);
+                if (r < 0 || (r = ns_from_number(s.summary.gap.max_ns, &t->max_gap_ns)) < 0) {
                         return r;
                 }
-                if (t->available_pct < 0 || t->available_pct > 100) {
+                t->samples = s.summary.samples;
+                t->stalls = s.stalls;
+                t->duration_ns = s.summary.duration_ns;
+                t->available_pct = s.summary.cpu_available_pct;
+                /* NaN (missing) fails this too. */
+                if (!(t->available_pct >= 0 && t->available_pct <= 100)) {
                         return -EBADMSG;
                 }
         }
@@ -501,40 +513,40 @@ static int parse_recent(Input *in, json_t *stats_1m, json_t *intervals_last)
  * whose upper edge is at most gap_le[i]. */
 static int parse_gaps(Gaps *g, json_t *hist)
 {
-        json_t *buckets = json_object_get(hist, "buckets"), *b;
         json_t *kind = json_object_get(hist, "kind");
-        size_t i;
+        ReportBucket *b = NULL;
+        int n, r = 0;
 
         if (kind && (!json_is_string(kind) || strcmp(json_string_value(kind), "gap") != 0)) {
                 return -EBADMSG;
         }
-        if (!json_is_array(buckets)) {
-                return -EBADMSG;
+        n = buckets_from_json(json_object_get(hist, "buckets"), &b);
+        if (n < 0) {
+                return n == -ENOMEM ? n : -EBADMSG;
         }
-        json_array_foreach(buckets, i, b)
-        {
-                uint64_t lower, upper, count;
+        for (int i = 0; i < n && r == 0; i++) {
                 size_t le = 0;
 
-                if (json_read_u64(b, "lower_ns", &lower) < 0 ||
-                    json_read_u64(b, "upper_ns", &upper) < 0 ||
-                    json_read_u64(b, "count", &count) < 0 || lower > upper) {
-                        return -EBADMSG;
+                /* Gaps are never negative: a bucket below 0 is not a gap histogram's. */
+                if (b[i].lower_ns < 0) {
+                        r = -EBADMSG;
+                        continue;
                 }
-                while (le < GAP_LE_COUNT && gap_le[le].ns < upper) {
+                while (le < GAP_LE_COUNT && gap_le[le].ns < (uint64_t)b[i].upper_ns) {
                         le++;
                 }
-                if (__builtin_add_overflow(g->cumulative[le], count, &g->cumulative[le])) {
-                        return -EBADMSG;
+                if (__builtin_add_overflow(g->cumulative[le], b[i].count, &g->cumulative[le])) {
+                        r = -EBADMSG;
                 }
         }
-        for (size_t le = 1; le <= GAP_LE_COUNT; le++) {
+        free(b);
+        for (size_t le = 1; le <= GAP_LE_COUNT && r == 0; le++) {
                 if (__builtin_add_overflow(g->cumulative[le], g->cumulative[le - 1],
                                            &g->cumulative[le])) {
-                        return -EBADMSG;
+                        r = -EBADMSG;
                 }
         }
-        return 0;
+        return r;
 }
 
 static int parse_histograms(Input *in, json_t *histograms)

@@ -1,55 +1,5 @@
 #include "jitterctl-buckets.h"
 
-#include <errno.h>
-#include <math.h>
-#include <stdlib.h>
-
-static int bucket_cmp(const void *x, const void *y)
-{
-        const ReportBucket *a = x, *b = y;
-
-        return (a->lower_ns > b->lower_ns) - (a->lower_ns < b->lower_ns);
-}
-
-int buckets_from_json(json_t *array, ReportBucket **ret)
-{
-        ReportBucket *b;
-        size_t n = 0, i;
-        json_t *e;
-
-        if (!json_is_array(array)) {
-                return -EINVAL;
-        }
-        b = calloc(json_array_size(array) + 1, sizeof(*b));
-        if (!b) {
-                return -ENOMEM;
-        }
-        json_array_foreach(array, i, e)
-        {
-                json_t *lo = json_object_get(e, "lower_ns");
-                json_t *hi = json_object_get(e, "upper_ns");
-                json_t *count = json_object_get(e, "count");
-
-                if (!json_is_integer(lo) || !json_is_integer(hi) || !json_is_integer(count) ||
-                    json_integer_value(hi) < json_integer_value(lo) ||
-                    json_integer_value(count) < 0) {
-                        free(b);
-                        return -EINVAL;
-                }
-                if (json_integer_value(count) == 0) {
-                        continue;
-                }
-                b[n++] = (ReportBucket){
-                        .lower_ns = json_integer_value(lo),
-                        .upper_ns = json_integer_value(hi),
-                        .count = (uint64_t)json_integer_value(count),
-                };
-        }
-        qsort(b, n, sizeof(*b), bucket_cmp);
-        *ret = b;
-        return (int)n;
-}
-
 uint64_t buckets_total(const ReportBucket *b, size_t n)
 {
         uint64_t total = 0;

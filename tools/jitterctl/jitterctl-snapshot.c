@@ -78,11 +78,13 @@ static int snapshot_build(Ctl *ctl, json_t **ret)
         {
                 json_t *gap = NULL, *dd = NULL, *timeline = NULL, *entry;
                 json_int_t cpu;
+                CpuStats st;
 
-                if (!json_is_integer(json_object_get(s, "cpu"))) {
+                (void)cpu_stats_read(s, &st);
+                if (!(st.have & CPU_STATS_CPU)) {
                         continue;
                 }
-                cpu = json_integer_value(json_object_get(s, "cpu"));
+                cpu = (json_int_t)st.cpu;
                 if (ctl_call(ctl, "GetHistogram",
                              json_pack("{s:I, s:s, s:s}", "cpu", cpu, "window", "all", "kind",
                                        "gap"),
@@ -204,32 +206,29 @@ static json_t *snapshot_cpu(json_t *doc, json_int_t cpu)
         return NULL;
 }
 
-/* The rows of the comparison: where each value is in a CpuStats. */
+/* The rows of the comparison: a value of the gaps (value_summary_get()), or the rate of
+ * interruptions. */
 static const struct {
         const char *label;
         const char *json_name;
-        const char *group; /* "gap", or NULL for the CpuStats itself */
-        const char *key;
+        const char *gap_key; /* NULL: interruptions per second */
         bool is_time;
 } rows[] = {
-        {"avg", "avg_ns", "gap", "mean_ns", true},
-        {"p99", "p99_ns", "gap", "p99", true},
-        {"p99.99", "p99.99_ns", "gap", "p99.99", true},
-        {"max", "max_ns", "gap", "max_ns", true},
-        {"interruptions/s", "interruptions_per_s", "interruptions", "per_second", false},
+        {"avg", "avg_ns", "mean_ns", true},
+        {"p99", "p99_ns", "p99", true},
+        {"p99.99", "p99.99_ns", "p99.99", true},
+        {"max", "max_ns", "max_ns", true},
+        {"interruptions/s", "interruptions_per_s", NULL, false},
 };
 
 #define N_ROWS (sizeof(rows) / sizeof(rows[0]))
 
-static double row_value(json_t *stats, size_t row)
+static double row_value(const CpuStats *stats, size_t row)
 {
-        json_t *group = json_object_get(stats, rows[row].group);
-        double v;
-
-        if (strcmp(rows[row].group, "gap") == 0 && rows[row].key[0] == 'p') {
-                return values_percentile(group, rows[row].key, &v) ? v : NAN;
+        if (!rows[row].gap_key) {
+                return stats->summary.events_per_s;
         }
-        return json_get_double(group, rows[row].key, &v) ? v : NAN;
+        return value_summary_get(&stats->summary.gap, rows[row].gap_key);
 }
 
 static void row_text(char *buf, size_t size, size_t row, double v)
@@ -266,10 +265,15 @@ static void print_summary_row(const char *label, double a, double b, bool time)
 
 /* The table of rows of one CPU: added to @out as a new entry (*@ret_entry) when @out is not
  * NULL, or printed. Returns 0 or -ENOMEM. */
-static int compare_rows(const Ctl *ctl, json_int_t cpu, json_t *sb, json_t *sa, json_t *out,
-                        json_t **ret_entry)
+static int compare_rows(const Ctl *ctl, json_int_t cpu, json_t *stats_before, json_t *stats_after,
+                        json_t *out, json_t **ret_entry)
 {
         json_t *entry = NULL, *jb = NULL, *ja = NULL, *jc = NULL;
+        CpuStats sb, sa;
+
+        /* A value a snapshot lacks compares as "-" (null). */
+        (void)cpu_stats_read(stats_before, &sb);
+        (void)cpu_stats_read(stats_after, &sa);
 
         if (out) {
                 entry = json_pack("{s:I, s:{}, s:{}, s:{}}", "cpu", cpu, "before", "after",
@@ -291,7 +295,7 @@ static int compare_rows(const Ctl *ctl, json_int_t cpu, json_t *sb, json_t *sa, 
                 printf("%s\n", ctl_color(ctl, CTL_RESET));
         }
         for (size_t row = 0; row < N_ROWS; row++) {
-                double b = row_value(sb, row), a = row_value(sa, row);
+                double b = row_value(&sb, row), a = row_value(&sa, row);
                 double change = b != 0 ? (b - a) / b * 100 : NAN;
 
                 if (out) {

@@ -233,17 +233,6 @@ static json_t *window_params(const char *window, json_t *cpus)
         return p;
 }
 
-static double values_get(json_t *values, const char *key)
-{
-        double v;
-
-        if (strcmp(key, "min_ns") == 0 || strcmp(key, "max_ns") == 0 ||
-            strcmp(key, "mean_ns") == 0) {
-                return json_get_double(values, key, &v) ? v : NAN;
-        }
-        return values_percentile(values, key, &v) ? v : NAN;
-}
-
 static void print_ns_cell(double ns, int width)
 {
         char buf[FORMAT_MAX];
@@ -267,18 +256,14 @@ static int cause_cmp(const void *x, const void *y)
         return (ra < rb) - (ra > rb);
 }
 
-static void print_causes(Ctl *ctl, json_t *stats)
+static void print_causes(Ctl *ctl, const CpuStats *stats)
 {
-        json_t *causes = json_object_get(stats, "causes");
-        json_t *periods = json_object_get(stats, "periods");
         json_t *sorted[STATS_CAUSES_MAX * 8];
+        uint64_t cpu = stats->cpu;
         size_t i, n = 0;
-        uint64_t cpu = 0, stalls = 0, lost = 0;
         json_t *e;
 
-        json_get_u64(stats, "cpu", &cpu);
-        json_get_u64(stats, "lost_ns", &lost);
-        json_array_foreach(causes, i, e)
+        json_array_foreach(stats->causes, i, e)
         {
                 uint64_t count = 0;
 
@@ -293,7 +278,7 @@ static void print_causes(Ctl *ctl, json_t *stats)
 
                 printf("\n%sCPU %llu causes%s (time lost %s):\n", ctl_color(ctl, CTL_BOLD),
                        (unsigned long long)cpu, ctl_color(ctl, CTL_RESET),
-                       format_ns(lost_text, sizeof(lost_text), (double)lost));
+                       format_ns(lost_text, sizeof(lost_text), (double)stats->summary.lost_ns));
         }
         for (i = 0; i < n && i < STATS_CAUSES_MAX; i++) {
                 char rate[FORMAT_MAX], cost[FORMAT_MAX], each[FORMAT_MAX + 8] = "",
@@ -318,12 +303,12 @@ static void print_causes(Ctl *ctl, json_t *stats)
                 }
                 fputc('\n', stdout);
         }
-        if (json_array_size(periods) > 0) {
+        if (json_array_size(stats->periods) > 0) {
                 /* Set off from the table above when no causes came between. */
                 printf("%s%sCPU %llu periods:%s\n", n > 0 ? "" : "\n", ctl_color(ctl, CTL_BOLD),
                        (unsigned long long)cpu, ctl_color(ctl, CTL_RESET));
         }
-        json_array_foreach(periods, i, e)
+        json_array_foreach(stats->periods, i, e)
         {
                 char period[FORMAT_MAX], share[FORMAT_MAX];
                 uint64_t period_ns = 0, events = 0;
@@ -338,10 +323,10 @@ static void print_causes(Ctl *ctl, json_t *stats)
                        (unsigned long long)events, format_pct(share, sizeof(share), frac * 100),
                        source ? ", likely " : "", source ? source : "");
         }
-        if (json_get_u64(stats, "stalls", &stalls) && stalls > 0) {
+        if (stats->stalls > 0) {
                 printf("%sCPU %llu: the probe made no progress in %llu intervals%s\n",
-                       ctl_color(ctl, CTL_RED), (unsigned long long)cpu, (unsigned long long)stalls,
-                       ctl_color(ctl, CTL_RESET));
+                       ctl_color(ctl, CTL_RED), (unsigned long long)cpu,
+                       (unsigned long long)stats->stalls, ctl_color(ctl, CTL_RESET));
         }
 }
 
@@ -359,7 +344,7 @@ int cmd_stats(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
         const char *window = NULL, *kind = "gap";
         json_t *cpus = NULL, *reply = NULL, *list, *s;
         char duration[FORMAT_MAX];
-        uint64_t duration_ns = 0;
+        CpuStats st;
         size_t i;
         int c, r;
 
@@ -389,10 +374,13 @@ int cmd_stats(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                 return r;
         }
         list = json_object_get(reply, "cpus");
-        s = json_array_get(list, 0);
-        json_get_u64(s, "duration_ns", &duration_ns);
-        printf("window %s (%s), %s\n", json_get_string(s, "window", window ? window : "1m"),
-               format_ns(duration, sizeof(duration), (double)duration_ns),
+        /* What the reply lacks shows as "-" (or 0): the table is printed whatever it holds. */
+        (void)cpu_stats_read(json_array_get(list, 0), &st);
+        if (!st.window) {
+                st.window = window ? window : "1m";
+        }
+        printf("window %s (%s), %s\n", st.window,
+               format_ns(duration, sizeof(duration), (double)st.summary.duration_ns),
                strcmp(kind, "gap") == 0 ? "gap between counter reads"
                                         : "difference of consecutive gaps");
         printf("%s CPU        Avg        Min        Max   Samples        p99     p99.99     "
@@ -400,28 +388,28 @@ int cmd_stats(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                ctl_color(ctl, CTL_BOLD), ctl_color(ctl, CTL_RESET));
         json_array_foreach(list, i, s)
         {
-                json_t *values = json_object_get(s, kind);
+                const ValueSummary *values;
+                const SlotSummary *sum = &st.summary;
                 char text[FORMAT_MAX];
-                uint64_t cpu = 0, samples = 0, lost = 0, dur = 0;
-                double rate = NAN;
 
-                json_get_u64(s, "cpu", &cpu);
-                json_get_u64(s, "samples", &samples);
-                json_get_u64(s, "lost_ns", &lost);
-                json_get_u64(s, "duration_ns", &dur);
-                json_get_double(json_object_get(s, "interruptions"), "per_second", &rate);
-                printf("%4llu", (unsigned long long)cpu);
+                (void)cpu_stats_read(s, &st);
+                values = strcmp(kind, "gap") == 0 ? &sum->gap : &sum->dd;
+                printf("%4llu", (unsigned long long)st.cpu);
                 for (size_t k = 0; k < 3; k++) {
-                        print_ns_cell(samples ? values_get(values, columns[k]) : NAN, 11);
+                        print_ns_cell(sum->samples ? value_summary_get(values, columns[k]) : NAN,
+                                      11);
                 }
-                fput_padded(stdout, format_count(text, sizeof(text), samples), 10);
+                fput_padded(stdout, format_count(text, sizeof(text), sum->samples), 10);
                 for (size_t k = 3; k < 5; k++) {
-                        print_ns_cell(samples ? values_get(values, columns[k]) : NAN, 11);
+                        print_ns_cell(sum->samples ? value_summary_get(values, columns[k]) : NAN,
+                                      11);
                 }
-                fput_padded(stdout, format_rate(text, sizeof(text), rate), 10);
+                fput_padded(stdout, format_rate(text, sizeof(text), sum->events_per_s), 10);
                 fput_padded(stdout,
                             format_pct(text, sizeof(text),
-                                       dur ? 100.0 * (double)lost / (double)dur : NAN),
+                                       sum->duration_ns ? 100.0 * (double)sum->lost_ns /
+                                                                  (double)sum->duration_ns
+                                                        : NAN),
                             9);
                 fputc('\n', stdout);
         }
@@ -430,7 +418,8 @@ int cmd_stats(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
         }
         json_array_foreach(list, i, s)
         {
-                print_causes(ctl, s);
+                (void)cpu_stats_read(s, &st);
+                print_causes(ctl, &st);
         }
         json_decref(reply);
         return CTL_EXIT_OK;
@@ -643,18 +632,17 @@ typedef struct CheckWorst {
 static bool check_cpu(Ctl *ctl, const CheckArgs *a, json_t *s, const char *metric,
                       const char *bound_text, json_t *out_cpus, CheckWorst *worst)
 {
-        json_t *gap = json_object_get(s, "gap");
-        uint64_t cpu = 0, samples = 0;
-        double v = NAN;
         const char *problem = NULL;
         char value_text[FORMAT_MAX];
+        uint64_t cpu;
+        double v = NAN;
+        CpuStats st;
 
-        json_get_u64(s, "cpu", &cpu);
-        json_get_u64(s, "samples", &samples);
-        if (samples == 0) {
+        (void)cpu_stats_read(s, &st);
+        cpu = st.cpu;
+        if (st.summary.samples == 0) {
                 problem = "no samples in the window";
-        } else if (a->key[0] ? !values_percentile(gap, a->key, &v)
-                             : !json_get_double(gap, "max_ns", &v)) {
+        } else if (isnan(v = value_summary_get(&st.summary.gap, a->key[0] ? a->key : "max_ns"))) {
                 problem = "the daemon did not report this value";
         } else if (v > (double)a->bound_ns) {
                 problem = "above the bound";
@@ -739,13 +727,16 @@ int cmd_check(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                 }
         } else if (failures == 0) {
                 char worst_text[FORMAT_MAX];
+                CpuStats first;
 
+                (void)cpu_stats_read(json_array_get(list, 0), &first);
+                if (!first.window) {
+                        first.window = a.window ? a.window : "1m";
+                }
                 printf("%sOK%s: %s within %s on every CPU (worst %s on CPU %llu, window %s)\n",
                        ctl_color(ctl, CTL_GREEN), ctl_color(ctl, CTL_RESET), metric, bound_text,
                        format_ns(worst_text, sizeof(worst_text), worst.value),
-                       (unsigned long long)worst.cpu,
-                       json_get_string(json_array_get(list, 0), "window",
-                                       a.window ? a.window : "1m"));
+                       (unsigned long long)worst.cpu, first.window);
         }
         json_decref(reply);
         return failures == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;

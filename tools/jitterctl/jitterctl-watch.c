@@ -24,6 +24,7 @@
 #include "duration.h"
 #include "jitterctl-format.h"
 #include "jitterctl.h"
+#include "summary-json.h"
 
 #define MONITOR_METHOD "io.jitterd.Monitor"
 #define TOP_INTERRUPTS 3
@@ -93,11 +94,13 @@ static void remember_worst(WatchView *view, json_t *reply)
 
         json_array_foreach(json_object_get(reply, "cpus"), i, c)
         {
-                uint64_t cpu, gap;
+                const unsigned need = INTERVAL_CPU_CPU | INTERVAL_CPU_MAX_GAP;
+                IntervalCpu ic;
 
-                if (json_get_u64(c, "cpu", &cpu) && cpu < CPU_SETSIZE &&
-                    json_get_u64(c, "max_gap_ns", &gap) && gap > view->worst_ns[cpu]) {
-                        view->worst_ns[cpu] = gap;
+                (void)interval_cpu_read(c, &ic);
+                if ((ic.have & need) == need && ic.cpu < CPU_SETSIZE &&
+                    ic.max_gap_ns > view->worst_ns[ic.cpu]) {
+                        view->worst_ns[ic.cpu] = ic.max_gap_ns;
                 }
         }
         view->intervals++;
@@ -122,22 +125,19 @@ static void print_line(json_t *reply)
         json_array_foreach(json_object_get(reply, "cpus"), i, c)
         {
                 char max[FORMAT_MAX], p99[FORMAT_MAX], lost[FORMAT_MAX];
-                uint64_t cpu = 0, gap = 0, irq = 0, lost_ns = 0, dur = 0, samples = 0;
-                double p = NAN;
+                uint64_t dur = 0;
+                IntervalCpu ic;
 
-                json_get_u64(c, "cpu", &cpu);
-                json_get_u64(c, "samples", &samples);
-                json_get_u64(c, "max_gap_ns", &gap);
-                json_get_u64(c, "interruptions", &irq);
-                json_get_u64(c, "lost_ns", &lost_ns);
-                json_get_double(c, "p99_ns", &p);
+                /* What the reply lacks shows as 0, "-" or "?". */
+                (void)interval_cpu_read(c, &ic);
                 json_get_u64(reply, "duration_ns", &dur);
                 printf("%s cpu%llu %s max %s p99 %s int %llu lost %s %%", i ? " |" : "",
-                       (unsigned long long)cpu, json_get_string(c, "state", "?"),
-                       format_gap(max, sizeof(max), samples, (double)gap),
-                       format_gap(p99, sizeof(p99), samples, p), (unsigned long long)irq,
+                       (unsigned long long)ic.cpu, ic.state ? ic.state : "?",
+                       format_gap(max, sizeof(max), ic.samples, (double)ic.max_gap_ns),
+                       format_gap(p99, sizeof(p99), ic.samples, ic.p99_ns),
+                       (unsigned long long)ic.events,
                        format_pct(lost, sizeof(lost),
-                                  dur ? 100.0 * (double)lost_ns / (double)dur : NAN));
+                                  dur ? 100.0 * (double)ic.lost_ns / (double)dur : NAN));
         }
         fputc('\n', stdout);
         fflush(stdout);
@@ -239,35 +239,30 @@ static void draw(const Ctl *ctl, const WatchView *view, json_t *reply, const cha
         json_array_foreach(json_object_get(reply, "cpus"), i, c)
         {
                 char text[FORMAT_MAX], irqs[256];
-                const char *state = json_get_string(c, "state", "?");
-                uint64_t cpu = 0, samples = 0, v = 0, lost_ns = 0;
-                double p = NAN;
+                const char *state;
+                IntervalCpu ic;
 
-                json_get_u64(c, "cpu", &cpu);
-                json_get_u64(c, "samples", &samples);
-                fprintf(f, "%4llu  %s%-10s%s", (unsigned long long)cpu,
+                (void)interval_cpu_read(c, &ic);
+                state = ic.state ? ic.state : "?";
+                fprintf(f, "%4llu  %s%-10s%s", (unsigned long long)ic.cpu,
                         ctl_color(ctl, strcmp(state, "running") == 0 ? CTL_GREEN : CTL_RED), state,
                         ctl_color(ctl, CTL_RESET));
-                fput_padded(f, format_count(text, sizeof(text), samples), 9);
-                json_get_u64(c, "max_gap_ns", &v);
-                fput_padded(f, format_gap(text, sizeof(text), samples, (double)v), 11);
-                json_get_double(c, "p99_ns", &p);
-                fput_padded(f, format_gap(text, sizeof(text), samples, p), 11);
-                v = 0;
-                json_get_u64(c, "interruptions", &v);
-                fprintf(f, "%7llu", (unsigned long long)v);
-                json_get_u64(c, "lost_ns", &lost_ns);
+                fput_padded(f, format_count(text, sizeof(text), ic.samples), 9);
+                fput_padded(f, format_gap(text, sizeof(text), ic.samples, (double)ic.max_gap_ns),
+                            11);
+                fput_padded(f, format_gap(text, sizeof(text), ic.samples, ic.p99_ns), 11);
+                fprintf(f, "%7llu", (unsigned long long)ic.events);
                 fput_padded(f,
                             format_pct(text, sizeof(text),
-                                       dur ? 100.0 * (double)lost_ns / (double)dur : NAN),
+                                       dur ? 100.0 * (double)ic.lost_ns / (double)dur : NAN),
                             9);
                 fput_padded(f,
                             format_ns(text, sizeof(text),
-                                      cpu < CPU_SETSIZE && view->worst_ns[cpu] > 0
-                                              ? (double)view->worst_ns[cpu]
+                                      ic.cpu < CPU_SETSIZE && view->worst_ns[ic.cpu] > 0
+                                              ? (double)view->worst_ns[ic.cpu]
                                               : NAN),
                             12);
-                top_interrupts(json_object_get(c, "interrupts"), irqs, sizeof(irqs));
+                top_interrupts(ic.interrupts, irqs, sizeof(irqs));
                 fprintf(f, "  %s\n", irqs);
         }
         if (note) {
