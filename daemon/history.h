@@ -20,6 +20,10 @@
 
 typedef struct History History;
 
+/* The coarse resolution the daemon keeps beyond the fine retention: one entry per minute (or
+ * per 60 intervals when an interval does not divide a minute). Not a configuration key. */
+#define HISTORY_COARSE_INTERVAL_NS (60ULL * 1000000000ULL)
+
 typedef struct HistoryOptions {
         uint64_t interval_ns;         /* the fine resolution, e.g. 1 s */
         uint64_t fine_retention_ns;   /* e.g. 10 min */

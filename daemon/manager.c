@@ -1078,7 +1078,7 @@ int manager_new(const Config *config, const char *config_path, const char *dropi
         ho = (HistoryOptions){
                 .interval_ns = m->config.history_interval_ns,
                 .fine_retention_ns = m->config.history_fine_retention_ns,
-                .coarse_interval_ns = 60ULL * 1000000000ULL,
+                .coarse_interval_ns = HISTORY_COARSE_INTERVAL_NS,
                 .coarse_retention_ns = m->config.history_coarse_retention_ns,
                 .events_per_cpu = m->config.history_events_per_cpu,
         };
