@@ -4,6 +4,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "util.h"
+
 /* The hardware counter the probes read, and the conversion of its ticks to nanoseconds.
  *
  * counter_read() is inline because the hot loop calls it once per sample; everything else
@@ -76,12 +78,11 @@ static inline uint64_t counter_hw_read(void)
 #define COUNTER_HAVE_HW 0
 #endif
 
+/* The clock counter (COUNTER_CLOCK): CLOCK_MONOTONIC_RAW in ns, read by util.h's one clock
+ * reader, which is inline too. */
 static inline uint64_t counter_clock_read(void)
 {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+        return now_ns(CLOCK_MONOTONIC_RAW);
 }
 
 /* Reads the counter @source. */
