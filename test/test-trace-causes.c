@@ -545,7 +545,9 @@ static void test_membarrier_ipi_named(void **state)
         pthread_join(thr, NULL);
         if (b.result != 0) {
                 run_stop(&run);
-                skip(); /* membarrier not offered */
+                print_message("skipped: membarrier IPIs: this kernel does not offer "
+                              "MEMBARRIER_CMD_PRIVATE_EXPEDITED\n");
+                skip();
         }
         for (int k = 0; k < IPIS; k++) {
                 const Explained *hit = NULL;
