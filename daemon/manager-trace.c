@@ -6,20 +6,60 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/capability.h>
+#include <unistd.h>
 
 #include "cpulist.h"
 #include "log.h"
 #include "manager-private.h"
 #include "privileges.h"
 
+/* Room for what the recorder leaves out: its missing, refused and unnamed lists, and words. */
+#define SHORTFALL_MAX 1280
+
+/* What the recorder leaves out and what that costs, in one line: "this kernel lacks workqueue;
+ * cannot enable sched:sched_switch (Permission denied): ...; not named: task, work causes";
+ * "" when it records every kind of event it wants. */
+static const char *trace_shortfall(const TraceRecorder *t, char *buf, size_t size)
+{
+        const char *missing = trace_recorder_missing(t), *refused = trace_recorder_refused(t),
+                   *unnamed = trace_recorder_unnamed(t);
+
+        snprintf(buf, size, "%s%s%s%s%s%s%s%s", missing[0] ? "this kernel lacks " : "", missing,
+                 missing[0] && refused[0] ? "; " : "", refused[0] ? "cannot enable " : "", refused,
+                 (missing[0] || refused[0]) && unnamed[0] ? "; " : "",
+                 unnamed[0] ? "not named: " : "", unnamed[0] ? unnamed : "");
+        if (unnamed[0]) {
+                size_t len = strlen(buf);
+
+                snprintf(buf + len, size - len, " causes");
+        }
+        return buf;
+}
+
+/* The daemon may turn tracing on at a reload (root, or CAP_DAC_OVERRIDE granted, which it then
+ * keeps), and sees kernel addresses now. */
+static bool trace_possible_later(void)
+{
+        return privileges_have(CAP_SYSLOG) && (geteuid() == 0 || privileges_have(CAP_DAC_OVERRIDE));
+}
+
 void manager_trace_start(Manager *m)
 {
         int cpus[CPU_SETSIZE];
-        char list[256];
+        bool dac;
+        char list[256], shortfall[SHORTFALL_MAX];
         TraceOptions o;
         int r;
 
         m->trace_reason[0] = 0;
+        /* Opened once, while the daemon may still see kernel addresses (CAP_SYSLOG), and
+         * kept for recorders started after a reload: also with tracing off, when the daemon
+         * keeps what a reload needs to turn it on (root, or CAP_DAC_OVERRIDE granted). */
+        if (!m->ksyms && (m->config.trace_enabled || trace_possible_later()) &&
+            ksyms_new(NULL, &m->ksyms) < 0) {
+                m->ksyms = NULL;
+        }
         if (!m->config.trace_enabled || m->trace || m->n_probes == 0) {
                 return;
         }
@@ -30,11 +70,6 @@ void manager_trace_start(Manager *m)
                         log_warning("trace causes are off: %s", m->trace_reason);
                         return;
                 }
-        }
-        /* Opened once, while the daemon may still see kernel addresses (CAP_SYSLOG), and
-         * kept for recorders started after a reload. */
-        if (!m->ksyms && ksyms_new(NULL, &m->ksyms) < 0) {
-                m->ksyms = NULL;
         }
         for (size_t i = 0; i < m->n_probes; i++) {
                 cpus[i] = m->probes[i].cpu;
@@ -47,19 +82,29 @@ void manager_trace_start(Manager *m)
                 .ksyms = m->ksyms,
         };
         privileges_dac(true);
+        dac = geteuid() == 0 || privileges_have(CAP_DAC_OVERRIDE);
         r = trace_recorder_new(&o, &m->trace, m->trace_reason, sizeof(m->trace_reason));
         privileges_dac(false);
         if (r < 0) {
                 m->trace = NULL;
+                if ((r == -EACCES || r == -EPERM) && !dac) {
+                        size_t len = strlen(m->trace_reason);
+
+                        /* A reload cannot help: capabilities come with the start. */
+                        snprintf(m->trace_reason + len, sizeof(m->trace_reason) - len,
+                                 "; a running jitterd gains no capability: grant it (the "
+                                 "jitterd-trace.conf drop-in) and restart jitterd");
+                }
                 log_warning("trace causes are off: %s", m->trace_reason);
                 return;
         }
         m->trace_read_failing = false;
-        log_info("recording trace events of CPU %s in %s (clock %s%s%s)",
+        log_info("recording trace events of CPU %s in %s (clock %s)",
                  cpulist_format(list, sizeof(list), &m->cpus), trace_recorder_dir(m->trace),
-                 trace_recorder_clock(m->trace),
-                 trace_recorder_missing(m->trace)[0] ? "; this kernel lacks " : "",
-                 trace_recorder_missing(m->trace));
+                 trace_recorder_clock(m->trace));
+        if (trace_shortfall(m->trace, shortfall, sizeof(shortfall))[0]) {
+                log_warning("trace events left out: %s", shortfall);
+        }
 }
 
 void manager_trace_stop(Manager *m)
@@ -114,6 +159,7 @@ const char *manager_trace_state(const Manager *m)
 
 json_t *manager_trace_status(Manager *m)
 {
+        char shortfall[SHORTFALL_MAX];
         TraceStats st;
         json_t *o;
 
@@ -136,8 +182,22 @@ json_t *manager_trace_status(Manager *m)
         if (o && trace_recorder_missing(m->trace)[0]) {
                 json_object_set_new(o, "missing", json_string(trace_recorder_missing(m->trace)));
         }
-        if (o && m->trace_read_failing) {
-                json_object_set_new(o, "reason", json_string(trace_recorder_reason(m->trace)));
+        if (o && trace_recorder_refused(m->trace)[0]) {
+                json_object_set_new(o, "refused", json_string(trace_recorder_refused(m->trace)));
+        }
+        if (o && trace_recorder_unnamed(m->trace)[0]) {
+                json_object_set_new(o, "unnamed", json_string(trace_recorder_unnamed(m->trace)));
+        }
+        /* While recording, the reason says what is not as it should be: a read that fails, and
+         * the events left out at start with what they cost. */
+        trace_shortfall(m->trace, shortfall, sizeof(shortfall));
+        if (o && (m->trace_read_failing || shortfall[0])) {
+                char reason[TRACE_REASON_MAX + SHORTFALL_MAX];
+
+                snprintf(reason, sizeof(reason), "%s%s%s",
+                         m->trace_read_failing ? trace_recorder_reason(m->trace) : "",
+                         m->trace_read_failing && shortfall[0] ? "; " : "", shortfall);
+                json_object_set_new(o, "reason", json_string(reason));
         }
         if (o) {
                 json_object_set_new(o, "cpus", manager_trace_kind_totals(m));

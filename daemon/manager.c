@@ -1112,9 +1112,10 @@ int manager_run(Manager *m)
         }
         pin_manager(m);
         manager_trace_start(m);
-        /* Root owns the tracefs instance; a daemon of another user keeps the capability to
-         * remove it (privileges_dac() around the recorder's start and stop). */
-        r = privileges_drop(m->config.probe_priority > 0, m->trace && geteuid() != 0);
+        /* Root owns the tracefs instance; a daemon of another user granted CAP_DAC_OVERRIDE
+         * (the trace drop-in) keeps it permitted, to make and remove the instance at a reload
+         * that turns tracing on as well as at stop (privileges_dac() around them). */
+        r = privileges_drop(m->config.probe_priority > 0, geteuid() != 0);
         if (r < 0) {
                 log_warning("cannot drop capabilities: %s", strerror(-r));
         }

@@ -113,7 +113,8 @@ int privileges_drop(bool keep_nice, bool keep_dac)
                 cap_set_flag(caps, CAP_EFFECTIVE, 1, &lock, CAP_SET);
         }
         /* Permitted only: a tracefs instance belongs to root, and a daemon of another user
-         * needs the capability to remove it at stop and to make it anew on reload. */
+         * needs the capability to remove it at stop and to make it at a reload, also one that
+         * turns tracing on. */
         if (keep_dac && privileges_permitted(CAP_DAC_OVERRIDE)) {
                 cap_set_flag(caps, CAP_PERMITTED, 1, &dac, CAP_SET);
         }

@@ -151,8 +151,13 @@ struct TraceRecorder {
         uint64_t ref_ticks, ref_ns;
         uint64_t slack_ticks;
 
+        const char *const *absent; /* events taken as missing (TraceOptions.absent) */
+        bool kind_recorded[CAUSE_KIND_MAX];
+        int refused_errno; /* of the first event refused */
         char events[2048];
         char missing[128];
+        char refused[768];
+        char unnamed[256];
         char reason[TRACE_REASON_MAX];
         TraceStats stats;
 };
@@ -374,29 +379,46 @@ static uint64_t to_ticks(const TraceRecorder *t, uint64_t ts)
         return t->ref_ticks + (uint64_t)(int64_t)d;
 }
 
+/* The event @system:@name, when this kernel has it (and the options do not say it lacks it). */
 static struct tep_event *find_event(TraceRecorder *t, const char *system, const char *name)
 {
+        for (const char *const *a = t->absent; a && *a; a++) {
+                size_t len = strlen(system);
+
+                if (strncmp(*a, system, len) == 0 && (*a)[len] == ':' &&
+                    strcmp(*a + len + 1, name) == 0) {
+                        return NULL;
+                }
+        }
         return tep_find_event_by_name(t->tep, system, name);
 }
 
-static void add_event_name(TraceRecorder *t, const char *system, const char *name)
+/* Appends @item to the list in @buf ("a, b"), once. */
+static void list_add(char *buf, size_t size, const char *item)
+{
+        size_t len = strlen(buf), n = strlen(item);
+
+        for (const char *p = buf; (p = strstr(p, item)); p += n) {
+                if ((p == buf || p[-1] == ' ') && (p[n] == 0 || p[n] == ',')) {
+                        return;
+                }
+        }
+        snprintf(buf + len, size - len, "%s%s", len ? ", " : "", item);
+}
+
+static void add_event_name(TraceRecorder *t, const struct tep_event *ev)
 {
         size_t len = strlen(t->events);
 
-        snprintf(t->events + len, sizeof(t->events) - len, "%s%s:%s", len ? " " : "", system, name);
+        snprintf(t->events + len, sizeof(t->events) - len, "%s%s:%s", len ? " " : "", ev->system,
+                 ev->name);
 }
 
-static int add_handler(TraceRecorder *t, struct tep_event *ev, Parse parse, CauseKind kind,
-                       TracePhase phase, const char *id_field, const char *name_field,
-                       const char *label)
+/* A handler for @ev: how its records are parsed and what they are. */
+static Handler handler_of(struct tep_event *ev, Parse parse, CauseKind kind, TracePhase phase,
+                          const char *id_field, const char *name_field, const char *label)
 {
-        Handler *h;
-
-        if (t->n_handlers == HANDLERS_MAX) {
-                return -ENOSPC;
-        }
-        h = &t->handlers[t->n_handlers++];
-        *h = (Handler){
+        Handler h = {
                 .type = ev->id,
                 .parse = parse,
                 .kind = (uint8_t)kind,
@@ -405,44 +427,87 @@ static int add_handler(TraceRecorder *t, struct tep_event *ev, Parse parse, Caus
                 .id = id_field ? tep_find_field(ev, id_field) : NULL,
                 .name_field = name_field,
         };
+
         if (name_field) {
-                h->name = tep_find_field(ev, name_field);
+                h.name = tep_find_field(ev, name_field);
         }
         if (parse == PARSE_SWITCH) {
-                h->pid = tep_find_field(ev, "next_pid");
+                h.pid = tep_find_field(ev, "next_pid");
         }
         if (parse == PARSE_FUNCTION && name_field) {
-                h->func = tep_find_field(ev, name_field);
+                h.func = tep_find_field(ev, name_field);
         }
-        snprintf(h->label, sizeof(h->label), "%.*s", (int)sizeof(h->label) - 1, label ? label : "");
-        return 0;
+        snprintf(h.label, sizeof(h.label), "%.*s", (int)sizeof(h.label) - 1, label ? label : "");
+        return h;
 }
 
-static int enable(TraceRecorder *t, const char *system, const char *name, char *reason,
-                  size_t rsize)
+/* Notes that @ev is not recorded, and why. */
+static void note_refused(TraceRecorder *t, const struct tep_event *ev, const char *why)
 {
-        char what[PATH_MAX + 64];
+        char item[160];
+
+        snprintf(item, sizeof(item), "%s:%s (%s)", ev->system, ev->name, why);
+        list_add(t->refused, sizeof(t->refused), item);
+}
+
+/* Enables @ev. A refusal is noted, with its errno in t->refused_errno (the first one). */
+static bool enable(TraceRecorder *t, const struct tep_event *ev)
+{
+        int err;
 
         errno = 0;
-        if (tracefs_event_enable(t->inst, system, name) < 0) {
-                snprintf(what, sizeof(what), "cannot enable %s:%s in %s", system, name, t->dir);
-                return access_failed(reason, rsize, errno ? errno : EIO, what);
+        if (tracefs_event_enable(t->inst, ev->system, ev->name) == 0) {
+                return true;
         }
-        add_event_name(t, system, name);
-        return 0;
+        err = errno ? errno : EIO;
+        if (!t->refused_errno) {
+                t->refused_errno = err;
+        }
+        note_refused(t, ev, strerror(err));
+        return false;
 }
 
-/* Every x86 vector that has an entry and an exit event. */
-static int add_vectors(TraceRecorder *t, bool *ret_found, char *reason, size_t rsize)
+/* Records @in, and @out (its exit; NULL for a single event): both or neither, so that every
+ * record recorded is parsed and no entry misses its exit. What cannot be enabled is noted and
+ * skipped, the recorder goes on with the others. Returns whether they are recorded. */
+static bool follow(TraceRecorder *t, const Handler *in, const Handler *out)
+{
+        size_t need = out ? 2 : 1;
+
+        /* One slot stays for ftrace:print. */
+        if (t->n_handlers + need > HANDLERS_MAX - 1) {
+                note_refused(t, in->event, "more events than the recorder follows");
+                return false;
+        }
+        if (!enable(t, in->event)) {
+                return false;
+        }
+        if (out && !enable(t, out->event)) {
+                (void)tracefs_event_disable(t->inst, in->event->system, in->event->name);
+                return false;
+        }
+        t->handlers[t->n_handlers++] = *in;
+        add_event_name(t, in->event);
+        if (out) {
+                t->handlers[t->n_handlers++] = *out;
+                add_event_name(t, out->event);
+        }
+        t->kind_recorded[in->kind] = true;
+        return true;
+}
+
+/* Every x86 vector that has an entry and an exit event; the names of those that could not be
+ * recorded go to @unnamed (of @size bytes). Returns whether the kernel has any. */
+static bool add_vectors(TraceRecorder *t, char *unnamed, size_t size)
 {
         char **names = tracefs_system_events(t->root, "irq_vectors");
-        int r = 0;
+        bool found = false;
 
-        *ret_found = false;
-        for (int i = 0; names && names[i] && r == 0; i++) {
+        for (int i = 0; names && names[i]; i++) {
                 size_t len = strlen(names[i]);
-                char base[64], exit_name[80];
+                char base[64], exit_name[80], item[80];
                 struct tep_event *in, *out;
+                Handler hin, hout;
 
                 if (len <= 6 || strcmp(names[i] + len - 6, "_entry") != 0 || len - 6 >= 64) {
                         continue;
@@ -454,72 +519,85 @@ static int add_vectors(TraceRecorder *t, bool *ret_found, char *reason, size_t r
                 if (!in || !out) {
                         continue;
                 }
-                r = add_handler(t, in, PARSE_LABEL, CAUSE_VECTOR, TRACE_ENTRY, "vector", NULL,
-                                base);
-                if (r == 0) {
-                        r = add_handler(t, out, PARSE_LABEL, CAUSE_VECTOR, TRACE_EXIT, "vector",
-                                        NULL, base);
+                found = true;
+                hin = handler_of(in, PARSE_LABEL, CAUSE_VECTOR, TRACE_ENTRY, "vector", NULL, base);
+                hout = handler_of(out, PARSE_LABEL, CAUSE_VECTOR, TRACE_EXIT, "vector", NULL, base);
+                if (!follow(t, &hin, &hout)) {
+                        snprintf(item, sizeof(item), "vector %s", base);
+                        list_add(unnamed, size, item);
                 }
-                if (r == 0) {
-                        r = enable(t, "irq_vectors", names[i], reason, rsize);
-                }
-                if (r == 0) {
-                        r = enable(t, "irq_vectors", exit_name, reason, rsize);
-                }
-                *ret_found = true;
         }
         tracefs_list_free(names);
-        return r;
+        return found;
 }
 
-static void note_missing(TraceRecorder *t, const char *group)
+/* What the missing and refused events cost: the kinds of cause that no recorded event names,
+ * then the single vectors. */
+static void note_unnamed(TraceRecorder *t, bool vectors_wanted, const char *vectors)
 {
-        size_t len = strlen(t->missing);
+        bool wanted[CAUSE_KIND_MAX] = {false};
 
-        if (strstr(t->missing, group)) {
+        for (size_t i = 0; i < sizeof(SOURCES) / sizeof(SOURCES[0]); i++) {
+                wanted[SOURCES[i].kind] = true;
+        }
+        wanted[CAUSE_VECTOR] = vectors_wanted;
+        for (unsigned k = 0; k < CAUSE_KIND_MAX; k++) {
+                if (wanted[k] && !t->kind_recorded[k]) {
+                        list_add(t->unnamed, sizeof(t->unnamed), cause_kind_name((CauseKind)k));
+                }
+        }
+        if (t->kind_recorded[CAUSE_VECTOR] && vectors[0]) {
+                list_add(t->unnamed, sizeof(t->unnamed), vectors);
+        }
+}
+
+/* With the refused events, what grants them when it is a matter of permission. */
+static void note_refusal_fix(TraceRecorder *t)
+{
+        size_t len = strlen(t->refused);
+        int err = t->refused_errno;
+
+        if (err != EPERM && err != EACCES) {
                 return;
         }
-        snprintf(t->missing + len, sizeof(t->missing) - len, "%s%s", len ? ", " : "", group);
+        snprintf(t->refused + len, sizeof(t->refused) - len, ": %s",
+                 locked_down() ? "the kernel is locked down (confidentiality) and forbids tracing"
+                               : PERMISSION_HINT);
 }
 
+/* Looks for each wanted kind of event and records it, or notes it as missing or refused;
+ * then sums up what is not recorded by its cost. Fails only when nothing can be recorded. */
 static int setup_events(TraceRecorder *t, char *reason, size_t rsize)
 {
         bool found_group[sizeof(SOURCES) / sizeof(SOURCES[0])] = {false};
+        bool vectors_wanted = false;
+        char vectors[256] = "";
         struct tep_event *mark;
-        bool vectors = false;
         int r;
 
         r = write_file(t, "events/enable", "0", reason, rsize);
-        for (size_t i = 0; r == 0 && i < sizeof(SOURCES) / sizeof(SOURCES[0]); i++) {
+        if (r < 0) {
+                return r;
+        }
+        for (size_t i = 0; i < sizeof(SOURCES) / sizeof(SOURCES[0]); i++) {
                 const Source *s = &SOURCES[i];
                 struct tep_event *in = find_event(t, s->system, s->entry);
                 struct tep_event *out = s->exit ? find_event(t, s->system, s->exit) : NULL;
+                Handler hin, hout;
 
                 if (!in || (s->exit && !out)) {
                         continue;
                 }
                 found_group[i] = true;
-                r = add_handler(t, in, s->entry_parse, s->kind,
-                                s->exit ? TRACE_ENTRY : TRACE_SWITCH, s->id_field, s->name_field,
-                                NULL);
-                if (r == 0 && out) {
-                        r = add_handler(t, out,
-                                        s->entry_parse == PARSE_IPI_REASON ? PARSE_IPI_REASON
-                                                                           : PARSE_ID,
-                                        s->kind, TRACE_EXIT, s->id_field, NULL, NULL);
+                hin = handler_of(in, s->entry_parse, s->kind, s->exit ? TRACE_ENTRY : TRACE_SWITCH,
+                                 s->id_field, s->name_field, NULL);
+                if (out) {
+                        hout = handler_of(out,
+                                          s->entry_parse == PARSE_IPI_REASON ? PARSE_IPI_REASON
+                                                                             : PARSE_ID,
+                                          s->kind, TRACE_EXIT, s->id_field, NULL, NULL);
                 }
-                if (r == 0) {
-                        r = enable(t, s->system, s->entry, reason, rsize);
-                }
-                if (r == 0 && out) {
-                        r = enable(t, s->system, s->exit, reason, rsize);
-                }
-        }
-        if (r == 0) {
-                r = add_vectors(t, &vectors, reason, rsize);
-        }
-        if (r < 0) {
-                return r;
+                (void)follow(t, &hin, out ? &hout : NULL);
         }
         for (size_t i = 0; i < sizeof(SOURCES) / sizeof(SOURCES[0]); i++) {
                 bool any = false;
@@ -528,24 +606,33 @@ static int setup_events(TraceRecorder *t, char *reason, size_t rsize)
                         any |= found_group[j] && strcmp(SOURCES[i].group, SOURCES[j].group) == 0;
                 }
                 if (!any) {
-                        note_missing(t, SOURCES[i].group);
+                        list_add(t->missing, sizeof(t->missing), SOURCES[i].group);
                 }
         }
 #if defined(__x86_64__)
-        if (!vectors) {
-                note_missing(t, "irq_vectors");
+        vectors_wanted = true;
+        if (!add_vectors(t, vectors, sizeof(vectors))) {
+                list_add(t->missing, sizeof(t->missing), "irq_vectors");
         }
 #endif
+        note_unnamed(t, vectors_wanted, vectors);
+        note_refusal_fix(t);
+        if (t->n_handlers == 0 && t->refused_errno) {
+                char what[PATH_MAX + 64];
+
+                snprintf(what, sizeof(what), "cannot enable any of the trace events in %s", t->dir);
+                return access_failed(reason, rsize, t->refused_errno, what);
+        }
         if (t->n_handlers == 0) {
                 return failf(reason, rsize, EOPNOTSUPP,
                              "this kernel has none of the trace events that explain "
                              "interruptions (irq, sched, timer, irq_vectors...)");
         }
-        /* trace_marker writes: no enable switch, always recorded. */
+        /* trace_marker writes: no enable switch, always recorded (a slot is kept for it). */
         mark = find_event(t, "ftrace", "print");
         if (mark) {
-                (void)add_handler(t, mark, PARSE_MARK, CAUSE_KIND_MAX, TRACE_MARK, NULL, "buf",
-                                  NULL);
+                t->handlers[t->n_handlers++] =
+                        handler_of(mark, PARSE_MARK, CAUSE_KIND_MAX, TRACE_MARK, NULL, "buf", NULL);
         }
         return 0;
 }
@@ -694,6 +781,7 @@ int trace_recorder_new(const TraceOptions *opt, TraceRecorder **ret, char *reaso
                 return failf(reason, reason_size, ENOMEM, "out of memory");
         }
         t->n_cpus = opt->n_cpus;
+        t->absent = opt->absent;
         for (size_t i = 0; i < t->n_cpus; i++) {
                 t->cpus[i].cpu = opt->cpus[i];
                 t->cpus[i].win = calloc(t->window, sizeof(TraceRecord));
@@ -1158,6 +1246,16 @@ const char *trace_recorder_events(const TraceRecorder *t)
 const char *trace_recorder_missing(const TraceRecorder *t)
 {
         return t->missing;
+}
+
+const char *trace_recorder_refused(const TraceRecorder *t)
+{
+        return t->refused;
+}
+
+const char *trace_recorder_unnamed(const TraceRecorder *t)
+{
+        return t->unnamed;
 }
 
 const char *trace_recorder_dir(const TraceRecorder *t)

@@ -58,13 +58,15 @@ typedef struct TraceOptions {
         size_t n_cpus;
         CounterSource counter; /* the probes' counter: records get its ticks */
         uint64_t counter_hz;
-        const char *clock;       /* NULL: the trace clock that matches @counter; or "x86-tsc",
-                                  * "mono_raw", "mono" */
-        unsigned buffer_kb;      /* kernel buffer per probed CPU; 0: the default */
-        unsigned window_records; /* records kept per CPU; 0: the default */
-        const char *kallsyms;    /* NULL: /proc/kallsyms */
-        struct Ksyms *ksyms;     /* names to use instead of opening @kallsyms: the caller's
-                                  * (opened while it could see addresses), not freed here */
+        const char *clock;         /* NULL: the trace clock that matches @counter; or "x86-tsc",
+                                    * "mono_raw", "mono" */
+        unsigned buffer_kb;        /* kernel buffer per probed CPU; 0: the default */
+        unsigned window_records;   /* records kept per CPU; 0: the default */
+        const char *kallsyms;      /* NULL: /proc/kallsyms */
+        struct Ksyms *ksyms;       /* names to use instead of opening @kallsyms: the caller's
+                                    * (opened while it could see addresses), not freed here */
+        const char *const *absent; /* "system:event" names to take as missing from this
+                                    * kernel, NULL-terminated (tests); NULL: none */
 } TraceOptions;
 
 typedef struct TraceStats {
@@ -82,10 +84,13 @@ typedef struct TraceStats {
 typedef struct TraceRecorder TraceRecorder;
 
 /* Creates the instance, sets its clock, CPU mask, buffer size and overwrite mode, enables the
- * events the kernel has, clears it and starts recording. Returns 0, or a negative errno with
+ * events the kernel has, clears it and starts recording. An event that this kernel lacks or
+ * refuses to enable is left out and the others are recorded (trace_recorder_missing(),
+ * _refused() and _unnamed() say which and what it costs). Returns 0, or a negative errno with
  * @reason (of @reason_size bytes) saying in one line why tracing is not possible and how to
  * make it so: tracefs not mounted (and the mount command), permission refused (and what grants
- * it), the kernel locked down, no usable event or clock. Nothing is left behind on failure. */
+ * it), the kernel locked down, no usable event or clock, none of the events enabled. Nothing
+ * is left behind on failure. */
 int trace_recorder_new(const TraceOptions *opt, TraceRecorder **ret, char *reason,
                        size_t reason_size);
 
@@ -117,6 +122,16 @@ const char *trace_recorder_events(const TraceRecorder *t);
 
 /* Which of the wanted kinds of events this kernel lacks ("workqueue, ipi"), "" when none. */
 const char *trace_recorder_missing(const TraceRecorder *t);
+
+/* The events this kernel has that could not be enabled, each with why, and what grants them
+ * when it is a matter of permission ("sched:sched_switch (Permission denied): tracing needs
+ * root, or CAP_DAC_OVERRIDE..."); "" when none. */
+const char *trace_recorder_refused(const TraceRecorder *t);
+
+/* What the missing and refused events cost: the kinds of cause that no recorded event names
+ * ("task, work"), then the x86 vectors not recorded when others are ("vector reschedule");
+ * "" when every wanted kind is named. */
+const char *trace_recorder_unnamed(const TraceRecorder *t);
 
 /* The instance's directory (for its trace_marker, and for humans). */
 const char *trace_recorder_dir(const TraceRecorder *t);

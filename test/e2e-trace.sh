@@ -3,7 +3,9 @@
 # carries the causes and jitterctl events shows the thief (comm and pid) as the main cause of
 # its thefts, for at least 95 % of them. Then the daemon as a user that may not trace (nobody,
 # with only CAP_IPC_LOCK to lock its memory): status says why and how to fix it, and the rest
-# (status, stats, events) works as before.
+# (status, stats, events) works as before, and status says a restart is needed once granted. A
+# daemon of another user granted CAP_DAC_OVERRIDE records, and turns tracing on at a reload
+# when it started without. An event the kernel refuses is left out and said.
 source "$(dirname "$0")/lib.sh"
 need_cpu1
 command -v jq > /dev/null || fail "needs jq (tools/dev/deps test)"
@@ -33,8 +35,16 @@ THEFTS=16
 thief=$!
 CLEANUP_PIDS+=("$thief")
 wait "$thief" || fail "jitter-thief failed"
-sleep 0.6 # two intervals: the last theft is harvested and explained
 (( $(wc -l < "$T/thefts") == THEFTS )) || fail "jitter-thief reported $(wc -l < "$T/thefts") thefts"
+# explained START END: GetEvents has the interruption over the theft [START, END], with causes.
+explained() {
+    jctl --json events --min 1ms | jq -e --argjson s "$1" --argjson e "$2" '
+        any(.[]; .start_ns <= $s + 2000 and .start_ns + .duration_ns + 2000 >= $e
+                 and has("causes"))' > /dev/null
+}
+# The last theft harvested and explained: two intervals, normally.
+read -r last_start last_end < <(tail -1 "$T/thefts")
+wait_until 10 explained "$last_start" "$last_end" || fail "the last theft is not explained in 10 s"
 
 # The thief's exit can fall into the interruption of its last theft (in a sanitizer build the
 # leak checker runs then, as a task of the same name), so the main cause is asserted on the
@@ -85,15 +95,16 @@ jctl status > "$T/status.txt"
 line=$(grep '^trace:' "$T/status.txt") || fail "status has no trace line"
 [[ $line == *"unavailable"*"Permission denied"*"CAP_DAC_OVERRIDE"* ]] \
     || fail "status does not say why tracing is refused: $line"
+[[ $line == *"gains no capability"*"restart jitterd"* ]] \
+    || fail "status does not say that granting the capability needs a restart: $line"
 [[ $(jctl --json status | jq -r .trace.state) == unavailable ]] || fail "GetStatus trace.state"
 grep -q 'trace causes are off: .*Permission denied' "$T/daemon.log" \
     || fail "the log does not say why tracing is off"
 (( $(grep -c 'trace causes are off' "$T/daemon.log") == 1 )) || fail "said more than once"
 pass "refused: $line"
 grep -Eq '^ +1  running ' "$T/status.txt" || fail "the probe does not run without the trace"
-sleep 0.5
-jctl --json stats --cpu 1 --window all | jq -e '.cpus[0].samples > 0' \
-    > /dev/null || fail "no statistics without the trace"
+has_samples() { jctl --json stats --cpu 1 --window all | jq -e '.cpus[0].samples > 0' > /dev/null; }
+wait_until 5 has_samples || fail "no statistics without the trace within 5 s"
 jctl events --limit 5 > "$T/events.txt" || fail "events fails without the trace"
 ! grep -q 'MAIN CAUSE' "$T/events.txt" || fail "causes shown although nothing was traced"
 jctl --json events --limit 5 | jq -e 'all(.[]; has("causes") | not)' > /dev/null \
@@ -126,3 +137,74 @@ done
 stop_daemon || fail "the daemon as nobody with CAP_DAC_OVERRIDE did not stop cleanly"
 [[ ! -e $TRACEFS/instances/jitterd ]] || fail "the instance is left behind by the daemon as nobody"
 pass "nobody with CAP_DAC_OVERRIDE records, never keeps it effective, removes its instance"
+
+# A reload that turns tracing on in a daemon of another user started with tracing off, granted
+# CAP_DAC_OVERRIDE as by the drop-in: it keeps the capability permitted (never effective), so
+# the reload records, without a restart.
+cp "$T/jitterd.conf" "$T/reload.conf"
+sed -i 's/^enabled = yes/enabled = no/' "$T/reload.conf"
+chmod 0644 "$T/reload.conf"
+: > "$T/notify.log"
+NOTIFY_SOCKET=$T/notify setpriv --reuid=65534 --regid=65534 --clear-groups \
+    --inh-caps=-all,+ipc_lock,+dac_override --ambient-caps=+ipc_lock,+dac_override \
+    "$JITTERD" --config "$T/reload.conf" --cpus 1 --socket "$SOCK" --state-dir "$T/state-reload" \
+    --interval 200ms >> "$T/daemon.log" 2>&1 &
+DAEMON_PID=$!
+wait_notify READY=1 20 || fail "no READY=1 from the daemon as nobody with tracing off"
+[[ $(jctl --json status | jq -r .trace.state) == off ]] || fail "tracing is not off at start"
+(( (16#$(awk '/^CapPrm:/ {print $2}' /proc/"$DAEMON_PID"/status) & dac) != 0 )) \
+    || fail "the daemon started with tracing off gave up CAP_DAC_OVERRIDE"
+sed -i 's/^enabled = no/enabled = yes/' "$T/reload.conf"
+kill -HUP "$DAEMON_PID"
+trace_state_is() { [[ $(jctl --json status | jq -r .trace.state) == "$1" ]]; }
+wait_until 10 trace_state_is recording ||
+    fail "the reload did not turn tracing on: $(jctl --json status | jq -c .trace)"
+[[ -d $TRACEFS/instances/jitterd ]] || fail "no tracing instance after the reload"
+for t in /proc/"$DAEMON_PID"/task/*; do
+    eff=$((16#$(awk '/^CapEff:/ {print $2}' "$t/status")))
+    (( (eff & dac) == 0 )) || fail "thread ${t##*/} keeps CAP_DAC_OVERRIDE effective"
+done
+stop_daemon || fail "the daemon as nobody that reloaded did not stop cleanly"
+[[ ! -e $TRACEFS/instances/jitterd ]] || fail "the instance made at the reload is left behind"
+pass "a reload turns tracing on in the daemon as nobody with CAP_DAC_OVERRIDE"
+
+# An event the kernel refuses: the daemon's instance made beforehand with the enable switch of
+# sched:sched_switch read-only, and the daemon as root without CAP_DAC_OVERRIDE, so that the
+# mode binds it. It records the other events, and says once, in status and in the log, which
+# event is left out and that tasks are not named.
+rmdir "$TRACEFS/instances/jitterd" 2> /dev/null || true
+mkdir "$TRACEFS/instances/jitterd"
+switch=$TRACEFS/instances/jitterd/events/sched/sched_switch/enable
+chmod 0400 "$switch"
+if [[ $(stat -c %a "$switch") != 400 ]]; then
+    rmdir "$TRACEFS/instances/jitterd"
+    skip_part "refused event" "this kernel keeps no mode on the event files of an instance"
+    exit 0
+fi
+: > "$T/daemon.log"
+: > "$T/notify.log"
+NOTIFY_SOCKET=$T/notify setpriv --bounding-set=-dac_override,-dac_read_search \
+    "$JITTERD" --config "$T/jitterd.conf" --cpus 1 --socket "$SOCK" \
+    --state-dir "$T/state-refused" --interval 200ms >> "$T/daemon.log" 2>&1 &
+DAEMON_PID=$!
+ready=0
+wait_notify READY=1 20 || ready=$?
+chmod 0640 "$switch" # the daemon has met the refusal; the instance is harmless if left behind
+(( ready == 0 )) || fail "no READY=1 from the daemon without CAP_DAC_OVERRIDE"
+jctl --json status | jq .trace > "$T/trace.json"
+[[ $(jq -r .state "$T/trace.json") == recording ]] || fail "not recording: $(jq -c . "$T/trace.json")"
+[[ $(jq -r .refused "$T/trace.json") == "sched:sched_switch (Permission denied)"* ]] ||
+    fail "GetStatus trace.refused: $(jq -c .refused "$T/trace.json")"
+[[ $(jq -r .unnamed "$T/trace.json") == task ]] ||
+    fail "GetStatus trace.unnamed: $(jq -c .unnamed "$T/trace.json")"
+[[ $(jq -r .events "$T/trace.json") != *sched:sched_switch* ]] || fail "sched_switch is listed"
+jctl status > "$T/status.txt"
+grep -A1 '^trace:' "$T/status.txt" | grep -q 'cannot enable sched:sched_switch (Permission denied).*not named: task causes' ||
+    { cat "$T/status.txt"; fail "jitterctl status does not say what is left out"; }
+(( $(grep -c 'trace events left out: cannot enable sched:sched_switch' "$T/daemon.log") == 1 )) ||
+    fail "the log does not say once what is left out"
+has_records() { (( $(jctl --json status | jq .trace.records) > 0 )); }
+wait_until 5 has_records || fail "nothing recorded with the other events"
+stop_daemon || fail "the daemon without CAP_DAC_OVERRIDE did not stop cleanly"
+[[ ! -e $TRACEFS/instances/jitterd ]] || fail "the instance is left behind"
+pass "refused: $(grep -A1 '^trace:' "$T/status.txt" | tail -1 | sed 's/^ *//')"

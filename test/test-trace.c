@@ -1,7 +1,8 @@
 /* The trace recorder against this kernel: its instance (CPU mask, clock, nothing left behind,
  * the global buffer untouched), trace timestamps against rdtsc read around trace_marker
  * writes (x86-tsc directly, mono_raw mapped as on arm64), lost events and a full window, and
- * the reasons given when tracing is not possible: no tracefs at the root, a non-root user
+ * events this kernel lacks or refuses (left out, the rest recorded, the cost said), the
+ * reasons given when tracing is not possible: no tracefs at the root, a non-root user
  * without capabilities, the privileges that do suffice. Skips when tracefs cannot be used. */
 
 #include <setjmp.h>
@@ -204,6 +205,8 @@ static void test_instance(void **state)
         assert_non_null(strstr(trace_recorder_events(t), "irq:irq_handler_entry"));
         assert_non_null(strstr(trace_recorder_events(t), "timer:hrtimer_expire_entry"));
         assert_string_equal(trace_recorder_missing(t), "");
+        assert_string_equal(trace_recorder_refused(t), "");
+        assert_string_equal(trace_recorder_unnamed(t), "");
         assert_string_equal(read_text(TEST_TRACEFS "/events/sched/sched_switch/enable"),
                             global_before);
         assert_true(trace_recorder_kernel_bytes(t) == TRACE_BUFFER_KB_DEFAULT * 1024u);
@@ -332,6 +335,155 @@ static void test_losses(void **state)
         drop(t);
 }
 
+/* The enable switch of @event ("sched/sched_switch") in the instance @dir: 1, 0, or -1. */
+static int enabled(const char *dir, const char *event)
+{
+        char path[4200];
+        const char *s;
+
+        if ((size_t)snprintf(path, sizeof(path), "%s/events/%s/enable", dir, event) >=
+            sizeof(path)) {
+                return -1;
+        }
+        s = read_text(path);
+        return s ? atoi(s) : -1;
+}
+
+/* Events this kernel lacks are left out, the rest recorded: the missing kinds and what they
+ * cost are said, and an entry whose exit is missing is not enabled alone. */
+static void test_missing_event(void **state)
+{
+        static const char *const absent[] = {"sched:sched_switch",
+                                             "workqueue:workqueue_execute_end", NULL};
+        int cpus[] = {CPU};
+        size_t n, timers = 0, switches = 0;
+        const TraceRecord *w;
+        TraceOptions o;
+        TraceRecorder *t;
+
+        (void)state;
+        options(&o, cpus);
+        o.absent = absent;
+        t = new_recorder(&o);
+        printf("events: %s\nmissing: %s; not named: %s\n", trace_recorder_events(t),
+               trace_recorder_missing(t), trace_recorder_unnamed(t));
+        assert_string_equal(trace_recorder_missing(t), "sched, workqueue");
+        assert_string_equal(trace_recorder_unnamed(t), "task, work");
+        assert_string_equal(trace_recorder_refused(t), "");
+        assert_null(strstr(trace_recorder_events(t), "sched:"));
+        assert_null(strstr(trace_recorder_events(t), "workqueue:"));
+        assert_non_null(strstr(trace_recorder_events(t), "timer:hrtimer_expire_entry"));
+        assert_int_equal(enabled(trace_recorder_dir(t), "sched/sched_switch"), 0);
+        assert_int_equal(enabled(trace_recorder_dir(t), "workqueue/workqueue_execute_start"), 0);
+        assert_int_equal(enabled(trace_recorder_dir(t), "timer/hrtimer_expire_entry"), 1);
+        /* What is left records: the wake-ups of sleeps on CPU 1 are hrtimer expiries there. */
+        pin(CPU);
+        for (int k = 0; k < 5; k++) {
+                usleep(1000);
+        }
+        (void)trace_recorder_read(t);
+        w = trace_recorder_records(t, CPU, &n);
+        for (size_t i = 0; i < n; i++) {
+                timers += w[i].kind == CAUSE_TIMER && w[i].phase == TRACE_ENTRY;
+                switches += w[i].phase == TRACE_SWITCH;
+        }
+        printf("%zu records, %zu hrtimer expiries, %zu switches\n", n, timers, switches);
+        assert_true(timers >= 5);
+        assert_int_equal(switches, 0);
+        drop(t);
+}
+
+/* Makes @file of the instance @dir read-only; false when this kernel keeps no mode there. */
+static bool make_read_only(const char *dir, const char *file)
+{
+        char path[4200];
+        struct stat st;
+
+        if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, file) >= sizeof(path)) {
+                return false;
+        }
+        return chmod(path, 0400) == 0 && stat(path, &st) == 0 && (st.st_mode & 0777) == 0400;
+}
+
+/* In a child, root without capabilities (so that modes apply) records in the instance made
+ * beforehand; returns its exit code: 0 when the refused events are left out, the rest
+ * recorded and both said, else what differed (printed). */
+static int record_with_refusals(void)
+{
+        int cpus[] = {CPU}, status;
+        pid_t pid = fork();
+
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                char reason[TRACE_REASON_MAX] = "";
+                TraceOptions o;
+                TraceRecorder *t;
+                cap_t none = cap_init();
+                const char *refused, *events;
+                int rc = 0;
+
+                if (!none || cap_set_proc(none) < 0) {
+                        _exit(3);
+                }
+                cap_free(none);
+                options(&o, cpus);
+                if (trace_recorder_new(&o, &t, reason, sizeof(reason)) < 0) {
+                        printf("cannot record: %s\n", reason);
+                        _exit(4);
+                }
+                refused = trace_recorder_refused(t);
+                events = trace_recorder_events(t);
+                printf("refused: %s\nnot named: %s\n", refused, trace_recorder_unnamed(t));
+                fflush(stdout);
+                if (!strstr(refused, "sched:sched_switch (Permission denied)") ||
+                    !strstr(refused, "irq_vectors:reschedule_exit (Permission denied)") ||
+                    !strstr(refused, "CAP_DAC_OVERRIDE")) {
+                        rc = 5;
+                } else if (strcmp(trace_recorder_unnamed(t), "task, vector reschedule") != 0 ||
+                           trace_recorder_missing(t)[0]) {
+                        rc = 6;
+                } else if (strstr(events, "sched:sched_switch") ||
+                           strstr(events, "irq_vectors:reschedule_") ||
+                           !strstr(events, "irq_vectors:local_timer_entry") ||
+                           !strstr(events, "irq:irq_handler_entry")) {
+                        rc = 7;
+                } else if (enabled(trace_recorder_dir(t), "irq_vectors/reschedule_entry") != 0) {
+                        rc = 8; /* the entry of a refused exit is left on */
+                }
+                trace_recorder_free(t);
+                _exit(rc);
+        }
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        return WEXITSTATUS(status);
+}
+
+/* Events the kernel refuses to enable are left out, the rest recorded. The refusal is the
+ * kernel's: the instance is made beforehand with two enable switches read-only, and the
+ * recorder runs as root without capabilities, which their mode then binds. */
+static void test_refused_event(void **state)
+{
+        char dir[4200];
+        int rc;
+
+        (void)state;
+        snprintf(dir, sizeof(dir), TEST_TRACEFS "/instances/%s", instance);
+        assert_int_equal(mkdir(dir, 0750), 0);
+        if (!make_read_only(dir, "events/sched/sched_switch/enable") ||
+            !make_read_only(dir, "events/irq_vectors/reschedule_exit/enable")) {
+                rmdir(dir);
+                print_message("skipped: this kernel keeps no mode on the event files of an "
+                              "instance\n");
+                skip();
+        }
+        rc = record_with_refusals();
+        if (access(dir, F_OK) == 0) {
+                rmdir(dir);
+                fail_msg("the instance is left behind");
+        }
+        assert_int_equal(rc, 0);
+}
+
 static void test_reason_no_tracefs(void **state)
 {
         int cpus[] = {CPU};
@@ -423,6 +575,8 @@ int main(void)
                 cmocka_unit_test_teardown(test_mapped_clock, teardown),
                 cmocka_unit_test_teardown(test_other_cpu_not_recorded, teardown),
                 cmocka_unit_test_teardown(test_losses, teardown),
+                cmocka_unit_test_teardown(test_missing_event, teardown),
+                cmocka_unit_test(test_refused_event),
                 cmocka_unit_test(test_privileges),
         };
         const struct CMUnitTest always[] = {
