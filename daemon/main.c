@@ -12,6 +12,9 @@
 #include "log.h"
 #include "manager.h"
 #include "textfile.h"
+#ifdef JITTERD_TEST_HOOKS
+#include "test-hooks.h"
+#endif
 
 static void usage(FILE *f)
 {
@@ -177,6 +180,33 @@ static int run(const Config *c, const char *config_path, const char *dropin, con
         return r;
 }
 
+#ifdef JITTERD_TEST_HOOKS
+/* The test build (jitterd-test-hooks, never installed) gives every probe it makes what
+ * JITTERD_TEST_HOOKS asks for (see probe/test-hooks.h): a CPU-number source that lies, a CPU
+ * without rdtscp. Returns 0, or 2 after saying what is wrong. */
+static int set_test_hooks(void)
+{
+        static TestHooks t;
+        static TestHooksState state;
+        static ProbeHooks hooks;
+        char err[160];
+
+        if (test_hooks_parse(getenv("JITTERD_TEST_HOOKS"), &t, err, sizeof(err)) < 0) {
+                fprintf(stderr, "jitterd: JITTERD_TEST_HOOKS: %s\n", err);
+                return 2;
+        }
+        /* They read the state of one probe, and the daemon's probes share these hooks. */
+        if (test_hooks_stall(&t)) {
+                fprintf(stderr, "jitterd: JITTERD_TEST_HOOKS: the stalls are for "
+                                "jitter-probe-test-hooks only\n");
+                return 2;
+        }
+        test_hooks_bind(&t, &state, &hooks);
+        probe_set_test_hooks(&hooks);
+        return 0;
+}
+#endif
+
 int main(int argc, char **argv)
 {
         static char dropin[4096];
@@ -189,6 +219,11 @@ int main(int argc, char **argv)
         if (r >= 0) {
                 return r;
         }
+#ifdef JITTERD_TEST_HOOKS
+        if (set_test_hooks() != 0) {
+                return 2;
+        }
+#endif
         absolute_paths(&o);
         /* Drop-ins live next to the main file: /etc/jitterd/jitterd.conf.d/. */
         snprintf(dropin, sizeof(dropin), "%s.d", a.config_path);

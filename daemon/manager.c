@@ -276,6 +276,9 @@ static int probe_ctl_start(Manager *m, ProbeCtl *p, int cpu)
                                   "needs CAP_SYS_NICE or RLIMIT_RTPRIO (run as root or set "
                                   "AmbientCapabilities=CAP_SYS_NICE)",
                                   cpu, m->config.probe_priority);
+                } else if (r == -EIO || r == -EBUSY) {
+                        /* Its CPU number lied, or something kept moving it: it says which. */
+                        log_error("%s", probe_failure(p->probe));
                 } else {
                         log_error("cannot pin the probe to CPU %d: %s (offline or outside the "
                                   "allowed CPUs?)",

@@ -26,6 +26,9 @@
 #include "summary-json.h"
 #include "summary.h"
 #include "util.h"
+#ifdef JITTER_PROBE_TEST_HOOKS
+#include "test-hooks.h"
+#endif
 
 #define MAX_EVENTS_KEPT 100000
 
@@ -38,17 +41,6 @@ typedef struct Event {
  * scheduling of a busy host), to take a new interval, and to stop. */
 #define START_SLACK_NS 5000000000ULL
 #define ACK_TIMEOUT_NS 1000000000ULL
-
-#ifdef JITTER_PROBE_TEST_HOOKS
-/* What JITTER_PROBE_TEST_HOOKS asks the probe to see instead of the hardware. */
-typedef struct TestHooks {
-        ProbeRdtscp rdtscp;
-        bool tsc_aux_set;
-        unsigned tsc_aux;       /* what TSC_AUX reads ... */
-        unsigned honest_reads;  /* ... after this many reads of the true CPU */
-        _Atomic unsigned reads; /* per probe: the hooks run in its thread */
-} TestHooks;
-#endif
 
 typedef struct Run {
         int cpu;
@@ -64,7 +56,7 @@ typedef struct Run {
         uint64_t migrations_at_start; /* before the recording */
         bool ack_late;                /* said once that the probe did not take it in time */
 #ifdef JITTER_PROBE_TEST_HOOKS
-        TestHooks test;
+        TestHooksState test; /* what JITTER_PROBE_TEST_HOOKS asks this probe to see */
         ProbeHooks hooks;
 #endif
 } Run;
@@ -272,72 +264,17 @@ static int choose_cpus(Options *o)
 }
 
 #ifdef JITTER_PROBE_TEST_HOOKS
-/* The test build (jitter-probe-test-hooks, never installed) reads JITTER_PROBE_TEST_HOOKS, a
- * comma-separated list standing in for the hardware of hosts the tests cannot run on:
- *   rdtscp=0|1         CPUID says the CPU has no rdtscp, or has it
- *   tsc-aux=V          TSC_AUX reads V (a number nobody wrote, as some hypervisors leave it)
- *   honest-reads=N     ... but only after N reads of the true CPU number
+/* The test build (jitter-probe-test-hooks, never installed) reads JITTER_PROBE_TEST_HOOKS,
+ * which stands in for the hardware of hosts the tests cannot run on (see test-hooks.h).
  * Returns 0, or 2 after saying what is wrong. */
-static int test_hooks_parse(TestHooks *ret)
+static int parse_test_hooks(TestHooks *ret)
 {
-        const char *env = getenv("JITTER_PROBE_TEST_HOOKS");
-        char buf[256], *save = NULL;
+        char err[160];
 
-        *ret = (TestHooks){.rdtscp = PROBE_RDTSCP_ASK_CPUID};
-        if (!env || snprintf(buf, sizeof(buf), "%s", env) >= (int)sizeof(buf)) {
-                return env ? fail_usage("JITTER_PROBE_TEST_HOOKS too long: '%s'", env) : 0;
-        }
-        for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-                char *eq = strchr(tok, '='), *end;
-                unsigned long v;
-
-                if (!eq) {
-                        return fail_usage("JITTER_PROBE_TEST_HOOKS: '%s' is not KEY=VALUE", tok);
-                }
-                *eq = '\0';
-                errno = 0;
-                v = strtoul(eq + 1, &end, 0);
-                if (errno != 0 || *end != '\0' || end == eq + 1 || v > UINT_MAX) {
-                        return fail_usage("JITTER_PROBE_TEST_HOOKS: bad number for '%s'", tok);
-                }
-                if (strcmp(tok, "rdtscp") == 0 && v <= 1) {
-                        ret->rdtscp = v ? PROBE_RDTSCP_PRESENT : PROBE_RDTSCP_ABSENT;
-                } else if (strcmp(tok, "tsc-aux") == 0) {
-                        ret->tsc_aux_set = true;
-                        ret->tsc_aux = (unsigned)v;
-                } else if (strcmp(tok, "honest-reads") == 0) {
-                        ret->honest_reads = (unsigned)v;
-                } else {
-                        return fail_usage("JITTER_PROBE_TEST_HOOKS: unknown '%s' (rdtscp, "
-                                          "tsc-aux, honest-reads)",
-                                          tok);
-                }
+        if (test_hooks_parse(getenv("JITTER_PROBE_TEST_HOOKS"), ret, err, sizeof(err)) < 0) {
+                return fail_usage("JITTER_PROBE_TEST_HOOKS: %s", err);
         }
         return 0;
-}
-
-static unsigned test_tsc_aux(void *userdata)
-{
-        TestHooks *t = userdata;
-
-        if (atomic_fetch_add(&t->reads, 1) < t->honest_reads) {
-                return (unsigned)sched_getcpu();
-        }
-        return t->tsc_aux;
-}
-
-static void test_hooks_apply(Run *run, const TestHooks *t, ProbeConfig *pc)
-{
-        run->test.rdtscp = t->rdtscp;
-        run->test.tsc_aux_set = t->tsc_aux_set;
-        run->test.tsc_aux = t->tsc_aux;
-        run->test.honest_reads = t->honest_reads;
-        run->hooks = (ProbeHooks){
-                .tsc_aux = t->tsc_aux_set ? test_tsc_aux : NULL,
-                .rdtscp = t->rdtscp,
-                .userdata = &run->test,
-        };
-        pc->hooks = &run->hooks;
 }
 #endif
 
@@ -430,7 +367,7 @@ static int start_fresh(Run *run)
         if (e < 0 || probe_acked_epoch(run->probe) < (uint64_t)e) {
                 fprintf(stderr,
                         "jitter-probe: the probe on CPU %d did not take a new interval within "
-                        "%.1f s (it is %s)\n",
+                        "%.1f s (it is %s; starved by a higher-priority task on that CPU?)\n",
                         run->cpu, (double)ACK_TIMEOUT_NS / 1e9,
                         probe_state_name(probe_state(run->probe)));
                 return 1;
@@ -675,7 +612,8 @@ static int start_probe(Session *s, int cpu)
         run->harvest_epoch = 1;
         probe_slot_clear(&run->total);
 #ifdef JITTER_PROBE_TEST_HOOKS
-        test_hooks_apply(run, &s->test, &pc);
+        test_hooks_bind(&s->test, &run->test, &run->hooks);
+        pc.hooks = &run->hooks;
 #endif
         run->events = calloc(MAX_EVENTS_KEPT, sizeof(Event));
         r = run->events ? probe_new(&pc, &run->probe) : -ENOMEM;
@@ -689,6 +627,9 @@ static int start_probe(Session *s, int cpu)
                 return 1;
         }
         s->n++;
+#ifdef JITTER_PROBE_TEST_HOOKS
+        run->test.probe = run->probe;
+#endif
         r = probe_start(run->probe);
         if (r < 0 && *probe_failure(run->probe)) {
                 fprintf(stderr, "jitter-probe: %s\n", probe_failure(run->probe));
@@ -873,7 +814,7 @@ int main(int argc, char **argv)
                 return r;
         }
 #ifdef JITTER_PROBE_TEST_HOOKS
-        if (test_hooks_parse(&s.test) != 0) {
+        if (parse_test_hooks(&s.test) != 0) {
                 return 2;
         }
 #endif

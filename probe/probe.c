@@ -124,8 +124,16 @@ void probe_slot_merge(ProbeSlot *dst, const ProbeSlot *src)
         signed_histogram_merge(&dst->dd_hist, &src->dd_hist);
 }
 
+static const ProbeHooks *test_hooks;
+
+void probe_set_test_hooks(const ProbeHooks *hooks)
+{
+        test_hooks = hooks;
+}
+
 int probe_new(const ProbeConfig *cfg, Probe **ret)
 {
+        const ProbeHooks *hooks = cfg->hooks ? cfg->hooks : test_hooks;
         Probe *p;
         int r;
 
@@ -139,10 +147,10 @@ int probe_new(const ProbeConfig *cfg, Probe **ret)
         /* memset touches every page, so the loop never takes a page fault. */
         memset(p, 0, sizeof(*p));
         p->cfg = *cfg;
-        if (cfg->hooks) {
-                p->hooks = *cfg->hooks;
+        if (hooks) {
+                p->hooks = *hooks;
         }
-        p->cfg.hooks = cfg->hooks ? &p->hooks : NULL;
+        p->cfg.hooks = hooks ? &p->hooks : NULL;
         /* Rounded up, so at least one tick: a threshold is never undercut. */
         p->own.threshold_ticks = tickconv_from_ns(&cfg->counter.conv, cfg->threshold_ns);
         atomic_store(&p->ctl.epoch, 1);

@@ -70,6 +70,12 @@ typedef struct ProbeHooks {
         void *userdata;
 } ProbeHooks;
 
+/* Tests only: the hooks of every probe made from now on whose ProbeConfig has none, for the
+ * test build of a program that makes its probes where a test cannot reach them
+ * (jitterd-test-hooks). @hooks must outlive those probes; NULL, the default, for none. The
+ * programs that are installed never call it. */
+void probe_set_test_hooks(const ProbeHooks *hooks);
+
 typedef struct ProbeConfig {
         int cpu;
         int priority; /* 0: SCHED_OTHER; 1..99: SCHED_FIFO at that priority */
