@@ -662,6 +662,14 @@ static int begin_recording(Session *s)
         clock_pair_sample(s->o.counter, &s->start_pair);
         s->start_real = now_ns(CLOCK_REALTIME);
         s->start_mono = now_ns(CLOCK_MONOTONIC);
+        /* Said once: what a log or a test times the rest by (calibration and preheat vary). */
+        if (!s->o.quiet) {
+                char cpus[256], d[32];
+
+                fprintf(stderr, "jitter-probe: recording CPU %s for %s\n",
+                        cpulist_format(cpus, sizeof(cpus), &s->o.cpus),
+                        duration_format(d, sizeof(d), s->o.duration_ns));
+        }
         return 0;
 }
 
