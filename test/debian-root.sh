@@ -13,6 +13,8 @@ DEBIAN_INCLUDE=systemd,systemd-sysv,dbus,libsystemd0,libjansson4,libcap2,libtrac
 DEBIAN_STAMP="$DEBIAN_SUITE $DEBIAN_INCLUDE v2"
 # debootstrap of this list takes about a minute from a near mirror.
 DEBOOTSTRAP_TIMEOUT=300
+# Another run holds the cache's lock while it makes the tree (bounded above) and copies it.
+DEBIAN_LOCK_TIMEOUT=$((DEBOOTSTRAP_TIMEOUT + 60))
 
 # The Debian mirror the host's apt is configured with, for the suite's main component.
 debian_mirror() {
@@ -55,7 +57,11 @@ debian_root_copy() {
     local dest=$1 mirror keyring=()
     mkdir -p "$DEBIAN_CACHE"
     exec 9>"$DEBIAN_CACHE/lock"
-    flock 9
+    if ! flock -w "$DEBIAN_LOCK_TIMEOUT" 9; then
+        echo "FAIL: $DEBIAN_CACHE/lock stayed locked for $DEBIAN_LOCK_TIMEOUT s: another run" \
+             "making or copying the Debian root hangs (see fuser -v $DEBIAN_CACHE/lock)" >&2
+        exit 1
+    fi
     if [[ ! -f $DEBIAN_ROOTFS/.jitterd-rootfs ||
           $(cat "$DEBIAN_ROOTFS/.jitterd-rootfs") != "$DEBIAN_STAMP" ]]; then
         mirror=${JITTERD_TEST_MIRROR:-$(debian_mirror | head -n 1)}

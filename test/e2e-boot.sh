@@ -30,6 +30,9 @@ BUILD_DIR=$(realpath "$BUILD_DIR")
 
 # The boot, the checks and the power-off take about 10 s.
 BOOT_TIMEOUT=120
+# apt-get installing the package from what the tree holds takes a few seconds; it waits for
+# the dpkg lock without a limit of its own.
+APT_TIMEOUT=120
 
 # shellcheck source=test/debian-root.sh
 source "$SOURCE_DIR/test/debian-root.sh"
@@ -51,10 +54,14 @@ cpu=$(sed 's/.*[-,]//' /sys/devices/system/cpu/online)
 # Plain chroot: no /proc, /sys or /run mounted, no systemd running. apt resolves the
 # package's dependencies from what the tree holds, no download needed.
 [[ ! -e $root/proc/self ]] || die "the copy of the root has /proc mounted"
-if ! chroot "$root" /usr/bin/env DEBIAN_FRONTEND=noninteractive \
-        apt-get install -y "/jitterd-test/$deb_name" >"$work/apt.log" 2>&1; then
+rc=0
+timeout -k 10 "$APT_TIMEOUT" chroot "$root" /usr/bin/env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y "/jitterd-test/$deb_name" >"$work/apt.log" 2>&1 || rc=$?
+if ((rc != 0)); then
     cat "$work/apt.log" >&2
-    die "apt-get install /jitterd-test/$deb_name failed in a chroot without /proc"
+    ((rc != 124 && rc != 137)) ||
+        die "apt-get install /jitterd-test/$deb_name took more than $APT_TIMEOUT s in a chroot"
+    die "apt-get install /jitterd-test/$deb_name failed in a chroot without /proc (exit $rc)"
 fi
 status=$(chroot "$root" dpkg-query -W -f='${db:Status-Abbrev}' jitterd 2>&1 || true)
 if [[ $status != "ii " ]]; then

@@ -128,6 +128,47 @@ for banned in RestrictRealtime ProcSubset PrivateUsers ProtectProc RuntimeDirect
     ! grep -q "^$banned=" "$svc" || fail "jitterd.service sets $banned=, which breaks the daemon"
 done
 
+# --- TimeoutStartSec=: longer than the daemon may take to send READY=1. ------------------------
+# With the configuration it ships with, the daemon sends READY=1, or gives up and says why, after
+# at most: the counter's calibration (its bound in daemon/manager.c), the preheat (as jitterd
+# --dump-config reads the installed jitterd.conf), READY_GRACE_USEC (daemon/manager.h), and the
+# stop of its probes when it gives up (PROBE_STOP_TIMEOUT_NS, probe/probe.h). The unit must wait
+# longer, so that systemd reports the daemon's own reason rather than its timeout.
+# define_value FILE NAME: the value of "#define NAME" in FILE, as a number.
+define_value() {
+    local expr
+    expr=$(sed -nE "s/^#define $2[[:space:]]+(.*)$/\1/p" "$1" | sed -E 's|/\*.*||; s/ULL|UL|U//g')
+    [[ $expr =~ ^[0-9\ \*\(\)]+$ ]] || { echo "FAIL: no numeric #define $2 in $1: '$expr'" >&2; exit 1; }
+    echo $(( expr ))
+}
+usec_of() { systemd-analyze timespan "$1" 2>/dev/null | sed -n 's/^ *μs: //p'; }
+conf=$(find "$root" -path '*/jitterd/jitterd.conf' -type f | head -n 1)
+start_timeout=$(sed -n 's/^TimeoutStartSec=//p' "$svc")
+calibration_ms=$(grep -o 'counter_info_init([^,]*, [0-9.]*, [0-9]*' "$SOURCE_DIR/daemon/manager.c" |
+                 sed 's/.*, //')
+preheat=$("$JITTERD" --config "$conf" --dump-config 2>/dev/null | sed -n 's/^preheat = //p')
+grace_us=$(define_value "$SOURCE_DIR/daemon/manager.h" READY_GRACE_USEC)
+stop_ns=$(define_value "$SOURCE_DIR/probe/probe.h" PROBE_STOP_TIMEOUT_NS)
+if [[ -z $start_timeout ]]; then
+    fail "jitterd.service sets no TimeoutStartSec="
+elif [[ -z $(usec_of "$start_timeout") ]]; then
+    fail "TimeoutStartSec=$start_timeout is not a time span systemd reads"
+elif [[ -z $calibration_ms || -z $preheat || -z $(usec_of "$preheat") || -z $grace_us ||
+        -z $stop_ns ]]; then
+    fail "cannot work out the start's bound: calibration '$calibration_ms' ms, preheat" \
+         "'$preheat', READY grace '$grace_us' us, stop '$stop_ns' ns"
+else
+    need_us=$(( calibration_ms * 1000 + $(usec_of "$preheat") + grace_us + stop_ns / 1000 ))
+    if (( $(usec_of "$start_timeout") > need_us )); then
+        pass "TimeoutStartSec=$start_timeout > calibration ${calibration_ms} ms + preheat $preheat" \
+             "+ READY grace $(( grace_us / 1000 )) ms + stop $(( stop_ns / 1000000 )) ms"
+    else
+        fail "TimeoutStartSec=$start_timeout is not longer than what the start may take:" \
+             "$(( need_us / 1000 )) ms (calibration ${calibration_ms} ms, preheat $preheat," \
+             "READY grace $(( grace_us / 1000 )) ms, stop $(( stop_ns / 1000000 )) ms)"
+    fi
+fi
+
 # --- sysusers.d and tmpfiles.d. -------------------------------------------------------------
 uid= gid=
 if systemd-sysusers --root="$root" >"$tmp/sysusers.log" 2>&1; then
