@@ -6,9 +6,12 @@
 # Every run works on a fresh copy of the minimal bookworm root that test/debian-root.sh
 # caches. The package built from BUILD_DIR by cpack is installed with apt in a plain chroot,
 # without /proc (as debootstrap, mmdebstrap and "chroot apt-get install" do): dpkg must end
-# with the package configured, the user created and the socket enabled. Then the container
-# boots and a unit inside it runs the checks, writes what it saw to /jitterd-test/result and
-# powers off; the host reads that file.
+# with the package configured, the user created and the socket enabled. A second copy gets it
+# installed in a container without systemd (systemd-nspawn without --boot: /proc mounted, no
+# systemd as PID 1), as in a container image's build: configured, the user and the
+# directories made at once, and no unit started or reloaded. Then the first copy boots and a
+# unit inside it runs the checks, writes what it saw to /jitterd-test/result and powers off;
+# the host reads that file.
 #
 # Checked inside: the state directory made at boot, the socket enabled and listening after
 # boot with the right owner and mode, the service not running until the first client,
@@ -79,6 +82,67 @@ link=$root/etc/systemd/system/sockets.target.wants/jitterd.socket
 echo "ok: jitterd.socket enabled"
 [[ ! -e $root/etc/systemd/system/multi-user.target.wants/jitterd.service ]] ||
     die "the chroot install enabled jitterd.service"
+
+# --- Installed in a container without systemd. ------------------------------------------------
+# A fresh copy of the root, in systemd-nspawn without --boot: /proc is mounted, so the
+# postinst's systemd-tmpfiles makes the directories at once, but systemd is not PID 1 (no
+# /run/systemd/system), so no unit may be started, restarted or reloaded. Stand-ins for
+# systemctl and deb-systemd-invoke, first in PATH, record every call and pass it on. Then, as a
+# check of that record, the postinst runs once more with /run/systemd/system present, where it
+# must start the socket.
+croot=$work/container-root
+debian_root_copy "$croot"
+mkdir -p "$croot/jitterd-test"
+cp "$deb" "$croot/jitterd-test/"
+for tool in systemctl deb-systemd-invoke; do
+    printf '#!/bin/sh\necho "%s $*" >>/jitterd-test/calls\nexec /usr/bin/%s "$@"\n' \
+        "$tool" "$tool" >"$croot/usr/local/sbin/$tool"
+    chmod 755 "$croot/usr/local/sbin/$tool"
+done
+cat >"$croot/jitterd-test/install" <<INSTALL
+#!/bin/sh
+apt-get install -y /jitterd-test/$deb_name >/jitterd-test/apt.log 2>&1
+echo \$? >/jitterd-test/apt.rc
+mv /jitterd-test/calls /jitterd-test/calls.install 2>/dev/null || : >/jitterd-test/calls.install
+mkdir -p /run/systemd/system
+/var/lib/dpkg/info/jitterd.postinst configure >/dev/null 2>&1
+INSTALL
+chmod 755 "$croot/jitterd-test/install"
+rc=0
+timeout -k 10 "$APT_TIMEOUT" systemd-nspawn -q -D "$croot" --register=no --keep-unit \
+    --private-network --setenv=DEBIAN_FRONTEND=noninteractive /jitterd-test/install \
+    >"$work/container.log" 2>&1 </dev/null || rc=$?
+if ((rc != 0)); then
+    cat "$work/container.log" >&2
+    die "the container install ended with $rc (124: it took more than $APT_TIMEOUT s)"
+fi
+if [[ $(cat "$croot/jitterd-test/apt.rc" 2>/dev/null) != 0 ]]; then
+    cat "$croot/jitterd-test/apt.log" >&2
+    die "apt-get install /jitterd-test/$deb_name failed in a container without systemd"
+fi
+status=$(chroot "$croot" dpkg-query -W -f='${db:Status-Abbrev}' jitterd 2>&1 || true)
+if [[ $status != "ii " ]]; then
+    cat "$croot/jitterd-test/apt.log" >&2
+    die "in a container dpkg reports jitterd as '$status', want 'ii '"
+fi
+entry=$(chroot "$croot" getent passwd jitterd || true)
+[[ -n $entry ]] || die "the container install made no user jitterd"
+IFS=: read -r _ _ c_uid c_gid _ <<<"$entry"
+st=$(stat -c '%u %g %a' "$croot/var/lib/jitterd" 2>&1 || true)
+[[ $st == "$c_uid $c_gid 750" ]] ||
+    die "the container install made /var/lib/jitterd '$st', want '$c_uid $c_gid 750' (tmpfiles.d)"
+[[ -d $croot/etc/jitterd/jitterd.conf.d ]] ||
+    die "the container install made no /etc/jitterd/jitterd.conf.d"
+unit_calls=$(grep -E ' (start|restart|try-restart|reload|daemon-reload|stop)( |$)' \
+    "$croot/jitterd-test/calls.install" || true)
+[[ -z $unit_calls ]] || die "postinst touched units where systemd does not run:"$'\n'"$unit_calls"
+grep -q '^deb-systemd-invoke start jitterd.socket' "$croot/jitterd-test/calls" 2>/dev/null ||
+    die "the stand-ins did not see the postinst start the socket where systemd runs:" \
+        "$(cat "$croot/jitterd-test/calls" 2>&1)"
+echo "ok: installed in a container without systemd: dpkg status ii, user $entry," \
+     "/var/lib/jitterd ($st), /etc/jitterd/jitterd.conf.d, no unit started or reloaded" \
+     "($(wc -l <"$croot/jitterd-test/calls.install") calls of systemctl or deb-systemd-invoke)"
+rm -rf "$croot"
 
 {
     echo '#!/bin/bash'
