@@ -6,7 +6,6 @@
 source "$(dirname "$0")/lib.sh"
 need_cpu1
 printf '[probe]\npreheat = 200ms\n' > "$T/jitterd.conf"
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
 all_samples() {
     jctl --timeout 2s --json call io.jitterd.GetStats '{"window": "all"}' | jq '.cpus[0].samples'
 }
@@ -18,7 +17,7 @@ qlen=$(cat /proc/sys/net/unix/max_dgram_qlen)
 NOTIFY_ADDR=@jitterd-e2e-notify-$$ NOTIFY_LISTEN_OPTS="--stop-after READY=1" \
     WATCHDOG_USEC=400000 start_daemon
 grep -q -- '-- paused' "$T/notify.log" || fail "the listener did not stop reading after READY=1"
-t0=$(now_ms)
+t0=$(now_ns)
 prev=$(all_samples)
 first=$prev
 for i in $(seq 17); do
@@ -27,7 +26,7 @@ for i in $(seq 17); do
     (( s > prev )) || fail "no new samples between $((i - 1)) s and $i s after the reader stopped"
     prev=$s
 done
-elapsed=$(( $(now_ms) - t0 ))
+elapsed=$(( ($(now_ns) - t0) / 1000000 ))
 (( elapsed >= 15000 )) || fail "only ${elapsed} ms observed"
 jctl --timeout 2s status > /dev/null || fail "jitterctl status got no answer"
 n=$(grep -c "cannot send to the service manager's notification socket" "$T/daemon.log" || true)
@@ -37,11 +36,11 @@ pass "reader stopped: measuring went on for $elapsed ms ($((prev - first)) sampl
      "answers, one warning"
 
 # SIGTERM: the loop is free to see it; STOPPING=1 waits at most 1 s, a probe stop at most 2 s.
-t0=$(now_ms)
+t0=$(now_ns)
 kill -TERM "$DAEMON_PID"
 rc=0
 reap_daemon 10 || rc=$?
-took=$(( $(now_ms) - t0 ))
+took=$(( ($(now_ns) - t0) / 1000000 ))
 (( rc == 0 )) || fail "exit status $rc after SIGTERM (124: still running after 10 s)"
 (( took < 6000 )) || fail "stopping took $took ms"
 grep -q 'did not read STOPPING=1' "$T/daemon.log" || fail "the undelivered STOPPING=1 is not logged"

@@ -34,7 +34,6 @@ log_since() { tail -n +$(($1 + 1)) "$T/daemon.log"; }
 all_samples() { jctl --json call io.jitterd.GetStats '{"window": "all"}' | jq '.cpus[0].samples'; }
 run_samples() { jctl --json status | jq '.probes[0].samples'; } # since this start
 state_ino() { stat -c %i "$STATE/history.state" 2>/dev/null || echo none; }
-now_ns() { date +%s%N; }
 probe_tid() { ls /proc/"$DAEMON_PID"/task | grep -vx "$DAEMON_PID" | head -1; }
 cpu_ns() { cut -d' ' -f1 /proc/"$DAEMON_PID"/task/"$1"/schedstat; }
 

@@ -6,7 +6,6 @@
 # accept and never answer, never accept, or answer at a known pace.
 source "$(dirname "$0")/lib.sh"
 command -v perl >/dev/null || fail "perl is missing (tools/dev/deps test)"
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 # fake MODE SOCKET: "silent" accepts and never answers; "backlog" listens with a queue of one
 # and never accepts; "paced" answers GetStatus (interval 200 ms, one probe that failed) and
@@ -62,9 +61,9 @@ stop_fake() { kill "$FAKE_PID" 2>/dev/null || true; wait "$FAKE_PID" 2>/dev/null
 timed() {
     local want=$1 min=$2 max=$3 rc=0 t0 took
     shift 3
-    t0=$(now_ms)
+    t0=$(now_ns)
     "$JITTERCTL" --socket "$SOCK" "$@" > "$T/out" 2> "$T/err" || rc=$?
-    took=$(( $(now_ms) - t0 ))
+    took=$(( ($(now_ns) - t0) / 1000000 ))
     (( rc == want )) || fail "jitterctl $* exited $rc, not $want: $(cat "$T/err")"
     (( took >= min && took <= max )) || fail "jitterctl $* took $took ms, not $min..$max"
     TOOK=$took

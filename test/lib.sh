@@ -161,6 +161,10 @@ stop_daemon() {
 
 jctl() { "$JITTERCTL" --socket "$SOCK" "$@"; }
 
+# now_ns: the time in ns (CLOCK_REALTIME, as date reads it), what a test times its waits with;
+# $(( ($(now_ns) - t0) / 1000000 )) is a duration in ms.
+now_ns() { date +%s%N; }
+
 # wait_until SECONDS COMMAND...: runs COMMAND every 0.1 s until it succeeds (status 0) or
 # SECONDS have passed (status 1).
 wait_until() {
