@@ -10,10 +10,13 @@
    back up the flow.
 3. The layers: a library folder includes nothing from the layers above it (probe/ nothing of
    daemon/ or tools/, daemon/varlink/ and daemon/analysis/ nothing of the service, jitterctl
-   nothing of the service).
+   nothing of the service, nor the headers that start probes or serve: probe.h, whose
+   ProbeSlot it sees only through the summaries, varlink-server.h, manager.h).
 4. struct Manager and struct ProbeCtl are defined in daemon/manager-private.h only, which only
    the manager's own files and white-box tests include.
 5. No test includes a jitterctl .c file.
+6. With BUILD_DIR: the jitterctl binary holds no manager, probe-starting or server code: no
+   manager_*, probe_start or varlink_server_* symbol (nm).
 
 Prints every violation and exits 1 if there is one."""
 
@@ -32,7 +35,12 @@ FORBIDDEN = {
     "probe/format": ["daemon/", "tools/"],
     "daemon/varlink": ["daemon/analysis/", "daemon/*", "probe/", "tools/"],
     "daemon/analysis": ["daemon/varlink/", "daemon/*", "tools/"],
-    "tools/jitterctl": ["daemon/*", "tools/benchmarks/"],
+    "tools/jitterctl": [
+        "daemon/*",  # the service, manager.h among it
+        "probe/probe.h",
+        "daemon/varlink/varlink-server.h",
+        "tools/benchmarks/",
+    ],
 }
 # jitter-probe, the CLI, sits on top of the engine and its formats.
 EXEMPT = {("probe/jitter-probe.c", "probe/format/")}
@@ -128,7 +136,7 @@ def check_includes(root, problems):
             if dst is None:
                 continue
             if forbidden(src, dst):
-                problems.append(f"layer: {src} includes {dst}, a layer above it")
+                problems.append(f"layer: {src} includes {dst}, which its layer must not see")
             if module(dst) != module(src):
                 graph[module(src)].add(module(dst))
     for cycle in find_cycles(graph):
@@ -179,6 +187,25 @@ def check_calls(build, problems):
     return len(objects)
 
 
+# What the jitterctl binary must not hold (README "How the code is laid out").
+JITTERCTL = "tools/jitterctl/jitterctl"
+SERVICE_SYMBOL = re.compile(r"^(manager_\w*|probe_start|varlink_server_\w*)$")
+
+
+def check_jitterctl_symbols(build, problems):
+    path = os.path.join(build, JITTERCTL)
+    if not os.path.exists(path):
+        problems.append(f"jitterctl: {path} is not built")
+        return
+    # Not check=True: nm fails on a stripped binary, which is reported rather than passed.
+    out = subprocess.run(["nm", path], capture_output=True, text=True).stdout
+    names = sorted({line.split()[-1] for line in out.splitlines() if line.strip()})
+    if not names:
+        problems.append(f"jitterctl: nm lists no symbols in {path} (stripped?): cannot check it")
+    for name in (n for n in names if SERVICE_SYMBOL.match(n)):
+        problems.append(f"jitterctl: the binary holds {name}, code of the service")
+
+
 def check_manager_private(root, problems):
     files = sources(root, SOURCE_FOLDERS + ["test"])
     for src in files:
@@ -205,6 +232,8 @@ def main():
     problems = []
     n_files = check_includes(root, problems)
     n_objects = check_calls(sys.argv[2], problems) if len(sys.argv) == 3 else 0
+    if len(sys.argv) == 3:
+        check_jitterctl_symbols(sys.argv[2], problems)
     check_manager_private(root, problems)
     for p in problems:
         print(p)
