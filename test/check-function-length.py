@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""Lists the functions of the project's C sources longer than the limit (80 lines, from the
-line of the name to the closing brace) that do not say why in a comment containing
+"""Lists the functions of the project's C and Go sources longer than the limit (80 lines, from
+the line of the name to the closing brace) that do not say why in a comment containing
 "long because" (in any case), either in the comment just above the function or inside its body.
 
   check-function-length.py SOURCE_DIR [LIMIT]
 
-The sources are written in the repository's style (clang-format): a function's opening brace
-and closing brace are alone on their lines at column 0. Exits 1 when it lists one."""
+The sources are written in the repository's style: in C (clang-format) a function's opening
+brace and closing brace are alone on their lines at column 0; in Go (gofmt) a function starts
+with "func" at column 0 and its closing brace is alone on its line at column 0. Exits 1 when it
+lists one."""
 
 import os
 import re
@@ -15,6 +17,7 @@ import sys
 FOLDERS = ["probe", "daemon", "tools", "test"]
 REASON = "long because"
 NAME = re.compile(r"^[A-Za-z_][^;{}=]*?\b([A-Za-z_]\w*)\s*\(")
+GO_NAME = re.compile(r"^func\s+(?:\([^)]*\)\s*)?(\w+)")
 
 
 def functions(lines):
@@ -36,6 +39,29 @@ def functions(lines):
             i = end
         i += 1
     return out
+
+
+def go_functions(lines):
+    """(name, first line index, last line index) of each Go function and method: from its
+    "func" line to the first "}" alone at column 0 after it."""
+    out = []
+    i = 0
+    while i < len(lines):
+        m = GO_NAME.match(lines[i])
+        if m:
+            end = i
+            if not lines[i].rstrip().endswith("}"):  # not all on one line
+                end = i + 1
+                while end < len(lines) and lines[end] != "}":
+                    end += 1
+            out.append((m.group(1), i, end))
+            i = end
+        i += 1
+    return out
+
+
+# The functions of a source file, by its extension.
+PARSERS = {".c": functions, ".go": go_functions}
 
 
 def comment_above(lines, first):
@@ -61,12 +87,13 @@ def main():
         for dirpath, dirnames, filenames in os.walk(os.path.join(root, folder)):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("build"))
             for name in sorted(filenames):
-                if not name.endswith(".c"):
+                parse = PARSERS.get(os.path.splitext(name)[1])
+                if parse is None:
                     continue
                 path = os.path.join(dirpath, name)
                 with open(path, encoding="utf-8") as fh:
                     lines = fh.read().split("\n")
-                for func, first, last in functions(lines):
+                for func, first, last in parse(lines):
                     checked += 1
                     length = last - first + 1
                     body = "\n".join(lines[first:last + 1])

@@ -130,7 +130,8 @@ func (c *Checker) errorDecl(full string) (*idl.IDL, *idl.Error) {
 var intRe = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
 
 // check returns what is wrong with @v as a value of type @t, one line per problem, each
-// naming the path of the value.
+// naming the path of the value. Long because it is one switch with a case per kind of the
+// Varlink type system, which reads as the list of those kinds.
 func (c *Checker) check(iface *idl.IDL, t *idl.Type, v interface{}, path string) []string {
 	bad := func(what string) []string {
 		return []string{fmt.Sprintf("%s: %s, got %s", path, what, short(v))}
@@ -713,19 +714,32 @@ func serviceInterface(p *Peer, file string) {
 		})
 }
 
-// methods: each io.jitterd method with valid parameters, and what its reply must say.
+// methods: each io.jitterd method with valid parameters, and what its reply must say. Reset
+// comes last: it empties what the others read.
 func methods(p *Peer, cpu int) {
-	onlyCPU := func(list []interface{}, what string) string {
-		if len(list) != 1 || num(obj(list[0])["cpu"]) != float64(cpu) {
-			return fmt.Sprintf("%s: expected exactly CPU %d, got %s", what, cpu, short(list))
-		}
-		return ""
+	statusAndStats(p, cpu)
+	histograms(p, cpu)
+	eventsAndCauses(p, cpu)
+	timelines(p, cpu)
+	auditAndReset(p, cpu)
+}
+
+// onlyCPU says why @list, the @what of a reply, is not one entry for CPU @cpu ("" when it is).
+func onlyCPU(list []interface{}, what string, cpu int) string {
+	if len(list) != 1 || num(obj(list[0])["cpu"]) != float64(cpu) {
+		return fmt.Sprintf("%s: expected exactly CPU %d, got %s", what, cpu, short(list))
 	}
+	return ""
+}
+
+// statusAndStats: GetStatus lists the probed CPU; GetStats has its default window and, over
+// named windows, samples that its gap histogram counts.
+func statusAndStats(p *Peer, cpu int) {
 	p.expectReply("io.jitterd.GetStatus", "", func(r map[string]interface{}) string {
-		return onlyCPU(arr(r, "probes"), "probes")
+		return onlyCPU(arr(r, "probes"), "probes", cpu)
 	})
 	p.expectReply("io.jitterd.GetStats", "", func(r map[string]interface{}) string {
-		if why := onlyCPU(arr(r, "cpus"), "cpus"); why != "" {
+		if why := onlyCPU(arr(r, "cpus"), "cpus", cpu); why != "" {
 			return why
 		}
 		if w := obj(arr(r, "cpus")[0])["window"]; w != "1m" {
@@ -736,7 +750,7 @@ func methods(p *Peer, cpu int) {
 	for _, w := range []string{"10s", "all"} {
 		params := fmt.Sprintf(`{"cpus": [%d], "window": %q}`, cpu, w)
 		p.expectReply("io.jitterd.GetStats", params, func(r map[string]interface{}) string {
-			if why := onlyCPU(arr(r, "cpus"), "cpus"); why != "" {
+			if why := onlyCPU(arr(r, "cpus"), "cpus", cpu); why != "" {
 				return why
 			}
 			s := obj(arr(r, "cpus")[0])
@@ -749,6 +763,10 @@ func methods(p *Peer, cpu int) {
 			return ""
 		})
 	}
+}
+
+// histograms: GetHistogram's buckets, of either kind, are well-formed and add up to its total.
+func histograms(p *Peer, cpu int) {
 	for _, params := range []string{
 		fmt.Sprintf(`{"cpu": %d}`, cpu),
 		fmt.Sprintf(`{"cpu": %d, "window": "all", "kind": "diffdiff"}`, cpu),
@@ -767,6 +785,11 @@ func methods(p *Peer, cpu int) {
 			return ""
 		})
 	}
+}
+
+// eventsAndCauses: GetEvents keeps to its limit, minimum and CPU, newest last; GetCauses
+// explains no more than was recorded, and nothing while the trace is off.
+func eventsAndCauses(p *Peer, cpu int) {
 	p.expectReply("io.jitterd.GetEvents", "", nil)
 	p.expectReply("io.jitterd.GetEvents",
 		fmt.Sprintf(`{"cpus": [%d], "since": "10m", "min_duration": "10us", "limit": 3}`, cpu),
@@ -802,6 +825,10 @@ func methods(p *Peer, cpu int) {
 			}
 			return ""
 		})
+}
+
+// timelines: GetTimeline has points, in time order.
+func timelines(p *Peer, cpu int) {
 	for _, params := range []string{fmt.Sprintf(`{"cpu": %d}`, cpu), fmt.Sprintf(`{"cpu": %d, "window": "10s"}`, cpu)} {
 		p.expectReply("io.jitterd.GetTimeline", params, func(r map[string]interface{}) string {
 			pts := arr(r, "points")
@@ -816,6 +843,10 @@ func methods(p *Peer, cpu int) {
 			return ""
 		})
 	}
+}
+
+// auditAndReset: Audit has findings; Reset, of one CPU or all, returns nothing.
+func auditAndReset(p *Peer, cpu int) {
 	p.expectReply("io.jitterd.Audit", "", func(r map[string]interface{}) string {
 		if len(arr(r, "findings")) == 0 {
 			return "no findings"
