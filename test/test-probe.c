@@ -728,24 +728,29 @@ static void check_failed_at(Probe *p, const Liar *l, size_t at, size_t first)
         }
 }
 
+/* A probe whose CPU number lies at @lies_s fails at lie @at, counting from lie @first. */
+static void expect_liar_fails(const double *lies_s, size_t n, size_t at, size_t first)
+{
+        Liar *l = malloc(sizeof(*l));
+        Probe *p;
+
+        assert_non_null(l);
+        p = run_liar(l, lies_s, n);
+        check_failed_at(p, l, at, first);
+        probe_free(p);
+        free(l);
+}
+
 /* A source that lies every 11 s, or every minute, fails the probe at its third lie: no pace
  * outruns the count, however slow. */
 static void test_slow_liar(void **state)
 {
         static const double every_11s[] = {11, 22, 33, 44, 55};
         static const double every_60s[] = {60, 120, 180, 240};
-        Liar *l = malloc(sizeof(*l));
-        Probe *p;
 
         (void)state;
-        assert_non_null(l);
-        p = run_liar(l, every_11s, 5);
-        check_failed_at(p, l, 3, 1);
-        probe_free(p);
-        p = run_liar(l, every_60s, 4);
-        check_failed_at(p, l, 3, 1);
-        probe_free(p);
-        free(l);
+        expect_liar_fails(every_11s, 5, 3, 1);
+        expect_liar_fails(every_60s, 4, 3, 1);
 }
 
 /* A lie at the very start, then one every 11 s: the start's lie is forgiven, as 11 s is longer
@@ -754,15 +759,9 @@ static void test_slow_liar(void **state)
 static void test_liar_after_early_lie(void **state)
 {
         static const double lies[] = {0.05, 11, 22, 33, 44};
-        Liar *l = malloc(sizeof(*l));
-        Probe *p;
 
         (void)state;
-        assert_non_null(l);
-        p = run_liar(l, lies, 5);
-        check_failed_at(p, l, 4, 2);
-        probe_free(p);
-        free(l);
+        expect_liar_fails(lies, 5, 4, 2);
 }
 
 /* Rare ones are forgiven: two lies, then each one after a run without one longer than the
