@@ -85,12 +85,18 @@ chmod 0777 "$T"
 : > "$T/notify.log"
 [[ -n $LISTEN_PID ]] || fail "no notification listener"
 chmod 0666 "$T/notify"
-NOTIFY_SOCKET=$T/notify setpriv --reuid=65534 --regid=65534 --clear-groups \
-    --inh-caps=-all,+ipc_lock --ambient-caps=+ipc_lock \
-    "$JITTERD" --config "$T/jitterd.conf" --cpus 1 --socket "$SOCK" --state-dir "$T/state-nobody" \
-    --interval 200ms >> "$T/daemon.log" 2>&1 &
-DAEMON_PID=$!
-wait_notify READY=1 20 || fail "no READY=1 from the daemon as nobody within 20 s"
+# start_as_nobody CAPS CONFIG STATE_DIR: the daemon as nobody with exactly the capabilities
+# CAPS ("ipc_lock,dac_override"), until READY=1.
+start_as_nobody() {
+    : > "$T/notify.log"
+    NOTIFY_SOCKET=$T/notify setpriv --reuid=65534 --regid=65534 --clear-groups \
+        --inh-caps="-all,+${1//,/,+}" --ambient-caps="+${1//,/,+}" \
+        "$JITTERD" --config "$2" --cpus 1 --socket "$SOCK" --state-dir "$3" \
+        --interval 200ms >> "$T/daemon.log" 2>&1 &
+    DAEMON_PID=$!
+    wait_notify READY=1 20 || fail "no READY=1 from the daemon as nobody with $1 within 20 s"
+}
+start_as_nobody ipc_lock "$T/jitterd.conf" "$T/state-nobody"
 jctl status > "$T/status.txt"
 line=$(grep '^trace:' "$T/status.txt") || fail "status has no trace line"
 [[ $line == *"unavailable"*"Permission denied"*"CAP_DAC_OVERRIDE"* ]] \
@@ -115,24 +121,25 @@ pass "without the trace, status, stats and events work"
 # The systemd drop-in's privileges: another user with CAP_DAC_OVERRIDE (and CAP_IPC_LOCK)
 # records, holds the capability only as permitted once running (effective only while it
 # makes or removes its instance), and removes the instance at stop.
-: > "$T/notify.log"
-NOTIFY_SOCKET=$T/notify setpriv --reuid=65534 --regid=65534 --clear-groups \
-    --inh-caps=-all,+ipc_lock,+dac_override --ambient-caps=+ipc_lock,+dac_override \
-    "$JITTERD" --config "$T/jitterd.conf" --cpus 1 --socket "$SOCK" --state-dir "$T/state-dac" \
-    --interval 200ms >> "$T/daemon.log" 2>&1 &
-DAEMON_PID=$!
-wait_notify READY=1 20 || fail "no READY=1 from the daemon as nobody with CAP_DAC_OVERRIDE"
+start_as_nobody ipc_lock,dac_override "$T/jitterd.conf" "$T/state-dac"
 [[ $(jctl --json status | jq -r .trace.state) == recording ]] ||
     fail "nobody with CAP_DAC_OVERRIDE does not record: $(jctl --json status | jq -c .trace)"
 dac=$((1 << 1))
-for t in /proc/"$DAEMON_PID"/task/*; do
-    eff=$((16#$(awk '/^CapEff:/ {print $2}' "$t/status")))
-    prm=$((16#$(awk '/^CapPrm:/ {print $2}' "$t/status")))
-    (( (eff & dac) == 0 )) || fail "thread ${t##*/} keeps CAP_DAC_OVERRIDE effective"
-    if [[ $(awk '/^Cpus_allowed_list:/ {print $2}' "$t/status") == 1 ]]; then
-        (( prm == 0 )) || fail "the probe thread keeps capabilities ($prm)"
-    fi
-done
+# dac_never_effective: no thread of the daemon has CAP_DAC_OVERRIDE effective, and the probe
+# thread no capability at all.
+dac_never_effective() {
+    local t eff prm
+    for t in /proc/"$DAEMON_PID"/task/*; do
+        eff=$((16#$(awk '/^CapEff:/ {print $2}' "$t/status")))
+        prm=$((16#$(awk '/^CapPrm:/ {print $2}' "$t/status")))
+        (( (eff & dac) == 0 )) || fail "thread ${t##*/} keeps CAP_DAC_OVERRIDE effective"
+        if [[ ${t##*/} != "$DAEMON_PID" &&
+              $(awk '/^Cpus_allowed_list:/ {print $2}' "$t/status") == 1 ]]; then
+            (( prm == 0 )) || fail "the probe thread keeps capabilities ($prm)"
+        fi
+    done
+}
+dac_never_effective
 [[ -d $TRACEFS/instances/jitterd ]] || fail "no tracing instance while recording"
 stop_daemon || fail "the daemon as nobody with CAP_DAC_OVERRIDE did not stop cleanly"
 [[ ! -e $TRACEFS/instances/jitterd ]] || fail "the instance is left behind by the daemon as nobody"
@@ -144,13 +151,7 @@ pass "nobody with CAP_DAC_OVERRIDE records, never keeps it effective, removes it
 cp "$T/jitterd.conf" "$T/reload.conf"
 sed -i 's/^enabled = yes/enabled = no/' "$T/reload.conf"
 chmod 0644 "$T/reload.conf"
-: > "$T/notify.log"
-NOTIFY_SOCKET=$T/notify setpriv --reuid=65534 --regid=65534 --clear-groups \
-    --inh-caps=-all,+ipc_lock,+dac_override --ambient-caps=+ipc_lock,+dac_override \
-    "$JITTERD" --config "$T/reload.conf" --cpus 1 --socket "$SOCK" --state-dir "$T/state-reload" \
-    --interval 200ms >> "$T/daemon.log" 2>&1 &
-DAEMON_PID=$!
-wait_notify READY=1 20 || fail "no READY=1 from the daemon as nobody with tracing off"
+start_as_nobody ipc_lock,dac_override "$T/reload.conf" "$T/state-reload"
 [[ $(jctl --json status | jq -r .trace.state) == off ]] || fail "tracing is not off at start"
 (( (16#$(awk '/^CapPrm:/ {print $2}' /proc/"$DAEMON_PID"/status) & dac) != 0 )) \
     || fail "the daemon started with tracing off gave up CAP_DAC_OVERRIDE"
@@ -160,10 +161,7 @@ trace_state_is() { [[ $(jctl --json status | jq -r .trace.state) == "$1" ]]; }
 wait_until 10 trace_state_is recording ||
     fail "the reload did not turn tracing on: $(jctl --json status | jq -c .trace)"
 [[ -d $TRACEFS/instances/jitterd ]] || fail "no tracing instance after the reload"
-for t in /proc/"$DAEMON_PID"/task/*; do
-    eff=$((16#$(awk '/^CapEff:/ {print $2}' "$t/status")))
-    (( (eff & dac) == 0 )) || fail "thread ${t##*/} keeps CAP_DAC_OVERRIDE effective"
-done
+dac_never_effective
 stop_daemon || fail "the daemon as nobody that reloaded did not stop cleanly"
 [[ ! -e $TRACEFS/instances/jitterd ]] || fail "the instance made at the reload is left behind"
 pass "a reload turns tracing on in the daemon as nobody with CAP_DAC_OVERRIDE"

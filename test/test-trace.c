@@ -393,6 +393,57 @@ static void test_missing_event(void **state)
         drop(t);
 }
 
+typedef enum Privilege {
+        AS_NOBODY,               /* uid 65534, no capability */
+        AS_NOBODY_DAC_OVERRIDE,  /* uid 65534 with CAP_DAC_OVERRIDE only */
+        AS_ROOT_NO_CAPABILITIES, /* uid 0 with every capability dropped (modes bind it) */
+} Privilege;
+
+/* Creates a recorder in a child with @p, and returns the child's exit code: what @check says
+ * of the recorder (NULL when refused, with @reason), or 3 when @p cannot be taken. */
+static int record_as(Privilege p, int (*check)(TraceRecorder *t, const char *reason))
+{
+        int cpus[] = {CPU}, status;
+        pid_t pid = fork();
+
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                char reason[TRACE_REASON_MAX] = "";
+                TraceOptions o;
+                TraceRecorder *t = NULL;
+                cap_t caps = cap_init();
+                cap_value_t dac = CAP_DAC_OVERRIDE;
+                int rc;
+
+                if (p != AS_ROOT_NO_CAPABILITIES) {
+                        if (prctl(PR_SET_KEEPCAPS, 1) < 0 || setgroups(0, NULL) < 0 ||
+                            setresgid(65534, 65534, 65534) < 0 ||
+                            setresuid(65534, 65534, 65534) < 0) {
+                                _exit(3);
+                        }
+                }
+                if (p == AS_NOBODY_DAC_OVERRIDE) {
+                        cap_set_flag(caps, CAP_EFFECTIVE, 1, &dac, CAP_SET);
+                        cap_set_flag(caps, CAP_PERMITTED, 1, &dac, CAP_SET);
+                }
+                if (!caps || cap_set_proc(caps) < 0) {
+                        _exit(3);
+                }
+                cap_free(caps);
+                options(&o, cpus);
+                if (trace_recorder_new(&o, &t, reason, sizeof(reason)) < 0) {
+                        t = NULL;
+                }
+                rc = check(t, reason);
+                fflush(stdout);
+                trace_recorder_free(t);
+                _exit(rc);
+        }
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        return WEXITSTATUS(status);
+}
+
 /* Makes @file of the instance @dir read-only; false when this kernel keeps no mode there. */
 static bool make_read_only(const char *dir, const char *file)
 {
@@ -405,57 +456,35 @@ static bool make_read_only(const char *dir, const char *file)
         return chmod(path, 0400) == 0 && stat(path, &st) == 0 && (st.st_mode & 0777) == 0400;
 }
 
-/* In a child, root without capabilities (so that modes apply) records in the instance made
- * beforehand; returns its exit code: 0 when the refused events are left out, the rest
- * recorded and both said, else what differed (printed). */
-static int record_with_refusals(void)
+/* A recorder in the instance of test_refused_event() as expected: 0 when the refused events are
+ * left out, the rest recorded and both said; else what differed. */
+static int check_refusals(TraceRecorder *t, const char *reason)
 {
-        int cpus[] = {CPU}, status;
-        pid_t pid = fork();
+        const char *refused, *events;
 
-        assert_true(pid >= 0);
-        if (pid == 0) {
-                char reason[TRACE_REASON_MAX] = "";
-                TraceOptions o;
-                TraceRecorder *t;
-                cap_t none = cap_init();
-                const char *refused, *events;
-                int rc = 0;
-
-                if (!none || cap_set_proc(none) < 0) {
-                        _exit(3);
-                }
-                cap_free(none);
-                options(&o, cpus);
-                if (trace_recorder_new(&o, &t, reason, sizeof(reason)) < 0) {
-                        printf("cannot record: %s\n", reason);
-                        _exit(4);
-                }
-                refused = trace_recorder_refused(t);
-                events = trace_recorder_events(t);
-                printf("refused: %s\nnot named: %s\n", refused, trace_recorder_unnamed(t));
-                fflush(stdout);
-                if (!strstr(refused, "sched:sched_switch (Permission denied)") ||
-                    !strstr(refused, "irq_vectors:reschedule_exit (Permission denied)") ||
-                    !strstr(refused, "CAP_DAC_OVERRIDE")) {
-                        rc = 5;
-                } else if (strcmp(trace_recorder_unnamed(t), "task, vector reschedule") != 0 ||
-                           trace_recorder_missing(t)[0]) {
-                        rc = 6;
-                } else if (strstr(events, "sched:sched_switch") ||
-                           strstr(events, "irq_vectors:reschedule_") ||
-                           !strstr(events, "irq_vectors:local_timer_entry") ||
-                           !strstr(events, "irq:irq_handler_entry")) {
-                        rc = 7;
-                } else if (enabled(trace_recorder_dir(t), "irq_vectors/reschedule_entry") != 0) {
-                        rc = 8; /* the entry of a refused exit is left on */
-                }
-                trace_recorder_free(t);
-                _exit(rc);
+        if (!t) {
+                printf("cannot record: %s\n", reason);
+                return 4;
         }
-        assert_int_equal(waitpid(pid, &status, 0), pid);
-        assert_true(WIFEXITED(status));
-        return WEXITSTATUS(status);
+        refused = trace_recorder_refused(t);
+        events = trace_recorder_events(t);
+        printf("refused: %s\nnot named: %s\n", refused, trace_recorder_unnamed(t));
+        if (!strstr(refused, "sched:sched_switch (Permission denied)") ||
+            !strstr(refused, "irq_vectors:reschedule_exit (Permission denied)") ||
+            !strstr(refused, "CAP_DAC_OVERRIDE")) {
+                return 5;
+        }
+        if (strcmp(trace_recorder_unnamed(t), "task, vector reschedule") != 0 ||
+            trace_recorder_missing(t)[0]) {
+                return 6;
+        }
+        if (strstr(events, "sched:sched_switch") || strstr(events, "irq_vectors:reschedule_") ||
+            !strstr(events, "irq_vectors:local_timer_entry") ||
+            !strstr(events, "irq:irq_handler_entry")) {
+                return 7;
+        }
+        /* The entry of a refused exit is not left on. */
+        return enabled(trace_recorder_dir(t), "irq_vectors/reschedule_entry") == 0 ? 0 : 8;
 }
 
 /* Events the kernel refuses to enable are left out, the rest recorded. The refusal is the
@@ -476,7 +505,7 @@ static void test_refused_event(void **state)
                               "instance\n");
                 skip();
         }
-        rc = record_with_refusals();
+        rc = record_as(AS_ROOT_NO_CAPABILITIES, check_refusals);
         if (access(dir, F_OK) == 0) {
                 rmdir(dir);
                 fail_msg("the instance is left behind");
@@ -505,66 +534,34 @@ static void test_reason_no_tracefs(void **state)
         assert_non_null(strstr(reason, "not mounted at /tmp"));
 }
 
-typedef enum Privilege {
-        AS_NOBODY,               /* uid 65534, no capability */
-        AS_NOBODY_DAC_OVERRIDE,  /* uid 65534 with CAP_DAC_OVERRIDE only */
-        AS_ROOT_NO_CAPABILITIES, /* uid 0 with every capability dropped */
-} Privilege;
-
-/* Creates a recorder in a child with @p; returns its exit code: 0 when it could record, 1
- * when refused with a reason that says why (printed), 2 when refused without one. */
-static int record_as(Privilege p)
+/* A recorder with a refusal as expected: 0 when refused with a reason that says why and what
+ * grants it, 1 when refused without, 2 when it records. */
+static int check_refused(TraceRecorder *t, const char *reason)
 {
-        int cpus[] = {CPU}, status;
-        pid_t pid = fork();
-
-        assert_true(pid >= 0);
-        if (pid == 0) {
-                char reason[TRACE_REASON_MAX] = "";
-                TraceOptions o;
-                TraceRecorder *t;
-                cap_t caps = cap_init();
-                cap_value_t dac = CAP_DAC_OVERRIDE;
-
-                if (p != AS_ROOT_NO_CAPABILITIES) {
-                        if (prctl(PR_SET_KEEPCAPS, 1) < 0 || setgroups(0, NULL) < 0 ||
-                            setresgid(65534, 65534, 65534) < 0 ||
-                            setresuid(65534, 65534, 65534) < 0) {
-                                _exit(3);
-                        }
-                }
-                if (p == AS_NOBODY_DAC_OVERRIDE) {
-                        cap_set_flag(caps, CAP_EFFECTIVE, 1, &dac, CAP_SET);
-                        cap_set_flag(caps, CAP_PERMITTED, 1, &dac, CAP_SET);
-                }
-                if (cap_set_proc(caps) < 0) {
-                        _exit(3);
-                }
-                cap_free(caps);
-                options(&o, cpus);
-                if (trace_recorder_new(&o, &t, reason, sizeof(reason)) == 0) {
-                        trace_recorder_free(t);
-                        _exit(0);
-                }
-                printf("refused: %s\n", reason);
-                fflush(stdout);
-                _exit(strstr(reason, "Permission denied") && strstr(reason, "CAP_DAC_OVERRIDE")
-                              ? 1
-                              : 2);
+        if (t) {
+                return 2;
         }
-        assert_int_equal(waitpid(pid, &status, 0), pid);
-        assert_true(WIFEXITED(status));
-        return WEXITSTATUS(status);
+        printf("refused: %s\n", reason);
+        return strstr(reason, "Permission denied") && strstr(reason, "CAP_DAC_OVERRIDE") ? 0 : 1;
+}
+
+/* A recorder as expected: 0 when it records, 1 when refused (printed). */
+static int check_records(TraceRecorder *t, const char *reason)
+{
+        if (!t) {
+                printf("cannot record: %s\n", reason);
+        }
+        return t ? 0 : 1;
 }
 
 static void test_privileges(void **state)
 {
         (void)state;
         /* Refused, and the reason says why and what grants it. */
-        assert_int_equal(record_as(AS_NOBODY), 1);
+        assert_int_equal(record_as(AS_NOBODY, check_refused), 0);
         /* What the reason says suffices, does. */
-        assert_int_equal(record_as(AS_NOBODY_DAC_OVERRIDE), 0);
-        assert_int_equal(record_as(AS_ROOT_NO_CAPABILITIES), 0);
+        assert_int_equal(record_as(AS_NOBODY_DAC_OVERRIDE, check_records), 0);
+        assert_int_equal(record_as(AS_ROOT_NO_CAPABILITIES, check_records), 0);
 }
 
 int main(void)
