@@ -939,8 +939,6 @@ void api_monitor_interval(Api *a, const ManagerInterval *iv)
                 return;
         }
         (void)api_attrib_to_json(m, iv->attrib, o);
-        json_object_del(o, "softirqs");
-        json_object_del(o, "ctxsw");
         json_object_del(o, "smi");
         q->pending[q->n++] = (MonitorInterval){
                 .start_ns = iv->start_ns,

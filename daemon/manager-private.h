@@ -33,6 +33,10 @@ struct ProbeCtl {
         bool failed;   /* its failure was logged */
         RingReader reader;
         AttribSnapshot *attrib_snap;
+        /* What the attribution counters did in each epoch, by epoch modulo PROBE_SLOTS:
+         * sampled at the tick that ends it, so that an epoch harvested late, together with the
+         * next one (its probe was taken away when the epoch changed), keeps its own counts. */
+        AttribDelta epoch_attrib[PROBE_SLOTS];
         uint64_t samples_total; /* since start, for status */
         /* The last harvested interval, for Monitor and the textfile. */
         uint64_t last_start_ns;

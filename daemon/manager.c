@@ -436,8 +436,8 @@ static void harvest_probe(Manager *m, ProbeCtl *p)
                         p->last_start_ns = start_ns;
                         p->last_duration_ns = tickconv_to_ns(&m->counter.conv,
                                                              slot->end_ticks - slot->start_ticks);
-                        attrib_sample(m->attrib, p->attrib_snap, m->config.audit_root, p->cpu,
-                                      getpid(), probe_tid(p->probe), &p->last_attrib);
+                        attrib_delta_copy(&p->last_attrib,
+                                          &p->epoch_attrib[p->harvest_epoch % PROBE_SLOTS]);
                         (void)history_add_interval(m->history, p->cpu, p->last_start_ns,
                                                    p->last_duration_ns, slot, p->stall_pending,
                                                    &p->last_attrib);
@@ -553,10 +553,13 @@ static void tick_probe(Manager *m, ProbeCtl *p)
                 p->have_last = false;
         }
         /* -EBUSY while the probe has not acknowledged the current epoch: tried again at the
-         * next tick. */
+         * next tick. The counters are read as the epoch ends, not when it is harvested. */
         e = probe_advance(p->probe);
         if (e > 0) {
                 p->advanced_epoch = (uint64_t)e;
+                attrib_sample(m->attrib, p->attrib_snap, m->config.audit_root, p->cpu, getpid(),
+                              probe_tid(p->probe),
+                              &p->epoch_attrib[(uint64_t)(e - 1) % PROBE_SLOTS]);
         }
 }
 

@@ -2,12 +2,12 @@
 # GetStats reports for a window are what /proc says moved on CPU 1 over the same time, while a
 # timer-heavy task runs there; over 60 intervals and more the fit gives each source that moved
 # a cost per occurrence and the share of the time lost it explains, and `jitterctl stats`
-# prints them.
+# prints them; thefts across an interval's end leave each interval its own counts.
 #
 # Lining the windows up: Reset, then window "all", makes the daemon's window run from its last
 # harvest before the Reset to its last harvest before the query, and GetStats says where that
-# window starts and ends (from_ns, to_ns: the daemon reads /proc when it harvests, at or after
-# an interval's end). The test reads /proc right after the Reset and right after the query, on
+# window starts and ends (from_ns, to_ns: the daemon reads /proc at the tick that ends an
+# interval, at or after its end). The test reads /proc right after the Reset and right after the query, on
 # the same clock, so the daemon's counts and /proc's differ by what the source did in
 # [from_ns, first read] or in [to_ns, last read], at most. Both edges are kept quiet (the task
 # runs well inside the window, which the thief's own record shows), so the bound is the
@@ -231,6 +231,87 @@ top=$(jq -r '.cpus[0].causes | max_by(.explains // -1) | .source' "$T/stats.json
 grep -Eq "^  $top +[0-9.]+[kMG]?/s +~[0-9.]+ (n|µ|m)?s each +explains [0-9.]+ %$" "$T/stats.txt" \
     || fail "jitterctl stats does not show the top cause $top with its cost and share"
 pass "jitterctl stats prints the top causes (the first: $top)"
+
+# Each interval's counts are its own, also when its probe was taken away as it ended: thefts of
+# 8 ms from 2 ms before every other interval's end (the daemon ticks on a lattice, up to 1 ms
+# late) hold the probe off its acknowledgement past the harvest, which then takes that interval
+# with the next. Monitor's replies give the lattice and each interval's counts:
+# - each theft preempts the probe once (ctxsw:involuntary), and the interval that holds its time
+#   (the probe sees the gap before it sees the new interval) must hold that preemption;
+# - the tick makes each interval's LOC: as many as in the quiet intervals before the thefts,
+#   within three of their standard deviations (and 2), plus the theft's own wake-up; fewer by
+#   the time the CPU was gone besides the theft (the host stops a vCPU, and its ticks, for
+#   milliseconds at times: the interval's worst gap beyond the 8 ms tells).
+# A daemon that reads the counters when it harvests gives an interval taken late the counts of
+# the next one too, and the next one none.
+jctl --timeout 5s call --more Monitor '{"cpus": [1]}' > "$T/monitor" 2> /dev/null &
+monitor=$!
+CLEANUP_PIDS+=("$monitor")
+wait_until 5 bash -c "(( \$(wc -l < '$T/monitor') >= 8 ))" || fail "fewer than 8 Monitor replies in 5 s"
+# The lattice: the median phase of the intervals' starts (one that a late acknowledgement
+# moved is off by milliseconds).
+interval_ns=$((INTERVAL_MS * 1000000))
+lattice_ns=$(jq -s --argjson p "$interval_ns" '.[0].start_ns as $s0
+    | [.[].start_ns | (. - $s0) % $p] | sort | .[length / 2 | floor] + $s0' "$T/monitor")
+EDGES=12
+now=$("$THIEF" --now)
+first=$(( lattice_ns + ((now - lattice_ns) / (INTERVAL_MS * 1000000) + 3) * INTERVAL_MS * 1000000
+          - 2000000 ))
+"$THIEF" --cpu 1 --at "$first" --period $((2 * INTERVAL_MS))ms --durations 8ms --count $EDGES \
+    > "$T/edge-thefts" || fail "jitter-thief failed"
+sleep_ms $((3 * INTERVAL_MS))
+kill "$monitor" 2> /dev/null
+wait "$monitor" 2> /dev/null || true
+last=$(awk 'END { print $2 }' "$T/edge-thefts")
+jq -r '[.start_ns, .duration_ns, (.cpus[0].ctxsw.involuntary // 0), (.cpus[0].interrupts.LOC // 0),
+        .cpus[0].max_gap_ns] | @tsv' "$T/monitor" | sort -n > "$T/intervals"
+awk -v intervals="$T/intervals" -v first="$first" -v last="$last" '
+    BEGIN {
+        while ((getline line < intervals) > 0) {
+            split(line, f, "\t")
+            s[++n] = f[1]; d[n] = f[2]; c[n] = f[3]; loc[n] = f[4]; gap[n] = f[5]
+            # quiet: whole intervals before the first theft (the first reply may be partial)
+            if (n > 1 && s[n] + d[n] < first) { q++; qs += loc[n] / d[n]; qss += (loc[n] / d[n]) ^ 2 }
+        }
+        if (q < 3) { print "fewer than 3 quiet intervals"; exit 2 }
+        rate = qs / q; sd = sqrt(qss / q - rate * rate)
+    }
+    # A theft held its interval open when the interval that holds it ends as it ends (the
+    # probe acknowledged the next one once back): it and the next interval are checked.
+    {
+        k = 0
+        for (i = 1; i <= n; i++) if (s[i] < $2) k = i
+        if (k == 0 || k == n || s[k + 1] < $2 - 100000 || s[k + 1] > $2 + 1000000) {
+            printf "theft at %s: did not end an interval (the daemon ticked outside it)\n", $1
+            next
+        }
+        held++
+        check[k] = 1; check[k + 1] = 1
+        printf "theft at %s: interval at %s, %d preemptions%s\n", $1, s[k], c[k], (c[k] < 1 ? "  <-- none" : "")
+        if (c[k] < 1) bad++
+    }
+    END {
+        if (held * 2 < NR) { printf "only %d of %d thefts held an interval open\n", held, NR; exit 2 }
+        for (i = 1; i <= n; i++) {
+            if (!check[i]) continue
+            want = rate * d[i]; bound = 3 * sd * d[i] + 2
+            gone = gap[i] > 8000000 ? gap[i] - 8000000 : 0
+            low = rate * (d[i] - gone) - bound
+            off = loc[i] > want + bound + 1 || loc[i] < low
+            printf "interval at %s: LOC %d, want %.1f +- %.1f (+1; %.1f ms gone besides)%s\n", s[i],
+                   loc[i], want, bound, gone / 1e6, (off ? "  <-- off" : "")
+            if (off) bad++
+        }
+        exit bad > 0
+    }' "$T/edge-thefts" > "$T/edge-check" || {
+    rc=$?
+    cat "$T/edge-check"
+    (( rc == 2 )) && fail "the thefts did not hold intervals open: the test could not do its part"
+    fail "an interval that ended during a theft, or the next, does not hold its own counts"
+}
+pass "$(grep -c '^theft.*interval at' "$T/edge-check") of $EDGES thefts held an interval open:" \
+     "each counted in the interval that holds it, and every such interval's and the next one's" \
+     "LOC its own"
 
 stop_daemon || fail "exit status not 0"
 pass "clean stop"

@@ -17,14 +17,17 @@ int thief_run(int cpu, int priority, uint64_t first_ns, uint64_t period_ns,
         cpu_set_t set;
         int r;
 
+        /* SCHED_FIFO first: a thread that reaches a CPU where a SCHED_FIFO probe spins as
+         * SCHED_OTHER waits there until the scheduler lends the CPU to its class (up to a
+         * second: RT throttling, the fair server). */
+        r = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+        if (r != 0) {
+                return -r;
+        }
         CPU_ZERO(&set);
         CPU_SET(cpu, &set);
         if (sched_setaffinity(0, sizeof(set), &set) < 0) {
                 return -errno;
-        }
-        r = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
-        if (r != 0) {
-                return -r;
         }
         for (size_t k = 0; k < n; k++) {
                 uint64_t at = first_ns + k * period_ns, now;

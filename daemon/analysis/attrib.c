@@ -242,6 +242,14 @@ void attrib_delta_clear(AttribDelta *d)
         }
 }
 
+void attrib_delta_copy(AttribDelta *dst, const AttribDelta *src)
+{
+        size_t n = src->n < ATTRIB_MAX_SOURCES ? src->n : ATTRIB_MAX_SOURCES;
+
+        dst->n = n;
+        memcpy(dst->items, src->items, n * sizeof(src->items[0]));
+}
+
 void attrib_delta_add(AttribDelta *dst, const AttribDelta *src)
 {
         uint16_t pos[ATTRIB_MAX_SOURCES]; /* index + 1 in dst->items; 0 = absent */

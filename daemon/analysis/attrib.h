@@ -104,6 +104,9 @@ int attrib_sample_many(AttribTable *t, const char *root, AttribRequest *reqs, si
 /* Empties @d. */
 void attrib_delta_clear(AttribDelta *d);
 
+/* Makes @dst a copy of @src. */
+void attrib_delta_copy(AttribDelta *dst, const AttribDelta *src);
+
 /* Adds @src into @dst (saturating at UINT64_MAX). Items of @src with an id at or above
  * ATTRIB_MAX_SOURCES are ignored. */
 void attrib_delta_add(AttribDelta *dst, const AttribDelta *src);
