@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -237,6 +238,19 @@ static int add_fit_point(const HistoryPoint *pt, void *userdata)
         return 0;
 }
 
+/* One source of the fit in GetStats' causes: its count and rate over @w, its cost and share,
+ * and the share's standard error (null where the fit cannot tell the source apart from others
+ * that move with it). */
+static json_t *fit_source_to_json(const char *name, uint64_t count, const HistoryWindow *w,
+                                  const FitSource *src)
+{
+        return json_pack("{ss sI sf sf sf so}", "source", name, "count", (json_int_t)count,
+                         "per_second",
+                         w->duration_ns ? (double)count * 1e9 / (double)w->duration_ns : 0.0,
+                         "cost_ns", src->cost_ns, "explains", src->share, "explains_stderr",
+                         isfinite(src->share_stderr) ? json_real(src->share_stderr) : json_null());
+}
+
 /* Every attribution source that moved in the window, with its rate, and over windows of at
  * least FIT_MIN_INTERVALS intervals what a least-squares fit of time lost per interval
  * against the counts per interval says each occurrence costs. Largest explained share first,
@@ -272,14 +286,8 @@ static json_t *causes_to_json(Manager *m, int cpu, const HistoryWindow *w)
                         if (!name) {
                                 continue;
                         }
-                        json_array_append_new(
-                                arr, json_pack("{ss sI sf sf sf}", "source", name, "count",
-                                               (json_int_t)count, "per_second",
-                                               w->duration_ns ? (double)count * 1e9 /
-                                                                        (double)w->duration_ns
-                                                              : 0.0,
-                                               "cost_ns", res->sources[k].cost_ns, "explains",
-                                               res->sources[k].share));
+                        json_array_append_new(arr,
+                                              fit_source_to_json(name, count, w, &res->sources[k]));
                         for (size_t i = 0; i < w->attrib.n; i++) {
                                 if (w->attrib.items[i].id == res->sources[k].id) {
                                         used[i] = true;

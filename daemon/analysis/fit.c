@@ -354,10 +354,11 @@ static void normal_equations(const Fit *f, const int *col, size_t m, double *g, 
         *ret_ysum = ysum;
 }
 
-/* Solves the normal equations for non-negative costs per occurrence, into @cost. */
-static void solve_costs(double *g, double *b, size_t m, double yy, double *cost)
+/* Solves the normal equations for non-negative costs per occurrence, into @cost. On return
+ * @g is the normal matrix of unit-norm columns and @scale each column's norm. */
+static void solve_costs(double *g, double *b, size_t m, double yy, double *cost, double *scale)
 {
-        double scale[FIT_MAX_SOURCES], x[FIT_MAX_SOURCES];
+        double x[FIT_MAX_SOURCES];
 
         /* Unit-norm columns: counts of LOC (thousands) and SMIs (a few) on one scale. */
         for (size_t p = 0; p < m; p++) {
@@ -375,9 +376,11 @@ static void solve_costs(double *g, double *b, size_t m, double yy, double *cost)
         }
 }
 
-/* The coefficient of determination of @cost. The residual comes from the data, not from the
- * normal equations, which lose it to cancellation when the fit is close. */
-static double fit_r2(const Fit *f, const int *col, const double *cost, double yy, double ysum)
+/* The coefficient of determination of @cost, and the residual sum of squares in @ret_rss. The
+ * residual comes from the data, not from the normal equations, which lose it to cancellation
+ * when the fit is close. */
+static double fit_r2(const Fit *f, const int *col, const double *cost, double yy, double ysum,
+                     double *ret_rss)
 {
         double mean = ysum / (double)f->n_rows, ss_tot = 0, ss_res = 0;
         size_t start = 0;
@@ -398,19 +401,72 @@ static double fit_r2(const Fit *f, const int *col, const double *cost, double yy
                 ss_tot += (f->y[i] - mean) * (f->y[i] - mean);
                 start = end;
         }
+        *ret_rss = ss_res;
         if (ss_tot > 0) {
                 return clamp01(1 - ss_res / ss_tot);
         }
         return ss_res <= 1e-18 * (yy > 1 ? yy : 1) ? 1 : 0;
 }
 
+/* A column whose Cholesky pivot, among the columns before it, falls below this is a
+ * combination of them (relative: unit-norm columns). */
+#define DEPENDENT_PIVOT 1e-6
+/* A dependent column's coefficient on a column that it moves with, at or above which that
+ * column cannot be told from it. */
+#define DEPENDENT_WEIGHT 1e-3
+
+/* The standard error of the cost of each of the @m columns, given the normal matrix @g of
+ * unit-norm columns and their norms @scale, and the residual sum of squares @rss over @rows
+ * intervals: that of least squares over all the columns, sqrt(s2 * inv(G)_jj) / scale_j with
+ * s2 = rss / (rows - m). A column that is a combination of others (to DEPENDENT_PIVOT), and
+ * every column it is made of, gets INFINITY: only their combination can be told, however the
+ * fit shared it out. So does every column when no degree of freedom is left. */
+static void cost_stderr(const double *g, const double *scale, size_t m, double rss, size_t rows,
+                        double *ret)
+{
+        bool in[FIT_MAX_SOURCES] = {false}, confounded[FIT_MAX_SOURCES] = {false};
+        double s2 = rows > m ? rss / (double)(rows - m) : INFINITY;
+
+        /* The independent columns, in order; each dependent one marks what it is made of. */
+        for (size_t j = 0; j < m; j++) {
+                double c[FIT_MAX_SOURCES], rest = g[j * m + j];
+
+                if (solve_passive(g, g + j * m, m, in, c)) {
+                        for (size_t i = 0; i < m; i++) {
+                                rest -= in[i] ? c[i] * g[j * m + i] : 0;
+                        }
+                } else {
+                        c[0] = 0;
+                }
+                if (rest > DEPENDENT_PIVOT) {
+                        in[j] = true;
+                        continue;
+                }
+                confounded[j] = true;
+                for (size_t i = 0; i < m; i++) {
+                        if (in[i] && fabs(c[i]) >= DEPENDENT_WEIGHT) {
+                                confounded[i] = true;
+                        }
+                }
+        }
+        for (size_t j = 0; j < m; j++) {
+                double e[FIT_MAX_SOURCES] = {0}, z[FIT_MAX_SOURCES];
+
+                e[j] = 1;
+                /* z = inv(G_in) e_j, so z_j = inv(G_in)_jj */
+                ret[j] = !confounded[j] && isfinite(s2) && solve_passive(g, e, m, in, z) && z[j] > 0
+                                 ? sqrt(s2 * z[j]) / scale[j]
+                                 : INFINITY;
+        }
+}
+
 int fit_solve(const Fit *f, FitResult *ret)
 {
         double g[FIT_MAX_SOURCES * FIT_MAX_SOURCES] = {0}, b[FIT_MAX_SOURCES] = {0};
-        double cost[FIT_MAX_SOURCES];
+        double cost[FIT_MAX_SOURCES], scale[FIT_MAX_SOURCES], se[FIT_MAX_SOURCES];
         int col[ATTRIB_MAX_SOURCES];
         uint16_t ids[FIT_MAX_SOURCES];
-        double yy, ysum, explained = 0;
+        double yy, ysum, rss, explained = 0;
         size_t m;
 
         if (!f || !ret) {
@@ -424,8 +480,9 @@ int fit_solve(const Fit *f, FitResult *ret)
 
         m = pick_columns(f, col, ids);
         normal_equations(f, col, m, g, b, &yy, &ysum);
-        solve_costs(g, b, m, yy, cost);
-        ret->r2 = fit_r2(f, col, cost, yy, ysum);
+        solve_costs(g, b, m, yy, cost, scale);
+        ret->r2 = fit_r2(f, col, cost, yy, ysum, &rss);
+        cost_stderr(g, scale, m, rss, f->n_rows, se);
 
         ret->lost_ns = ysum;
         ret->n = m;
@@ -436,6 +493,9 @@ int fit_solve(const Fit *f, FitResult *ret)
                 s->count = f->total[ids[p]];
                 s->cost_ns = cost[p];
                 s->share = ysum > 0 ? clamp01(cost[p] * (double)s->count / ysum) : 0;
+                s->share_stderr = ysum > 0          ? se[p] * (double)s->count / ysum
+                                  : isfinite(se[p]) ? 0
+                                                    : INFINITY;
                 explained += s->share;
         }
         ret->explained = clamp01(explained);

@@ -30,6 +30,12 @@ typedef struct FitSource {
         uint64_t count; /* occurrences over all intervals */
         double cost_ns; /* time lost per occurrence, >= 0 */
         double share;   /* cost_ns * count / lost time over all intervals, clamped to 0..1 */
+        /* The standard error of share: how far the fit may be off, from the scatter of the
+         * intervals around it (residual variance) and how well this source's counts can be
+         * told from the others' (the diagonal of the inverse normal matrix of the sources
+         * with a cost, and this one). INFINITY when its counts are a combination of the
+         * others': the fit cannot tell it apart at all. */
+        double share_stderr;
 } FitSource;
 
 typedef struct FitResult {

@@ -6,7 +6,9 @@
  * the fit names counters (/proc/interrupts rows, softirqs, the probe's context switches). Each
  * exact cause is mapped to the counter that moves when it runs (explain_source()), and the
  * comparison is made per counter: the exact share is the time of the causes mapped to it over
- * the window's time lost, the least-squares share is its "explains". */
+ * the window's time lost, the least-squares share is its "explains", known to within its
+ * standard error ("explains_stderr"; none where the fit cannot tell the counter from others
+ * that move with it). */
 
 #include <errno.h>
 #include <math.h>
@@ -16,11 +18,15 @@
 
 #include "jitterctl-format.h"
 #include "jitterctl.h"
+#include "summary-json.h"
 
 /* The two shares agree when they differ by at most EXPLAIN_AGREE_ABS of the time lost or by
- * at most EXPLAIN_AGREE_REL of the larger one. */
+ * at most EXPLAIN_AGREE_REL of the larger one. They disagree when they differ by more than
+ * that and by more than EXPLAIN_STDERRS standard errors of the least-squares share besides;
+ * in between, the fit cannot tell. */
 #define EXPLAIN_AGREE_ABS 0.05
 #define EXPLAIN_AGREE_REL 0.25
+#define EXPLAIN_STDERRS 2.0
 
 /* The trace must explain at least this share of the window's interruptions (by time) for its
  * shares to be compared. */
@@ -87,12 +93,18 @@ static const char *source_group(const char *source)
         return "irq:device";
 }
 
-/* "agree" or "disagree" for an exact share @exact and a least-squares share @ls. */
-static const char *explain_verdict(double exact, double ls)
+/* "agree", "disagree" or "uncertain" for an exact share @exact and a least-squares share @ls
+ * with standard error @ls_stderr (INFINITY: unknown). */
+static const char *explain_verdict(double exact, double ls, double ls_stderr)
 {
         double d = fabs(exact - ls), larger = exact > ls ? exact : ls;
+        double band = EXPLAIN_AGREE_ABS > EXPLAIN_AGREE_REL * larger ? EXPLAIN_AGREE_ABS
+                                                                     : EXPLAIN_AGREE_REL * larger;
 
-        return d <= EXPLAIN_AGREE_ABS || d <= EXPLAIN_AGREE_REL * larger ? "agree" : "disagree";
+        if (d <= band) {
+                return "agree";
+        }
+        return d > band + EXPLAIN_STDERRS * ls_stderr ? "disagree" : "uncertain";
 }
 
 /* Finds or adds the row of @source in the comparison array @rows. */
@@ -107,7 +119,8 @@ static json_t *row_of(json_t *rows, const char *source)
                         return r;
                 }
         }
-        r = json_pack("{ss sf sn}", "source", source, "exact_share", 0.0, "ls_share");
+        r = json_pack("{ss sf sn sn}", "source", source, "exact_share", 0.0, "ls_share",
+                      "ls_stderr");
         json_array_append_new(rows, r);
         return r;
 }
@@ -120,17 +133,86 @@ static void add_share(json_t *row, const char *key, double share)
                             json_real((json_is_number(v) ? json_number_value(v) : 0.0) + share));
 }
 
+/* Adds to @rows the least-squares shares of the GetStats entry @stats, with their variances
+ * ("ls_variance", "ls_unknown" where a counter has no standard error). Returns whether it has a
+ * fit. */
+static bool add_ls_shares(json_t *rows, json_t *stats)
+{
+        bool fit = false;
+        json_t *c;
+        size_t i;
+
+        json_array_foreach(json_object_get(stats, "causes"), i, c)
+        {
+                double ls, se;
+                json_t *row;
+
+                if (!json_get_double(c, "explains", &ls)) {
+                        continue;
+                }
+                fit = true;
+                row = row_of(rows, source_group(json_get_string(c, "source", "?")));
+                add_share(row, "ls_share", ls);
+                /* A group's error: those of its counters added as independent (in quadrature);
+                 * unknown when one of them is. */
+                if (json_get_double(c, "explains_stderr", &se)) {
+                        add_share(row, "ls_variance", se * se);
+                } else {
+                        json_object_set_new(row, "ls_unknown", json_true());
+                }
+        }
+        return fit;
+}
+
+/* Sets each row's "ls_stderr" (from its variance) and "verdict". */
+static void set_verdicts(json_t *rows, bool fit, double coverage)
+{
+        json_t *r;
+        size_t i;
+
+        json_array_foreach(rows, i, r)
+        {
+                double e = json_number_value(json_object_get(r, "exact_share")), ls, var = 0;
+                const char *verdict;
+
+                json_get_double(r, "ls_variance", &var);
+                if (json_is_true(json_object_get(r, "ls_unknown"))) {
+                        var = INFINITY;
+                }
+                json_object_del(r, "ls_variance");
+                json_object_del(r, "ls_unknown");
+                if (json_get_double(r, "ls_share", &ls)) {
+                        json_object_set_new(r, "ls_stderr",
+                                            isfinite(var) ? json_real(sqrt(var)) : json_null());
+                }
+                if (!json_get_double(r, "ls_share", &ls)) {
+                        verdict = fit ? "trace only" : "no fit";
+                } else if (coverage < EXPLAIN_COVERAGE_MIN) {
+                        verdict = "no trace";
+                } else {
+                        verdict = explain_verdict(e, ls, isfinite(var) ? sqrt(var) : INFINITY);
+                }
+                json_object_set_new(r, "verdict", json_string(verdict));
+        }
+}
+
 /* The comparison of one CPU: @causes its GetCauses entry, @stats its GetStats entry. */
 static json_t *explain_cpu(json_t *causes, json_t *stats)
 {
         uint64_t lost = 0, ev = 0, ev_ns = 0, explained_ns = 0, unexplained = 0, other = 0;
-        json_t *exact = json_array(), *rows = json_array(), *c, *r, *out;
+        json_t *exact = json_array(), *rows = json_array(), *c, *out;
         double coverage;
-        bool fit = false;
+        bool fit;
         size_t i;
 
-        json_get_u64(stats, "lost_ns", &lost);
-        json_get_u64(json_object_get(stats, "interruptions"), "count", &ev);
+        {
+                CpuStats st;
+
+                /* members it lacks stay 0 */
+                (void)cpu_stats_read(stats, &st);
+                lost = st.summary.lost_ns;
+                ev = st.summary.events;
+        }
         json_get_u64(causes, "interruptions_ns", &ev_ns);
         json_get_u64(causes, "explained_ns", &explained_ns);
         json_get_u64(causes, "unexplained_ns", &unexplained);
@@ -163,31 +245,8 @@ static json_t *explain_cpu(json_t *causes, json_t *stats)
                                                 json_object_get(c, "count"), "share", share));
                 add_share(row_of(rows, source ? source : "(no counter)"), "exact_share", share);
         }
-        json_array_foreach(json_object_get(stats, "causes"), i, c)
-        {
-                double ls;
-
-                if (!json_get_double(c, "explains", &ls)) {
-                        continue;
-                }
-                fit = true;
-                add_share(row_of(rows, source_group(json_get_string(c, "source", "?"))), "ls_share",
-                          ls);
-        }
-        json_array_foreach(rows, i, r)
-        {
-                double e = json_number_value(json_object_get(r, "exact_share")), ls;
-                const char *verdict;
-
-                if (!json_get_double(r, "ls_share", &ls)) {
-                        verdict = fit ? "trace only" : "no fit";
-                } else if (coverage < EXPLAIN_COVERAGE_MIN) {
-                        verdict = "no trace";
-                } else {
-                        verdict = explain_verdict(e, ls);
-                }
-                json_object_set_new(r, "verdict", json_string(verdict));
-        }
+        fit = add_ls_shares(rows, stats);
+        set_verdicts(rows, fit, coverage);
         out = json_pack("{sO sO sI sI sI sI sI sI sf sb so so}", "cpu",
                         json_object_get(causes, "cpu"), "window", json_object_get(causes, "window"),
                         "lost_ns", (json_int_t)lost, "interruptions", (json_int_t)ev,
@@ -236,12 +295,70 @@ static void print_why(json_t *rows, json_t *row, double exact, double ls)
         printf("\n");
 }
 
+/* The comparison table of @rows, then why each uncertain or disagreeing row is so; counts
+ * those into @disagree and @uncertain. */
+static void print_compare(json_t *rows, size_t *disagree, size_t *uncertain)
+{
+        char a[32], b[32], d[32];
+        json_t *c;
+        size_t i;
+
+        printf("  %-22s %8s %14s %10s\n", "COUNTER", "EXACT", "LEAST SQUARES", "+-");
+        json_array_foreach(rows, i, c)
+        {
+                double ls, se;
+                bool have_ls = json_get_double(c, "ls_share", &ls);
+                bool have_se = json_get_double(c, "ls_stderr", &se);
+
+                printf("  %-22s %8s %14s %10s  %s\n", json_get_string(c, "source", "?"),
+                       share_text(a, sizeof(a),
+                                  json_number_value(json_object_get(c, "exact_share"))),
+                       have_ls ? share_text(b, sizeof(b), ls) : "-",
+                       have_se   ? share_text(d, sizeof(d), se)
+                       : have_ls ? "?"
+                                 : "-",
+                       json_get_string(c, "verdict", "?"));
+        }
+        json_array_foreach(rows, i, c)
+        {
+                double se;
+
+                if (strcmp(json_get_string(c, "verdict", ""), "uncertain") != 0) {
+                        continue;
+                }
+                (*uncertain)++;
+                if (json_get_double(c, "ls_stderr", &se)) {
+                        printf("  uncertain: %s: the fit knows its share only to within %s "
+                               "(one standard error): too little to tell\n",
+                               json_get_string(c, "source", "?"), share_text(a, sizeof(a), se));
+                } else {
+                        printf("  uncertain: %s: the fit cannot tell it from counters that move "
+                               "with it\n",
+                               json_get_string(c, "source", "?"));
+                }
+        }
+        json_array_foreach(rows, i, c)
+        {
+                double ls, e = json_number_value(json_object_get(c, "exact_share"));
+
+                if (strcmp(json_get_string(c, "verdict", ""), "disagree") != 0 ||
+                    !json_get_double(c, "ls_share", &ls)) {
+                        continue;
+                }
+                (*disagree)++;
+                printf("  disagree: %s, exact %s, least squares %s: ",
+                       json_get_string(c, "source", "?"), share_text(a, sizeof(a), e),
+                       share_text(b, sizeof(b), ls));
+                print_why(rows, c, e, ls);
+        }
+}
+
 static void print_cpu(json_t *o)
 {
         uint64_t lost = 0, ev_ns = 0, unexplained = 0, other = 0, explained_ns = 0, ev = 0, n = 0;
         char a[32], b[32], d[32], cov[32];
         json_t *c;
-        size_t i, disagree = 0;
+        size_t i, disagree = 0, uncertain = 0;
 
         json_get_u64(o, "lost_ns", &lost);
         json_get_u64(o, "interruptions", &ev);
@@ -282,36 +399,13 @@ static void print_cpu(json_t *o)
                        share_text(a, sizeof(a), (double)(lost - ev_ns) / (double)lost),
                        format_ns(b, sizeof(b), (double)(lost - ev_ns)));
         }
-        printf("  %-22s %8s %14s\n", "COUNTER", "EXACT", "LEAST SQUARES");
-        json_array_foreach(json_object_get(o, "compare"), i, c)
-        {
-                double ls;
-                bool have_ls = json_get_double(c, "ls_share", &ls);
-
-                printf("  %-22s %8s %14s  %s\n", json_get_string(c, "source", "?"),
-                       share_text(a, sizeof(a),
-                                  json_number_value(json_object_get(c, "exact_share"))),
-                       have_ls ? share_text(b, sizeof(b), ls) : "-",
-                       json_get_string(c, "verdict", "?"));
-        }
-        json_array_foreach(json_object_get(o, "compare"), i, c)
-        {
-                double ls, e = json_number_value(json_object_get(c, "exact_share"));
-
-                if (strcmp(json_get_string(c, "verdict", ""), "disagree") != 0 ||
-                    !json_get_double(c, "ls_share", &ls)) {
-                        continue;
-                }
-                disagree++;
-                printf("  disagree: %s, exact %s, least squares %s: ",
-                       json_get_string(c, "source", "?"), share_text(a, sizeof(a), e),
-                       share_text(b, sizeof(b), ls));
-                print_why(json_object_get(o, "compare"), c, e, ls);
-        }
+        print_compare(json_object_get(o, "compare"), &disagree, &uncertain);
         if (!json_is_true(json_object_get(o, "fit"))) {
                 printf("  no least-squares estimate: the window has fewer than 60 intervals\n");
-        } else if (disagree == 0) {
+        } else if (disagree == 0 && uncertain == 0) {
                 printf("  exact shares and least squares agree\n");
+        } else if (disagree == 0) {
+                printf("  exact shares and least squares agree wherever the fit can tell\n");
         }
 }
 
