@@ -12,6 +12,8 @@
 
 #include "api.h"
 
+#include "analyses.h"
+
 #include "audit.h"
 #include "fit.h"
 #include "periodicity.h"
@@ -65,17 +67,8 @@ struct Api {
         MonitorQueue *queues;
         size_t n_queues;
 
-        /* Bumped at every harvest: analyses of a window (fit, periods) computed for one
-         * generation are reused until the next, so repeated GetStats calls stay cheap. */
-        uint64_t generation;
-        struct AnalysisCache {
-                uint64_t generation;
-                int cpu;
-                char window[8];
-                json_t *causes;
-                json_t *periods;
-        } analysis_cache[16];
-        unsigned analysis_next;
+        /* GetStats' causes and periods of each window, kept until the next harvest. */
+        Analyses *analyses;
 
         /* How the CPUs are isolated, as GetStatus shows it: read at most once per interval
          * or second, however often it is called (a read walks every cpuset directory, on the
@@ -222,194 +215,10 @@ int api_attrib_to_json(Manager *m, const AttribDelta *d, json_t *o)
         return 0;
 }
 
-typedef struct FitCtx {
-        Fit *fit;
-        const TickConv *conv;
-} FitCtx;
-
-static int add_fit_point(const HistoryPoint *pt, void *userdata)
-{
-        FitCtx *c = userdata;
-
-        if (!pt->stalled && pt->attrib) {
-                (void)fit_add(c->fit, (double)tickconv_to_ns(c->conv, pt->lost_ticks),
-                              pt->attrib->items, pt->attrib->n);
-        }
-        return 0;
-}
-
-/* One source of the fit in GetStats' causes: its count and rate over @w, its cost and share,
- * and the share's standard error (null where the fit cannot tell the source apart from others
- * that move with it). */
-static json_t *fit_source_to_json(const char *name, uint64_t count, const HistoryWindow *w,
-                                  const FitSource *src)
-{
-        return json_pack("{ss sI sf sf sf so}", "source", name, "count", (json_int_t)count,
-                         "per_second",
-                         w->duration_ns ? (double)count * 1e9 / (double)w->duration_ns : 0.0,
-                         "cost_ns", src->cost_ns, "explains", src->share, "explains_stderr",
-                         isfinite(src->share_stderr) ? json_real(src->share_stderr) : json_null());
-}
-
-/* Every attribution source that moved in the window, with its rate, and over windows of at
- * least FIT_MIN_INTERVALS intervals what a least-squares fit of time lost per interval
- * against the counts per interval says each occurrence costs. Largest explained share first,
- * then by count. */
-static json_t *causes_to_json(Manager *m, int cpu, const HistoryWindow *w)
-{
-        json_t *arr = json_array();
-        FitResult *res = NULL;
-        Fit *fit = NULL;
-        bool *used;
-
-        if (!arr) {
-                return NULL;
-        }
-        if (w->intervals >= FIT_MIN_INTERVALS && fit_new(w->intervals + 16, &fit) == 0) {
-                FitCtx c = {fit, manager_tickconv(m)};
-
-                history_foreach_point(manager_history(m), cpu, w->from_ns, w->to_ns, add_fit_point,
-                                      &c);
-                res = malloc(sizeof(*res));
-                if (res && fit_solve(fit, res) < 0) {
-                        free(res);
-                        res = NULL;
-                }
-                fit_free(fit);
-        }
-        used = calloc(w->attrib.n + 1, sizeof(bool));
-        if (res && used) {
-                for (size_t k = 0; k < res->n; k++) {
-                        const char *name = attrib_table_name(manager_attrib(m), res->sources[k].id);
-                        uint64_t count = attrib_delta_get(&w->attrib, res->sources[k].id);
-
-                        if (!name) {
-                                continue;
-                        }
-                        json_array_append_new(arr,
-                                              fit_source_to_json(name, count, w, &res->sources[k]));
-                        for (size_t i = 0; i < w->attrib.n; i++) {
-                                if (w->attrib.items[i].id == res->sources[k].id) {
-                                        used[i] = true;
-                                }
-                        }
-                }
-        }
-        /* Sources without a fit, most frequent first. */
-        for (;;) {
-                size_t best = SIZE_MAX;
-
-                for (size_t i = 0; used && i < w->attrib.n; i++) {
-                        if (!used[i] && (best == SIZE_MAX ||
-                                         w->attrib.items[i].count > w->attrib.items[best].count)) {
-                                best = i;
-                        }
-                }
-                if (best == SIZE_MAX) {
-                        break;
-                }
-                used[best] = true;
-                {
-                        const char *name =
-                                attrib_table_name(manager_attrib(m), w->attrib.items[best].id);
-                        uint64_t count = w->attrib.items[best].count;
-
-                        if (name && count > 0) {
-                                json_array_append_new(
-                                        arr,
-                                        json_pack("{ss sI sf}", "source", name, "count",
-                                                  (json_int_t)count, "per_second",
-                                                  w->duration_ns ? (double)count * 1e9 /
-                                                                           (double)w->duration_ns
-                                                                 : 0.0));
-                        }
-                }
-        }
-        free(used);
-        free(res);
-        return arr;
-}
-
-/* Periods at which the window's interruptions repeat, from their start times. */
-static json_t *periods_to_json(Manager *m, int cpu, const HistoryWindow *w)
-{
-        size_t max = manager_config(m)->history_events_per_cpu, n;
-        HistoryEvent *ev = calloc(max ? max : 1, sizeof(*ev));
-        uint64_t *starts = calloc(max ? max : 1, sizeof(uint64_t));
-        json_t *arr = json_array();
-        PeriodicityOptions opt;
-        PeriodicityResult res;
-        cpu_set_t one;
-
-        if (!ev || !starts || !arr) {
-                free(ev);
-                free(starts);
-                return arr;
-        }
-        CPU_ZERO(&one);
-        CPU_SET(cpu, &one);
-        n = history_events(manager_history(m), &one, w->from_ns, 0, ev, max);
-        for (size_t i = 0; i < n; i++) {
-                starts[i] = ev[i].start_ns;
-        }
-        periodicity_options_init(&opt);
-        /* A period is reported from 3 % of the interruptions that no shorter period explains:
-         * a real CPU carries hundreds of unrelated ones per second, among which a theft every
-         * 137 ms is a few per cent. Chance periods are kept out by the analysis' own tests
-         * against chance, not by this share. */
-        opt.min_share = 0.03;
-        opt.online_cpus = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
-        if (n > 0 && periodicity_find(starts, n, &opt, &res) == 0) {
-                for (size_t k = 0; k < res.n; k++) {
-                        json_t *o = json_pack("{sI sI sf}", "period_ns",
-                                              (json_int_t)res.periods[k].period_ns, "events",
-                                              (json_int_t)res.periods[k].events, "share",
-                                              res.periods[k].share);
-
-                        if (res.periods[k].source) {
-                                json_object_set_new(o, "source",
-                                                    json_string(res.periods[k].source));
-                        }
-                        json_array_append_new(arr, o);
-                }
-        }
-        free(ev);
-        free(starts);
-        return arr;
-}
-
-/* Adds "causes" and "periods" to @o, from the cache when this window of this CPU was analysed
- * since the last harvest. */
-static void analysis_to_json(Api *a, int cpu, const char *window, const HistoryWindow *w, json_t *o)
-{
-        Manager *m = a->manager;
-        const size_t n = sizeof(a->analysis_cache) / sizeof(a->analysis_cache[0]);
-        struct AnalysisCache *c;
-
-        for (size_t i = 0; i < n; i++) {
-                c = &a->analysis_cache[i];
-                if (c->causes && c->generation == a->generation && c->cpu == cpu &&
-                    strcmp(c->window, window) == 0) {
-                        json_object_set(o, "causes", c->causes);
-                        json_object_set(o, "periods", c->periods);
-                        return;
-                }
-        }
-        c = &a->analysis_cache[a->analysis_next++ % n];
-        json_decref(c->causes);
-        json_decref(c->periods);
-        c->causes = causes_to_json(m, cpu, w);
-        c->periods = periods_to_json(m, cpu, w);
-        c->generation = a->generation;
-        c->cpu = cpu;
-        snprintf(c->window, sizeof(c->window), "%s", window);
-        json_object_set(o, "causes", c->causes);
-        json_object_set(o, "periods", c->periods);
-}
-
-/* With @a, the causes and periods too (from its cache). */
-static json_t *api_cpu_stats(Manager *m, Api *a, int cpu, const char *window,
-                             const HistoryWindow *w)
+/* With @x, the causes and periods too; *@missing counts the entries whose periods are still
+ * to come. */
+static json_t *api_cpu_stats(Manager *m, Analyses *x, int cpu, const char *window,
+                             const HistoryWindow *w, unsigned *missing)
 {
         SlotSummary s;
         json_t *o;
@@ -424,13 +233,14 @@ static json_t *api_cpu_stats(Manager *m, Api *a, int cpu, const char *window,
         json_object_set_new(o, "to_ns", json_integer((json_int_t)w->to_ns));
         json_object_set_new(o, "stalls", json_integer((json_int_t)w->stalls));
         (void)api_attrib_to_json(m, &w->attrib, o);
-        if (a) {
-                analysis_to_json(a, cpu, window, w, o);
+        if (x && o) {
+                *missing += analyses_add(x, cpu, window, w, o);
         }
         return o;
 }
 
-static json_t *stats_array(Manager *m, Api *a, const cpu_set_t *cpus, const char *window)
+static json_t *stats_array(Manager *m, Analyses *x, const cpu_set_t *cpus, const char *window,
+                           unsigned *missing)
 {
         uint64_t from, to;
         bool all;
@@ -455,7 +265,7 @@ static json_t *stats_array(Manager *m, Api *a, const cpu_set_t *cpus, const char
                         memset(w, 0, sizeof(*w));
                         probe_slot_clear(&w->slot);
                 }
-                json_array_append_new(arr, api_cpu_stats(m, a, cpu, window, w));
+                json_array_append_new(arr, api_cpu_stats(m, x, cpu, window, w, missing));
         }
         free(w);
         return arr;
@@ -490,14 +300,23 @@ static int method_get_stats(VarlinkCallCtx *call, json_t *params, void *userdata
         uint64_t from;
         cpu_set_t cpus;
         json_t *arr;
+        unsigned missing = 0;
 
         if (get_cpus_window(m, call, params, &cpus, &window, &from) < 0) {
                 return 0;
         }
         (void)from;
-        arr = stats_array(m, a, &cpus, window);
+        arr = stats_array(m, a->analyses, &cpus, window, &missing);
         if (!arr) {
                 return -ENOMEM;
+        }
+        /* Periods still being worked out: answered when they come, the loop goes on. */
+        if (missing > 0) {
+                if (analyses_reply_later(a->analyses, call, arr, window, missing) < 0) {
+                        json_decref(arr);
+                        return -ENOMEM;
+                }
+                return 0;
         }
         return varlink_call_reply(call, json_pack("{so}", "cpus", arr));
 }
@@ -1142,12 +961,14 @@ static int method_reset(VarlinkCallCtx *call, json_t *params, void *userdata)
 
 json_t *api_stats(Manager *m, const cpu_set_t *cpus, const char *window)
 {
-        return stats_array(m, NULL, cpus, window);
+        unsigned missing = 0;
+
+        return stats_array(m, NULL, cpus, window, &missing);
 }
 
 void api_interval(Api *a)
 {
-        a->generation++;
+        analyses_next_generation(a->analyses);
         notify_monitors(a);
 }
 
@@ -1166,7 +987,7 @@ static void on_harvest(Manager *m, void *userdata)
         api_interval(userdata);
 }
 
-int api_new(Manager *m, Api **ret)
+int api_new(Manager *m, bool threaded, Api **ret)
 {
         static const VarlinkMethod methods[] = {
                 {"GetStatus", method_get_status, 0},
@@ -1186,12 +1007,18 @@ int api_new(Manager *m, Api **ret)
                 return -ENOMEM;
         }
         a->manager = m;
+        r = analyses_new(m, threaded, &a->analyses);
+        if (r < 0) {
+                free(a);
+                return r;
+        }
         /* The description is config/io.jitterd.varlink, compiled in (interface.c). */
         r = varlink_server_add_interface(manager_server(m), "io.jitterd",
                                          jitterd_interface_description, methods,
                                          sizeof(methods) / sizeof(methods[0]));
         if (r < 0 || (r = manager_add_hook(m, on_harvest, a)) < 0 ||
             (r = manager_add_interval_hook(m, on_interval, a)) < 0) {
+                analyses_free(a->analyses);
                 free(a);
                 return r;
         }
@@ -1208,10 +1035,7 @@ Api *api_free(Api *a)
         free_monitors(a);
         forget_intervals(a);
         free(a->queues);
-        for (size_t i = 0; i < sizeof(a->analysis_cache) / sizeof(a->analysis_cache[0]); i++) {
-                json_decref(a->analysis_cache[i].causes);
-                json_decref(a->analysis_cache[i].periods);
-        }
+        analyses_free(a->analyses);
         free(a);
         return NULL;
 }

@@ -15,8 +15,9 @@
 typedef struct Api Api;
 
 /* Registers io.jitterd on manager_server(@m), and a harvest hook that sends each interval to
- * the Monitor calls. Returns 0 or a negative errno. */
-int api_new(Manager *m, Api **ret);
+ * the Monitor calls. GetStats' periodicity runs on a worker thread with @threaded, else on
+ * the loop (analyses.h). Returns 0 or a negative errno. */
+int api_new(Manager *m, bool threaded, Api **ret);
 
 /* Ends the open Monitor calls and frees @a; before manager_free(), which frees the server.
  * Accepts NULL. */

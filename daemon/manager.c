@@ -249,7 +249,7 @@ static int probe_ctl_start(Manager *m, ProbeCtl *p, int cpu)
                 .threshold_ns = m->config.probe_threshold_ns,
                 .preheat_ns = m->config.probe_preheat_ns,
                 .ring_capacity = 8192,
-                .thread_init = privileges_probe_thread_init,
+                .thread_init = privileges_thread_init,
         };
         int r;
 
@@ -1255,6 +1255,11 @@ AttribTable *manager_attrib(Manager *m)
 VarlinkServer *manager_server(Manager *m)
 {
         return m->server;
+}
+
+sd_event *manager_event(Manager *m)
+{
+        return m->event;
 }
 
 const char *manager_socket_path(const Manager *m)

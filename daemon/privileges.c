@@ -82,10 +82,13 @@ int privileges_lock_memory(void)
         /* Memory once taken stays: handing it back (munmap of a large block, trimming the
          * heap) makes the kernel flush the TLB of every CPU that runs a thread of this
          * process, and that interrupt lands on the probes. Large blocks come from the heap
-         * instead of their own mappings, and the heap is never trimmed. (An allocator other
-         * than glibc's, a sanitizer's, ignores this.) */
+         * instead of their own mappings, and the heap is never trimmed. One heap for every
+         * thread: another thread's arena (the analyses' worker) would be a heap of its own,
+         * given back when emptied. (An allocator other than glibc's, a sanitizer's, ignores
+         * this.) */
         (void)mallopt(M_MMAP_MAX, 0);
         (void)mallopt(M_TRIM_THRESHOLD, -1);
+        (void)mallopt(M_ARENA_MAX, 1);
         return 0;
 }
 
@@ -141,7 +144,7 @@ void privileges_dac(bool on)
         }
 }
 
-void privileges_probe_thread_init(void *userdata)
+void privileges_thread_init(void *userdata)
 {
         sigset_t all;
         cap_t none = cap_init();

@@ -70,6 +70,8 @@ probe_tid() {
     local t
     for t in /proc/"$DAEMON_PID"/task/*; do
         [[ ${t##*/} != "$DAEMON_PID" ]] || continue
+        # the analyses' worker shares the manager's CPUs, which a cpuset may cut down to one
+        [[ $(cat "$t/comm" 2> /dev/null) != jitterd-work ]] || continue
         if [[ $(awk '/^Cpus_allowed_list:/ { print $2 }' "$t/status" 2> /dev/null) == "$1" ]]; then
             echo "${t##*/}"
         fi

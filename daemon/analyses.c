@@ -1,0 +1,421 @@
+/* The analyses of a window for GetStats: causes on the loop, periods on the worker. */
+
+#include "analyses.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fit.h"
+#include "periodicity.h"
+#include "worker.h"
+
+/* Windows analysed and kept until the next harvest. */
+#define CACHE_SIZE 16
+
+/* One CPU's window, analysed for one generation; periods NULL while they are worked out. */
+typedef struct CacheEntry {
+        uint64_t generation;
+        int cpu;
+        char window[8];
+        json_t *causes;
+        json_t *periods;
+} CacheEntry;
+
+/* The periodicity of one CPU's window, for the worker: its inputs copied, its result. */
+typedef struct PeriodsJob {
+        uint64_t generation;
+        int cpu;
+        char window[8];
+        uint64_t *starts;
+        size_t n;
+        unsigned online_cpus;
+        int r;
+        PeriodicityResult res;
+} PeriodsJob;
+
+/* A GetStats call waiting for the periods of some of its CPUs. */
+typedef struct Pending {
+        VarlinkCallCtx *call;
+        json_t *cpus; /* the reply's entries */
+        uint64_t generation;
+        char window[8];
+        unsigned missing;
+        struct Pending *next;
+} Pending;
+
+struct Analyses {
+        Manager *manager;
+        Worker *worker;
+        uint64_t generation;
+        CacheEntry cache[CACHE_SIZE];
+        unsigned cache_next;
+        Pending *pending;
+};
+
+typedef struct FitCtx {
+        Fit *fit;
+        const TickConv *conv;
+} FitCtx;
+
+static int add_fit_point(const HistoryPoint *pt, void *userdata)
+{
+        FitCtx *c = userdata;
+
+        if (!pt->stalled && pt->attrib) {
+                (void)fit_add(c->fit, (double)tickconv_to_ns(c->conv, pt->lost_ticks),
+                              pt->attrib->items, pt->attrib->n);
+        }
+        return 0;
+}
+
+/* One source of the fit in GetStats' causes: its count and rate over @w, its cost and share,
+ * and the share's standard error (null where the fit cannot tell the source apart from others
+ * that move with it). */
+static json_t *fit_source_to_json(const char *name, uint64_t count, const HistoryWindow *w,
+                                  const FitSource *src)
+{
+        return json_pack("{ss sI sf sf sf so}", "source", name, "count", (json_int_t)count,
+                         "per_second",
+                         w->duration_ns ? (double)count * 1e9 / (double)w->duration_ns : 0.0,
+                         "cost_ns", src->cost_ns, "explains", src->share, "explains_stderr",
+                         isfinite(src->share_stderr) ? json_real(src->share_stderr) : json_null());
+}
+
+/* Every attribution source that moved in the window, with its rate, and over windows of at
+ * least FIT_MIN_INTERVALS intervals what a least-squares fit of time lost per interval
+ * against the counts per interval says each occurrence costs. Largest explained share first,
+ * then by count. */
+static json_t *causes_to_json(Manager *m, int cpu, const HistoryWindow *w)
+{
+        json_t *arr = json_array();
+        FitResult *res = NULL;
+        Fit *fit = NULL;
+        bool *used;
+
+        if (!arr) {
+                return NULL;
+        }
+        if (w->intervals >= FIT_MIN_INTERVALS && fit_new(w->intervals + 16, &fit) == 0) {
+                FitCtx c = {fit, manager_tickconv(m)};
+
+                history_foreach_point(manager_history(m), cpu, w->from_ns, w->to_ns, add_fit_point,
+                                      &c);
+                res = malloc(sizeof(*res));
+                if (res && fit_solve(fit, res) < 0) {
+                        free(res);
+                        res = NULL;
+                }
+                fit_free(fit);
+        }
+        used = calloc(w->attrib.n + 1, sizeof(bool));
+        if (res && used) {
+                for (size_t k = 0; k < res->n; k++) {
+                        const char *name = attrib_table_name(manager_attrib(m), res->sources[k].id);
+                        uint64_t count = attrib_delta_get(&w->attrib, res->sources[k].id);
+
+                        if (!name) {
+                                continue;
+                        }
+                        json_array_append_new(arr,
+                                              fit_source_to_json(name, count, w, &res->sources[k]));
+                        for (size_t i = 0; i < w->attrib.n; i++) {
+                                if (w->attrib.items[i].id == res->sources[k].id) {
+                                        used[i] = true;
+                                }
+                        }
+                }
+        }
+        /* Sources without a fit, most frequent first. */
+        for (;;) {
+                size_t best = SIZE_MAX;
+
+                for (size_t i = 0; used && i < w->attrib.n; i++) {
+                        if (!used[i] && (best == SIZE_MAX ||
+                                         w->attrib.items[i].count > w->attrib.items[best].count)) {
+                                best = i;
+                        }
+                }
+                if (best == SIZE_MAX) {
+                        break;
+                }
+                used[best] = true;
+                {
+                        const char *name =
+                                attrib_table_name(manager_attrib(m), w->attrib.items[best].id);
+                        uint64_t count = w->attrib.items[best].count;
+
+                        if (name && count > 0) {
+                                json_array_append_new(
+                                        arr,
+                                        json_pack("{ss sI sf}", "source", name, "count",
+                                                  (json_int_t)count, "per_second",
+                                                  w->duration_ns ? (double)count * 1e9 /
+                                                                           (double)w->duration_ns
+                                                                 : 0.0));
+                        }
+                }
+        }
+        free(used);
+        free(res);
+        return arr;
+}
+
+/* The inputs of the periodicity of @cpu over @w: the start times of the events the history
+ * keeps from it. NULL when out of memory. */
+static PeriodsJob *periods_job_new(Analyses *x, int cpu, const char *window, const HistoryWindow *w)
+{
+        Manager *m = x->manager;
+        size_t max = manager_config(m)->history_events_per_cpu;
+        HistoryEvent *ev = calloc(max ? max : 1, sizeof(*ev));
+        PeriodsJob *j = calloc(1, sizeof(*j));
+        cpu_set_t one;
+
+        if (j) {
+                j->starts = calloc(max ? max : 1, sizeof(uint64_t));
+        }
+        if (!ev || !j || !j->starts) {
+                free(ev);
+                if (j) {
+                        free(j->starts);
+                }
+                free(j);
+                return NULL;
+        }
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        j->n = history_events(manager_history(m), &one, w->from_ns, 0, ev, max);
+        for (size_t i = 0; i < j->n; i++) {
+                j->starts[i] = ev[i].start_ns;
+        }
+        free(ev);
+        j->generation = x->generation;
+        j->cpu = cpu;
+        snprintf(j->window, sizeof(j->window), "%s", window);
+        j->online_cpus = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+        return j;
+}
+
+static void periods_job_free(void *job)
+{
+        PeriodsJob *j = job;
+
+        free(j->starts);
+        free(j);
+}
+
+/* The worker's part: the analysis itself, on copied inputs only. */
+static void periods_job_run(void *job)
+{
+        PeriodsJob *j = job;
+        PeriodicityOptions opt;
+
+        periodicity_options_init(&opt);
+        /* A period is reported from 3 % of the interruptions that no shorter period explains:
+         * a real CPU carries hundreds of unrelated ones per second, among which a theft every
+         * 137 ms is a few per cent. Chance periods are kept out by the analysis' own tests
+         * against chance, not by this share. */
+        opt.min_share = 0.03;
+        opt.online_cpus = j->online_cpus;
+        j->r = j->n > 0 ? periodicity_find(j->starts, j->n, &opt, &j->res) : -ENODATA;
+}
+
+/* Periods at which the window's interruptions repeat, as GetStats has them. */
+static json_t *periods_to_json(const PeriodsJob *j)
+{
+        json_t *arr = json_array();
+
+        for (size_t k = 0; arr && j->r == 0 && k < j->res.n; k++) {
+                const PeriodicityPeriod *p = &j->res.periods[k];
+                json_t *o = json_pack("{sI sI sf}", "period_ns", (json_int_t)p->period_ns, "events",
+                                      (json_int_t)p->events, "share", p->share);
+
+                if (o && p->source) {
+                        json_object_set_new(o, "source", json_string(p->source));
+                }
+                json_array_append_new(arr, o);
+        }
+        return arr;
+}
+
+static CacheEntry *cache_find(Analyses *x, uint64_t generation, int cpu, const char *window)
+{
+        for (size_t i = 0; i < CACHE_SIZE; i++) {
+                CacheEntry *c = &x->cache[i];
+
+                if (c->causes && c->generation == generation && c->cpu == cpu &&
+                    strcmp(c->window, window) == 0) {
+                        return c;
+                }
+        }
+        return NULL;
+}
+
+/* Completes the entries of @p that wait for @periods of @cpu; answers it once none waits. */
+static bool pending_fill(Pending *p, int cpu, json_t *periods)
+{
+        json_t *o;
+        size_t i;
+
+        json_array_foreach(p->cpus, i, o)
+        {
+                if (json_integer_value(json_object_get(o, "cpu")) == cpu &&
+                    !json_object_get(o, "periods")) {
+                        json_object_set(o, "periods", periods);
+                        p->missing--;
+                }
+        }
+        if (p->missing > 0) {
+                return false;
+        }
+        varlink_call_set_close_callback(p->call, NULL, NULL);
+        (void)varlink_call_reply(p->call, json_pack("{sO}", "cpus", p->cpus));
+        return true;
+}
+
+static void pending_free(Pending *p)
+{
+        varlink_call_unref(p->call);
+        json_decref(p->cpus);
+        free(p);
+}
+
+/* On the loop, once the worker has analysed a window: into the cache, and to every call that
+ * waits for it. */
+static void on_periods_done(void *job, void *userdata)
+{
+        Analyses *x = userdata;
+        PeriodsJob *j = job;
+        CacheEntry *c = cache_find(x, j->generation, j->cpu, j->window);
+        json_t *periods = periods_to_json(j);
+
+        if (c && !c->periods) {
+                c->periods = json_incref(periods);
+        }
+        for (Pending **p = &x->pending; *p;) {
+                if ((*p)->generation == j->generation && strcmp((*p)->window, j->window) == 0 &&
+                    pending_fill(*p, j->cpu, periods)) {
+                        Pending *done = *p;
+
+                        *p = done->next;
+                        pending_free(done);
+                } else {
+                        p = &(*p)->next;
+                }
+        }
+        json_decref(periods);
+        periods_job_free(j);
+}
+
+static void pending_closed(VarlinkCallCtx *call, void *userdata)
+{
+        Analyses *x = userdata;
+
+        for (Pending **p = &x->pending; *p; p = &(*p)->next) {
+                if ((*p)->call == call) {
+                        Pending *dead = *p;
+
+                        *p = dead->next;
+                        pending_free(dead);
+                        return;
+                }
+        }
+}
+
+int analyses_new(Manager *m, bool threaded, Analyses **ret)
+{
+        Analyses *x = calloc(1, sizeof(*x));
+        int r;
+
+        if (!x) {
+                return -ENOMEM;
+        }
+        x->manager = m;
+        r = worker_new(manager_event(m), threaded, on_periods_done, x, &x->worker);
+        if (r < 0) {
+                free(x);
+                return r;
+        }
+        *ret = x;
+        return 0;
+}
+
+Analyses *analyses_free(Analyses *x)
+{
+        if (!x) {
+                return NULL;
+        }
+        x->worker = worker_free(x->worker, periods_job_free);
+        while (x->pending) {
+                Pending *p = x->pending;
+
+                x->pending = p->next;
+                varlink_call_set_close_callback(p->call, NULL, NULL);
+                pending_free(p);
+        }
+        for (size_t i = 0; i < CACHE_SIZE; i++) {
+                json_decref(x->cache[i].causes);
+                json_decref(x->cache[i].periods);
+        }
+        free(x);
+        return NULL;
+}
+
+void analyses_next_generation(Analyses *x)
+{
+        x->generation++;
+}
+
+bool analyses_add(Analyses *x, int cpu, const char *window, const HistoryWindow *w, json_t *o)
+{
+        CacheEntry *c = cache_find(x, x->generation, cpu, window);
+        PeriodsJob *j;
+
+        if (!c) {
+                c = &x->cache[x->cache_next++ % CACHE_SIZE];
+                json_decref(c->causes);
+                json_decref(c->periods);
+                *c = (CacheEntry){.generation = x->generation, .cpu = cpu};
+                snprintf(c->window, sizeof(c->window), "%s", window);
+                c->causes = causes_to_json(x->manager, cpu, w);
+                /* The worker's queue full or no memory: the analysis runs here, late as it
+                 * makes this call. */
+                j = periods_job_new(x, cpu, window, w);
+                if (!j || worker_submit(x->worker, periods_job_run, j) < 0) {
+                        if (j) {
+                                periods_job_run(j);
+                                c->periods = periods_to_json(j);
+                                periods_job_free(j);
+                        } else {
+                                c->periods = json_array();
+                        }
+                }
+        }
+        json_object_set(o, "causes", c->causes);
+        if (!c->periods) {
+                return true;
+        }
+        json_object_set(o, "periods", c->periods);
+        return false;
+}
+
+int analyses_reply_later(Analyses *x, VarlinkCallCtx *call, json_t *cpus, const char *window,
+                         unsigned missing)
+{
+        Pending *p = calloc(1, sizeof(*p));
+
+        if (!p) {
+                return -ENOMEM;
+        }
+        p->call = varlink_call_ref(call);
+        p->cpus = cpus;
+        p->generation = x->generation;
+        snprintf(p->window, sizeof(p->window), "%s", window);
+        p->missing = missing;
+        p->next = x->pending;
+        x->pending = p;
+        varlink_call_set_close_callback(call, pending_closed, x);
+        return 0;
+}
