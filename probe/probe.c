@@ -593,12 +593,12 @@ static int wait_for_cpu(Probe *p, int kernel_cpu)
  * either the kernel disagreed (the number lies) or something moved us and let us come back.
  * Either may happen once; repeated, re-pinning and preheating again would go on for ever, so
  * the probe fails saying what it saw. A run without one forgives the count only when it is
- * longer than the probe had lived at the last one (plus its preheat and
+ * longer than the probe had lived at the last one, up to an hour (plus its preheat and
  * PROBE_FALSE_MIGRATION_WINDOW_NS): a forgiving window that grows with the probe's age cannot
- * be outrun, so a source that lies at any steady pace, however slow, fails the probe by its
- * fourth lie, while an affinity reset once in a long while is not held against a probe that
- * ran clean since. Time is the probe's own counter, read at the check that saw the number.
- * Returns true when it failed. */
+ * be outrun by a source that lies at any steady pace up to one an hour, which fails the probe by
+ * its fourth lie, while an affinity reset once in a long while is not held against a probe
+ * that ran clean for an hour since. Time is the probe's own counter, read at the check that saw
+ * the number. Returns true when it failed. */
 static bool false_migration(Probe *p, int kernel_cpu)
 {
         const TickConv *conv = &p->cfg.counter.conv;
@@ -609,8 +609,12 @@ static bool false_migration(Probe *p, int kernel_cpu)
         double span;
 
         if (p->own.false_migrations > 0) {
-                forgive_ns = tickconv_to_ns(conv, last - p->own.start_ticks) + p->cfg.preheat_ns +
-                             PROBE_FALSE_MIGRATION_WINDOW_NS;
+                uint64_t age_ns = tickconv_to_ns(conv, last - p->own.start_ticks);
+
+                forgive_ns = (age_ns < PROBE_FALSE_MIGRATION_AGE_MAX_NS
+                                      ? age_ns
+                                      : PROBE_FALSE_MIGRATION_AGE_MAX_NS) +
+                             p->cfg.preheat_ns + PROBE_FALSE_MIGRATION_WINDOW_NS;
                 if (tickconv_to_ns(conv, t - last) > forgive_ns) {
                         p->own.false_migrations = 0;
                 }

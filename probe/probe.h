@@ -149,12 +149,14 @@ const char *probe_failure(const Probe *p);
  * times although it could pin itself back at once every time: its CPU number lies (a TSC_AUX
  * the host rewrote), or something keeps moving it. Only a run without one that is longer than
  * PROBE_FALSE_MIGRATION_WINDOW_NS + its preheat + the probe's age at the last one (from its
- * first preheat, by its own counter) forgives them: that window grows with the probe, so no
- * steady pace outruns it, however slow (a source that lies every minute fails the probe by its
- * fourth lie), while a rare affinity reset is forgotten by a probe that ran clean long enough
- * since. Migrations it must wait out (CPU offline, cpuset) do not count. */
+ * first preheat, by its own counter; at most PROBE_FALSE_MIGRATION_AGE_MAX_NS) forgives them:
+ * that window grows with the probe, so no pace up to one an hour outruns it (a source that lies
+ * every minute fails the probe by its fourth lie), while a rare affinity reset (a daily tuning
+ * job) is forgotten by a probe that ran clean for an hour since, however old it is. Migrations
+ * it must wait out (CPU offline, cpuset) do not count. */
 #define PROBE_FALSE_MIGRATIONS_MAX 3u
 #define PROBE_FALSE_MIGRATION_WINDOW_NS 10000000000ULL
+#define PROBE_FALSE_MIGRATION_AGE_MAX_NS 3600000000000ULL
 
 /* Where the loop reads its CPU number; PROBE_CPU_SOURCE_NONE until the probe left
  * PROBE_STARTING. */

@@ -628,10 +628,19 @@ typedef struct Liar {
         uint64_t told_at[LIAR_MAX_LIES]; /* the counter when each lie was told */
 } Liar;
 
+/* With it, the scripted counter leaps to 2 s before the next lie: days of a probe's life in a
+ * moment (the leap is one long gap, which only the CPU number's checks care about here). */
+static bool liar_leaps;
+
 static uint64_t liar_read(void *userdata)
 {
         Liar *l = userdata;
         uint64_t t = atomic_load_explicit(&l->t, memory_order_relaxed) + LIAR_STEP_NS;
+        size_t k = atomic_load(&l->told);
+
+        if (liar_leaps && k < l->n_lies && t + 2000000000ULL < l->lies[k]) {
+                t = l->lies[k] - 2000000000ULL;
+        }
 
         atomic_store_explicit(&l->t, t, memory_order_relaxed);
         return t;
@@ -784,6 +793,29 @@ static void test_rare_false_migrations_forgiven(void **state)
         free(l);
 }
 
+/* An old probe is not failed by rare resets: lies a day apart, the last ones when the probe
+ * is days old, are each forgiven after an hour without one (without that cap, the third and
+ * fourth would fall within the probe's age and fail it at the fifth). */
+static void test_daily_false_migrations_forgiven(void **state)
+{
+        static const double lies[] = {1, 2, 86400, 2 * 86400, 3 * 86400};
+        Liar *l = malloc(sizeof(*l));
+        Probe *p;
+
+        (void)state;
+        assert_non_null(l);
+        liar_leaps = true;
+        p = run_liar(l, lies, 5);
+        liar_leaps = false;
+        assert_int_equal(atomic_load(&l->told), 5);
+        assert_int_equal(probe_migrations(p), 5);
+        assert_true(atomic_load(&l->t) >= l->lies[4] + liar_ticks(1));
+        assert_int_equal(probe_state(p), PROBE_RUNNING);
+        assert_int_equal(probe_stop(p), 0);
+        probe_free(p);
+        free(l);
+}
+
 int main(void)
 {
 #ifdef JITTERD_TEST_EMULATED
@@ -808,6 +840,7 @@ int main(void)
                 cmocka_unit_test(test_slow_liar),
                 cmocka_unit_test(test_liar_after_early_lie),
                 cmocka_unit_test(test_rare_false_migrations_forgiven),
+                cmocka_unit_test(test_daily_false_migrations_forgiven),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
