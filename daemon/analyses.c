@@ -9,11 +9,14 @@
 #include <unistd.h>
 
 #include "fit.h"
+#include "log.h"
 #include "periodicity.h"
 #include "worker.h"
 
-/* Windows analysed and kept until the next harvest. */
-#define CACHE_SIZE 16
+/* Windows analysed and kept until the next harvest, per CPU the host has (at least 16): one
+ * GetStats over every CPU must not push its own first entries out. */
+#define CACHE_PER_CPU 4
+#define CACHE_MIN 16
 
 /* One CPU's window, analysed for one generation; periods NULL while they are worked out. */
 typedef struct CacheEntry {
@@ -21,6 +24,7 @@ typedef struct CacheEntry {
         int cpu;
         char window[8];
         json_t *causes;
+        json_t *background; /* NULL without a fit */
         json_t *periods;
 } CacheEntry;
 
@@ -34,6 +38,7 @@ typedef struct PeriodsJob {
         unsigned online_cpus;
         int r;
         PeriodicityResult res;
+        struct PeriodsJob *next; /* in the backlog */
 } PeriodsJob;
 
 /* A GetStats call waiting for the periods of some of its CPUs. */
@@ -50,9 +55,13 @@ struct Analyses {
         Manager *manager;
         Worker *worker;
         uint64_t generation;
-        CacheEntry cache[CACHE_SIZE];
-        unsigned cache_next;
+        CacheEntry *cache;
+        size_t cache_size;
+        size_t cache_next;
         Pending *pending;
+        int last_error; /* of the last periodicity that failed, logged once */
+        /* Jobs for when the worker's queue has room again, oldest first. */
+        PeriodsJob *backlog, **backlog_tail;
 };
 
 typedef struct FitCtx {
@@ -66,38 +75,35 @@ static int add_fit_point(const HistoryPoint *pt, void *userdata)
 
         if (!pt->stalled && pt->attrib) {
                 (void)fit_add(c->fit, (double)tickconv_to_ns(c->conv, pt->lost_ticks),
-                              pt->attrib->items, pt->attrib->n);
+                              (double)pt->duration_ns, pt->attrib->items, pt->attrib->n);
         }
         return 0;
 }
 
 /* One source of the fit in GetStats' causes: its count and rate over @w, its cost and share,
- * and the share's standard error (null where the fit cannot tell the source apart from others
- * that move with it). */
+ * the share's standard error (null where the fit cannot tell the source apart from others
+ * that move with it), its @group (the source that names the group of sources whose counts
+ * move with its own) and the standard error of the group's total share. */
 static json_t *fit_source_to_json(const char *name, uint64_t count, const HistoryWindow *w,
-                                  const FitSource *src)
+                                  const FitSource *src, const char *group)
 {
-        return json_pack("{ss sI sf sf sf so}", "source", name, "count", (json_int_t)count,
+        return json_pack("{ss sI sf sf sf so ss so}", "source", name, "count", (json_int_t)count,
                          "per_second",
                          w->duration_ns ? (double)count * 1e9 / (double)w->duration_ns : 0.0,
                          "cost_ns", src->cost_ns, "explains", src->share, "explains_stderr",
-                         isfinite(src->share_stderr) ? json_real(src->share_stderr) : json_null());
+                         isfinite(src->share_stderr) ? json_real(src->share_stderr) : json_null(),
+                         "group", group ? group : name, "group_explains_stderr",
+                         isfinite(src->group_share_stderr) ? json_real(src->group_share_stderr)
+                                                           : json_null());
 }
 
-/* Every attribution source that moved in the window, with its rate, and over windows of at
- * least FIT_MIN_INTERVALS intervals what a least-squares fit of time lost per interval
- * against the counts per interval says each occurrence costs. Largest explained share first,
- * then by count. */
-static json_t *causes_to_json(Manager *m, int cpu, const HistoryWindow *w)
+/* The least-squares fit over the intervals of @cpu's window @w, or NULL (fewer than
+ * FIT_MIN_INTERVALS, out of memory); free() it. */
+static FitResult *fit_window(Manager *m, int cpu, const HistoryWindow *w)
 {
-        json_t *arr = json_array();
         FitResult *res = NULL;
         Fit *fit = NULL;
-        bool *used;
 
-        if (!arr) {
-                return NULL;
-        }
         if (w->intervals >= FIT_MIN_INTERVALS && fit_new(w->intervals + 16, &fit) == 0) {
                 FitCtx c = {fit, manager_tickconv(m)};
 
@@ -110,6 +116,32 @@ static json_t *causes_to_json(Manager *m, int cpu, const HistoryWindow *w)
                 }
                 fit_free(fit);
         }
+        return res;
+}
+
+/* Every attribution source that moved in the window, with its rate, and over windows of at
+ * least FIT_MIN_INTERVALS intervals what a least-squares fit of time lost per interval
+ * against the counts per interval says each occurrence costs. Largest explained share first,
+ * then by count. The fit's background (time lost with no counter) in *@ret_background, NULL
+ * without a fit. */
+static json_t *causes_to_json(Manager *m, int cpu, const HistoryWindow *w, json_t **ret_background)
+{
+        json_t *arr = json_array();
+        FitResult *res;
+        bool *used;
+
+        *ret_background = NULL;
+        if (!arr) {
+                return NULL;
+        }
+        res = fit_window(m, cpu, w);
+        if (res) {
+                *ret_background = json_pack("{sf sf so}", "ns_per_second", res->background_ns_per_s,
+                                            "explains", res->background_share, "explains_stderr",
+                                            isfinite(res->background_share_stderr)
+                                                    ? json_real(res->background_share_stderr)
+                                                    : json_null());
+        }
         used = calloc(w->attrib.n + 1, sizeof(bool));
         if (res && used) {
                 for (size_t k = 0; k < res->n; k++) {
@@ -119,8 +151,10 @@ static json_t *causes_to_json(Manager *m, int cpu, const HistoryWindow *w)
                         if (!name) {
                                 continue;
                         }
-                        json_array_append_new(arr,
-                                              fit_source_to_json(name, count, w, &res->sources[k]));
+                        json_array_append_new(
+                                arr, fit_source_to_json(name, count, w, &res->sources[k],
+                                                        attrib_table_name(manager_attrib(m),
+                                                                          res->sources[k].group)));
                         for (size_t i = 0; i < w->attrib.n; i++) {
                                 if (w->attrib.items[i].id == res->sources[k].id) {
                                         used[i] = true;
@@ -242,7 +276,7 @@ static json_t *periods_to_json(const PeriodsJob *j)
 
 static CacheEntry *cache_find(Analyses *x, uint64_t generation, int cpu, const char *window)
 {
-        for (size_t i = 0; i < CACHE_SIZE; i++) {
+        for (size_t i = 0; i < x->cache_size; i++) {
                 CacheEntry *c = &x->cache[i];
 
                 if (c->causes && c->generation == generation && c->cpu == cpu &&
@@ -282,6 +316,26 @@ static void pending_free(Pending *p)
         free(p);
 }
 
+/* Hands the worker what it has room for, oldest first. */
+static void submit_backlog(Analyses *x)
+{
+        while (x->backlog && worker_submit(x->worker, periods_job_run, x->backlog) == 0) {
+                x->backlog = x->backlog->next;
+                if (!x->backlog) {
+                        x->backlog_tail = &x->backlog;
+                }
+        }
+}
+
+/* To the worker, or to the backlog while its queue is full. */
+static void submit(Analyses *x, PeriodsJob *j)
+{
+        j->next = NULL;
+        *x->backlog_tail = j;
+        x->backlog_tail = &j->next;
+        submit_backlog(x);
+}
+
 /* On the loop, once the worker has analysed a window: into the cache, and to every call that
  * waits for it. */
 static void on_periods_done(void *job, void *userdata)
@@ -290,6 +344,15 @@ static void on_periods_done(void *job, void *userdata)
         PeriodsJob *j = job;
         CacheEntry *c = cache_find(x, j->generation, j->cpu, j->window);
         json_t *periods = periods_to_json(j);
+
+        /* No periods then, rather than a wrong list; said once per cause. */
+        if (j->r < 0 && j->r != -ENODATA && j->r != x->last_error) {
+                log_warning("cannot look for periods in the interruptions of CPU %d: %s", j->cpu,
+                            strerror(-j->r));
+        }
+        if (j->r != -ENODATA) {
+                x->last_error = j->r < 0 ? j->r : 0;
+        }
 
         if (c && !c->periods) {
                 c->periods = json_incref(periods);
@@ -307,6 +370,7 @@ static void on_periods_done(void *job, void *userdata)
         }
         json_decref(periods);
         periods_job_free(j);
+        submit_backlog(x);
 }
 
 static void pending_closed(VarlinkCallCtx *call, void *userdata)
@@ -333,8 +397,16 @@ int analyses_new(Manager *m, bool threaded, Analyses **ret)
                 return -ENOMEM;
         }
         x->manager = m;
-        r = worker_new(manager_event(m), threaded, on_periods_done, x, &x->worker);
+        x->backlog_tail = &x->backlog;
+        x->cache_size = CACHE_PER_CPU * (size_t)sysconf(_SC_NPROCESSORS_CONF);
+        if (x->cache_size < CACHE_MIN) {
+                x->cache_size = CACHE_MIN;
+        }
+        x->cache = calloc(x->cache_size, sizeof(*x->cache));
+        r = x->cache ? worker_new(manager_event(m), threaded, on_periods_done, x, &x->worker)
+                     : -ENOMEM;
         if (r < 0) {
+                free(x->cache);
                 free(x);
                 return r;
         }
@@ -348,6 +420,12 @@ Analyses *analyses_free(Analyses *x)
                 return NULL;
         }
         x->worker = worker_free(x->worker, periods_job_free);
+        while (x->backlog) {
+                PeriodsJob *j = x->backlog;
+
+                x->backlog = j->next;
+                periods_job_free(j);
+        }
         while (x->pending) {
                 Pending *p = x->pending;
 
@@ -355,10 +433,12 @@ Analyses *analyses_free(Analyses *x)
                 varlink_call_set_close_callback(p->call, NULL, NULL);
                 pending_free(p);
         }
-        for (size_t i = 0; i < CACHE_SIZE; i++) {
+        for (size_t i = 0; i < x->cache_size; i++) {
                 json_decref(x->cache[i].causes);
+                json_decref(x->cache[i].background);
                 json_decref(x->cache[i].periods);
         }
+        free(x->cache);
         free(x);
         return NULL;
 }
@@ -374,26 +454,25 @@ bool analyses_add(Analyses *x, int cpu, const char *window, const HistoryWindow 
         PeriodsJob *j;
 
         if (!c) {
-                c = &x->cache[x->cache_next++ % CACHE_SIZE];
+                c = &x->cache[x->cache_next++ % x->cache_size];
                 json_decref(c->causes);
+                json_decref(c->background);
                 json_decref(c->periods);
                 *c = (CacheEntry){.generation = x->generation, .cpu = cpu};
                 snprintf(c->window, sizeof(c->window), "%s", window);
-                c->causes = causes_to_json(x->manager, cpu, w);
-                /* The worker's queue full or no memory: the analysis runs here, late as it
-                 * makes this call. */
+                c->causes = causes_to_json(x->manager, cpu, w, &c->background);
                 j = periods_job_new(x, cpu, window, w);
-                if (!j || worker_submit(x->worker, periods_job_run, j) < 0) {
-                        if (j) {
-                                periods_job_run(j);
-                                c->periods = periods_to_json(j);
-                                periods_job_free(j);
-                        } else {
-                                c->periods = json_array();
-                        }
+                if (j) {
+                        submit(x, j);
+                } else {
+                        /* out of memory: no periods rather than none ever */
+                        c->periods = json_array();
                 }
         }
         json_object_set(o, "causes", c->causes);
+        if (c->background) {
+                json_object_set(o, "background", c->background);
+        }
         if (!c->periods) {
                 return true;
         }

@@ -9,7 +9,7 @@
  * waits, parked, while the loop goes on with the probes and the other clients. Causes are
  * computed on the loop (a fit over at most the window's intervals: milliseconds).
  *
- * Logs nothing. */
+ * Logs a periodicity that fails (out of memory), once until one succeeds again. */
 
 #include <stdbool.h>
 
@@ -33,8 +33,8 @@ Analyses *analyses_free(Analyses *x);
 /* Forgets what was analysed: called at each harvest, since every window moved. */
 void analyses_next_generation(Analyses *x);
 
-/* Adds "causes" and, when known, "periods" of @cpu's window @window (@w, as history_query()
- * gave it) to the GetStats entry @o. Returns true when the periods are still to come:
+/* Adds "causes" (and with a fit "background") and, when known, "periods" of @cpu's window
+ * @window (@w, as history_query() gave it) to the GetStats entry @o. Returns true when the periods are still to come:
  * analyses_reply_later() then completes @o. */
 bool analyses_add(Analyses *x, int cpu, const char *window, const HistoryWindow *w, json_t *o);
 

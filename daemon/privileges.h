@@ -27,8 +27,8 @@ int privileges_drop(bool keep_nice, bool keep_dac);
  * does nothing otherwise. */
 void privileges_dac(bool on);
 
-/* For threads that need no privilege (the probes, the analyses' worker): drops every
- * capability and blocks every signal in the calling thread. */
+/* For threads that need no privilege (the probes): drops every capability and blocks every
+ * signal in the calling thread. */
 void privileges_thread_init(void *userdata);
 
 /* True if @cap is in the calling thread's effective set. */

@@ -2,13 +2,12 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
-
-#include "privileges.h"
 
 /* The thread's stack: the jobs keep their data on the heap. Locked in memory with the rest of
  * the daemon (mlockall), so it is kept small. */
@@ -18,6 +17,7 @@
 typedef struct Item {
         WorkerRunFunc run;
         void *job;
+        cpu_set_t cpus; /* where the submitting thread ran: the job runs there too */
 } Item;
 
 /* A ring of items. */
@@ -67,9 +67,12 @@ static void signal_done(Worker *w)
 static void *worker_main(void *arg)
 {
         Worker *w = arg;
+        cpu_set_t here;
 
-        /* It computes, nothing more. */
-        privileges_thread_init(NULL);
+        /* The capabilities are the loop's, which has dropped what it no longer needs by the
+         * first submission: CAP_IPC_LOCK may remain, and it needs it as much (its memory is
+         * locked as it grows, beyond RLIMIT_MEMLOCK where that could not be lifted). */
+        CPU_ZERO(&here);
         pthread_mutex_lock(&w->lock);
         for (;;) {
                 Item it;
@@ -83,6 +86,12 @@ static void *worker_main(void *arg)
                 it = ring_pop(&w->todo);
                 w->running = true;
                 pthread_mutex_unlock(&w->lock);
+                /* The loop's thread moves when the probed CPUs change (a reload): the worker
+                 * follows, so that it never runs on a probe's CPU. */
+                if (CPU_COUNT(&it.cpus) > 0 && !CPU_EQUAL(&it.cpus, &here) &&
+                    sched_setaffinity(0, sizeof(it.cpus), &it.cpus) == 0) {
+                        here = it.cpus;
+                }
                 it.run(it.job);
                 pthread_mutex_lock(&w->lock);
                 w->running = false;
@@ -166,7 +175,11 @@ static bool start_thread(Worker *w)
 
 int worker_submit(Worker *w, WorkerRunFunc run, void *job)
 {
-        Item it = {run, job};
+        Item it = {run, job, {{0}}};
+
+        if (sched_getaffinity(0, sizeof(it.cpus), &it.cpus) < 0) {
+                CPU_ZERO(&it.cpus);
+        }
 
         pthread_mutex_lock(&w->lock);
         if (w->todo.n + w->done.n + w->running >= WORKER_QUEUE_MAX) {

@@ -5,9 +5,10 @@
  * time on a thread of their own, and each job's completion is handed back to the loop, in
  * submission order.
  *
- * The thread is started at the first submission, so that it runs where the loop's thread
- * runs by then (its housekeeping CPUs); it blocks every signal and drops every capability at
- * once, and lives until worker_free(): a thread that ends gives its stack back, and unmapping
+ * Each job runs where the thread that submitted it may run (the loop's housekeeping CPUs, as
+ * they are after a reload too). The thread is started at the first submission, so that it
+ * has what the loop's thread has by then (its blocked signals, the capabilities it kept), and
+ * lives until worker_free(): a thread that ends gives its stack back, and unmapping
  * memory interrupts every CPU that runs a thread of the process, the probes' too. Where no
  * thread can be started, jobs run on the loop, at submission.
  *

@@ -92,8 +92,9 @@ static void pin(int cpu)
         assert_int_equal(sched_setaffinity(0, sizeof(set), &set), 0);
 }
 
-/* Five jobs: run on another thread, on the creator's CPU only, completed on the loop's thread
- * in order; a timer 20 ms away fires while the first job (300 ms) still runs. */
+/* Five jobs: run on another thread, on the submitter's CPU only, completed on the loop's thread
+ * in order; a timer 20 ms away fires while the first job (300 ms) still runs; a job submitted
+ * after the submitter moved runs where it moved. */
 static void test_off_loop(void **state)
 {
         Job jobs[5] = {{.id = 0, .sleep_ms = 300}, {.id = 1}, {.id = 2}, {.id = 3}, {.id = 4}};
@@ -127,6 +128,18 @@ static void test_off_loop(void **state)
         assert_true(fired > 0);
         assert_true(fired < jobs[0].done_ns);
         assert_true(fired - start < 300000000ULL);
+        /* the submitter moved (a reload re-pins the loop): the next job runs where it runs now */
+        if (sysconf(_SC_NPROCESSORS_ONLN) > 1) {
+                Job moved = {.id = 5};
+
+                pin(1);
+                assert_int_equal(worker_submit(w, job_run, &moved), 0);
+                run_until(&l, 6, 5000);
+                assert_int_equal(moved.cpu, 1);
+                assert_int_equal(CPU_COUNT(&moved.affinity), 1);
+                assert_true(CPU_ISSET(1, &moved.affinity));
+                pin(0);
+        }
         sd_event_source_unref(t);
         worker_free(w, job_drop);
         sd_event_unref(l.e);
