@@ -83,7 +83,7 @@ if jq -e '.cpus[0].coverage >= 0.9' "$T/explain.json" > /dev/null; then
     jq -e 'all(.cpus[0].compare[] | select(.ls_share != null);
         (.exact_share - .ls_share | fabs) as $d | ([.exact_share, .ls_share] | max) as $m |
         ([0.05, 0.25 * $m] | max) as $band |
-        .verdict == (if $d <= $band then "agree"
+        .verdict == (if $d <= $band and .ls_stderr != null and 2 * .ls_stderr <= $band then "agree"
                      elif .ls_stderr != null and $d > $band + 2 * .ls_stderr then "disagree"
                      else "uncertain" end))' \
         "$T/explain.json" > /dev/null || fail "a verdict does not follow the rule"

@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The columns: the sources, then the background (the interval's length). */
+#define FIT_COLUMNS (FIT_MAX_SOURCES + 1)
+
 /* A Cholesky pivot below this (columns scaled to unit norm, so relative) means the column is a
  * linear combination of those already in: the sources cannot be told apart. */
 #define PIVOT_MIN 1e-10
@@ -14,6 +17,7 @@ struct Fit {
         size_t max_intervals;
         size_t n_rows;
         double *y;          /* lost ns per interval */
+        double *len_s;      /* each interval's length, in seconds */
         size_t *row_end;    /* items of row i: [row_end[i-1], row_end[i]) */
         AttribCount *items; /* all rows' counts, concatenated */
         size_t n_items;
@@ -45,6 +49,7 @@ Fit *fit_free(Fit *f)
                 return NULL;
         }
         free(f->y);
+        free(f->len_s);
         free(f->row_end);
         free(f->items);
         free(f);
@@ -87,13 +92,14 @@ static int grow(void **p, size_t *cap, size_t need, size_t size)
         return 0;
 }
 
-int fit_add(Fit *f, double lost_ns, const AttribCount *items, size_t n)
+int fit_add(Fit *f, double lost_ns, double duration_ns, const AttribCount *items, size_t n)
 {
         bool seen[ATTRIB_MAX_SOURCES] = {false};
         size_t kept = 0, cap_rows;
         int r;
 
-        if (!f || (n > 0 && !items) || !isfinite(lost_ns) || lost_ns < 0) {
+        if (!f || (n > 0 && !items) || !isfinite(lost_ns) || lost_ns < 0 ||
+            !isfinite(duration_ns) || duration_ns <= 0) {
                 return -EINVAL;
         }
         if (f->n_rows >= f->max_intervals) {
@@ -107,6 +113,11 @@ int fit_add(Fit *f, double lost_ns, const AttribCount *items, size_t n)
         }
         cap_rows = f->cap_rows;
         r = grow((void **)&f->y, &cap_rows, f->n_rows + 1, sizeof(*f->y));
+        if (r < 0) {
+                return r;
+        }
+        cap_rows = f->cap_rows;
+        r = grow((void **)&f->len_s, &cap_rows, f->n_rows + 1, sizeof(*f->len_s));
         if (r < 0) {
                 return r;
         }
@@ -134,6 +145,7 @@ int fit_add(Fit *f, double lost_ns, const AttribCount *items, size_t n)
         }
         f->n_items += kept;
         f->y[f->n_rows] = lost_ns;
+        f->len_s[f->n_rows] = duration_ns / 1e9;
         f->row_end[f->n_rows] = f->n_items;
         f->n_rows++;
         return 0;
@@ -143,8 +155,8 @@ int fit_add(Fit *f, double lost_ns, const AttribCount *items, size_t n)
  * when G_PP is not positive definite (dependent columns). */
 static bool solve_passive(const double *g, const double *b, size_t m, const bool *in, double *z)
 {
-        double l[FIT_MAX_SOURCES][FIT_MAX_SOURCES], v[FIT_MAX_SOURCES];
-        size_t idx[FIT_MAX_SOURCES], k = 0;
+        double l[FIT_COLUMNS][FIT_COLUMNS], v[FIT_COLUMNS];
+        size_t idx[FIT_COLUMNS], k = 0;
 
         for (size_t j = 0; j < m; j++) {
                 z[j] = 0;
@@ -195,8 +207,8 @@ static bool solve_passive(const double *g, const double *b, size_t m, const bool
  * diagonal, b = X'y): min |y - X x| subject to x >= 0. */
 static void nnls(const double *g, const double *b, size_t m, double tol, double *x)
 {
-        bool in[FIT_MAX_SOURCES] = {false}, excluded[FIT_MAX_SOURCES] = {false};
-        double z[FIT_MAX_SOURCES], w[FIT_MAX_SOURCES];
+        bool in[FIT_COLUMNS] = {false}, excluded[FIT_COLUMNS] = {false};
+        double z[FIT_COLUMNS], w[FIT_COLUMNS];
 
         for (size_t j = 0; j < m; j++) {
                 x[j] = 0;
@@ -284,6 +296,19 @@ static double clamp01(double v)
         return v < 0 ? 0 : v > 1 ? 1 : v;
 }
 
+/* @ns of the time lost @lost_ns, 0..1 (0 when nothing was lost). */
+static double share_of(double ns, double lost_ns)
+{
+        return lost_ns > 0 ? clamp01(ns / lost_ns) : 0;
+}
+
+/* A standard error of @ns as a share of @lost_ns: INFINITY stays (unknown), 0 when nothing was
+ * lost. */
+static double stderr_share(double ns, double lost_ns)
+{
+        return !isfinite(ns) ? INFINITY : lost_ns > 0 ? ns / lost_ns : 0;
+}
+
 /* Chooses the columns: the sources that moved in the most intervals carry the most
  * information; among equals, the larger counts. Sets @col[id] to the column of source @id (-1:
  * none) and @ids[column] to its source. Returns the number of columns. */
@@ -319,16 +344,17 @@ static size_t pick_columns(const Fit *f, int col[static ATTRIB_MAX_SOURCES],
         return m;
 }
 
-/* The normal equations G x = b of the @m columns, and the sum and sum of squares of y. */
+/* The normal equations G x = b of the @m columns (the last the background: each interval's
+ * length), the sum of each column, and the sum and sum of squares of y. */
 static void normal_equations(const Fit *f, const int *col, size_t m, double *g, double *b,
-                             double *ret_yy, double *ret_ysum)
+                             double *colsum, double *ret_yy, double *ret_ysum)
 {
         double yy = 0, ysum = 0;
         size_t start = 0;
 
         for (size_t i = 0; i < f->n_rows; i++) {
                 size_t end = f->row_end[i];
-                double xi[FIT_MAX_SOURCES] = {0};
+                double xi[FIT_COLUMNS] = {0};
 
                 for (size_t k = start; k < end; k++) {
                         int c = col[f->items[k].id];
@@ -337,11 +363,13 @@ static void normal_equations(const Fit *f, const int *col, size_t m, double *g, 
                                 xi[c] = (double)f->items[k].count;
                         }
                 }
+                xi[m - 1] = f->len_s[i];
                 for (size_t p = 0; p < m; p++) {
                         if (xi[p] == 0) {
                                 continue;
                         }
                         b[p] += xi[p] * f->y[i];
+                        colsum[p] += xi[p];
                         for (size_t q = 0; q < m; q++) {
                                 g[p * m + q] += xi[p] * xi[q];
                         }
@@ -358,7 +386,7 @@ static void normal_equations(const Fit *f, const int *col, size_t m, double *g, 
  * @g is the normal matrix of unit-norm columns and @scale each column's norm. */
 static void solve_costs(double *g, double *b, size_t m, double yy, double *cost, double *scale)
 {
-        double x[FIT_MAX_SOURCES];
+        double x[FIT_COLUMNS];
 
         /* Unit-norm columns: counts of LOC (thousands) and SMIs (a few) on one scale. */
         for (size_t p = 0; p < m; p++) {
@@ -376,18 +404,19 @@ static void solve_costs(double *g, double *b, size_t m, double yy, double *cost,
         }
 }
 
-/* The coefficient of determination of @cost, and the residual sum of squares in @ret_rss. The
+/* The coefficient of determination of @cost and @background (ns lost per second), and the
+ * residual sum of squares in @ret_rss. The
  * residual comes from the data, not from the normal equations, which lose it to cancellation
  * when the fit is close. */
-static double fit_r2(const Fit *f, const int *col, const double *cost, double yy, double ysum,
-                     double *ret_rss)
+static double fit_r2(const Fit *f, const int *col, const double *cost, double background, double yy,
+                     double ysum, double *ret_rss)
 {
         double mean = ysum / (double)f->n_rows, ss_tot = 0, ss_res = 0;
         size_t start = 0;
 
         for (size_t i = 0; i < f->n_rows; i++) {
                 size_t end = f->row_end[i];
-                double pred = 0, d;
+                double pred = background * f->len_s[i], d;
 
                 for (size_t k = start; k < end; k++) {
                         int c = col[f->items[k].id];
@@ -415,59 +444,154 @@ static double fit_r2(const Fit *f, const int *col, const double *cost, double yy
  * column cannot be told from it. */
 #define DEPENDENT_WEIGHT 1e-3
 
-/* The standard error of the cost of each of the @m columns, given the normal matrix @g of
- * unit-norm columns and their norms @scale, and the residual sum of squares @rss over @rows
- * intervals: that of least squares over all the columns, sqrt(s2 * inv(G)_jj) / scale_j with
- * s2 = rss / (rows - m). A column that is a combination of others (to DEPENDENT_PIVOT), and
- * every column it is made of, gets INFINITY: only their combination can be told, however the
- * fit shared it out. So does every column when no degree of freedom is left. */
-static void cost_stderr(const double *g, const double *scale, size_t m, double rss, size_t rows,
-                        double *ret)
+/* Which of the @m columns (normal matrix @g of unit-norm columns) are independent, in order:
+ * @in. A column that is a combination of those before it (to DEPENDENT_PIVOT) is not, and
+ * @made_of[j] has bit i set for each column i it is made of (its own bit included). */
+static void independent_columns(const double *g, size_t m, bool *in, uint32_t *made_of)
 {
-        bool in[FIT_MAX_SOURCES] = {false}, confounded[FIT_MAX_SOURCES] = {false};
-        double s2 = rows > m ? rss / (double)(rows - m) : INFINITY;
-
-        /* The independent columns, in order; each dependent one marks what it is made of. */
         for (size_t j = 0; j < m; j++) {
-                double c[FIT_MAX_SOURCES], rest = g[j * m + j];
+                double c[FIT_COLUMNS], rest = g[j * m + j];
 
+                in[j] = false;
+                made_of[j] = 0;
                 if (solve_passive(g, g + j * m, m, in, c)) {
                         for (size_t i = 0; i < m; i++) {
                                 rest -= in[i] ? c[i] * g[j * m + i] : 0;
                         }
-                } else {
-                        c[0] = 0;
                 }
                 if (rest > DEPENDENT_PIVOT) {
                         in[j] = true;
                         continue;
                 }
-                confounded[j] = true;
+                made_of[j] = 1u << j;
                 for (size_t i = 0; i < m; i++) {
                         if (in[i] && fabs(c[i]) >= DEPENDENT_WEIGHT) {
-                                confounded[i] = true;
+                                made_of[j] |= 1u << i;
                         }
                 }
         }
+}
+
+/* The residual variance s2 = rss / (rows - m), INFINITY without a degree of freedom left. */
+static double residual_variance(double rss, size_t rows, size_t m)
+{
+        return rows > m ? rss / (double)(rows - m) : INFINITY;
+}
+
+/* The standard error of the cost of each of the @m columns, given the normal matrix @g of
+ * unit-norm columns and their norms @scale, the independent columns @in and what the others
+ * are made of (independent_columns()), and the residual variance @s2: that of least squares
+ * over all the columns, sqrt(s2 * inv(G)_jj) / scale_j. A column that is a combination of
+ * others, and every column it is made of, gets INFINITY: only their combination can be told,
+ * however the fit shared it out. So does every column when no degree of freedom is left. */
+static void cost_stderr(const double *g, const double *scale, size_t m, const bool *in,
+                        const uint32_t *made_of, double s2, double *ret)
+{
+        uint32_t confounded = 0;
+
         for (size_t j = 0; j < m; j++) {
-                double e[FIT_MAX_SOURCES] = {0}, z[FIT_MAX_SOURCES];
+                confounded |= made_of[j];
+        }
+        for (size_t j = 0; j < m; j++) {
+                double e[FIT_COLUMNS] = {0}, z[FIT_COLUMNS];
 
                 e[j] = 1;
                 /* z = inv(G_in) e_j, so z_j = inv(G_in)_jj */
-                ret[j] = !confounded[j] && isfinite(s2) && solve_passive(g, e, m, in, z) && z[j] > 0
+                ret[j] = !(confounded & (1u << j)) && isfinite(s2) &&
+                                         solve_passive(g, e, m, in, z) && z[j] > 0
                                  ? sqrt(s2 * z[j]) / scale[j]
                                  : INFINITY;
         }
 }
 
+static unsigned find_root(unsigned *parent, unsigned j)
+{
+        while (parent[j] != j) {
+                j = parent[j] = parent[parent[j]];
+        }
+        return j;
+}
+
+/* Groups the first @n of the @m columns whose counts correlate (over the @rows intervals) at
+ * least FIT_GROUP_CORRELATION, directly or through others, from the normal matrix @g of
+ * unit-norm columns, their norms @scale and their sums @colsum: @group[j] is the first column
+ * of j's group; the others are alone. Columns that never vary (the same count in every
+ * interval) correlate with none. */
+static void group_columns(const double *g, const double *scale, const double *colsum, size_t n,
+                          size_t m, size_t rows, unsigned *group)
+{
+        double var[FIT_COLUMNS];
+
+        for (size_t j = n; j < m; j++) {
+                group[j] = (unsigned)j;
+        }
+        for (size_t j = 0; j < n; j++) {
+                double mean = colsum[j] / (double)rows;
+
+                var[j] = g[j * m + j] * scale[j] * scale[j] / (double)rows - mean * mean;
+                group[j] = (unsigned)j;
+        }
+        for (size_t i = 0; i < n; i++) {
+                for (size_t j = i + 1; j < n; j++) {
+                        double cov = g[i * m + j] * scale[i] * scale[j] / (double)rows -
+                                     colsum[i] / (double)rows * colsum[j] / (double)rows;
+
+                        if (var[i] > 0 && var[j] > 0 &&
+                            cov >= FIT_GROUP_CORRELATION * sqrt(var[i] * var[j])) {
+                                unsigned a = find_root(group, (unsigned)i),
+                                         b = find_root(group, (unsigned)j);
+
+                                group[a > b ? a : b] = a < b ? a : b;
+                        }
+                }
+        }
+        for (size_t j = 0; j < n; j++) {
+                group[j] = find_root(group, (unsigned)j);
+        }
+}
+
+/* The standard error of the total of group @root (columns with @group == root): a_j =
+ * count_j / scale_j on its independent columns, sqrt(s2 * a' inv(G_in) a). INFINITY when a
+ * column of the group is made of columns outside it, or the other way round. */
+static double group_stderr(const double *g, const double *scale, const double *count, size_t m,
+                           const bool *in, const uint32_t *made_of, const unsigned *group,
+                           unsigned root, double s2)
+{
+        double a[FIT_COLUMNS] = {0}, z[FIT_COLUMNS], var = 0;
+        uint32_t members = 0;
+
+        for (size_t j = 0; j < m; j++) {
+                members |= group[j] == root ? 1u << j : 0;
+        }
+        for (size_t j = 0; j < m; j++) {
+                if (made_of[j] && (made_of[j] & members) && (made_of[j] & ~members)) {
+                        return INFINITY;
+                }
+                if (in[j] && group[j] == root) {
+                        a[j] = count[j] / scale[j];
+                }
+        }
+        if (!isfinite(s2) || !solve_passive(g, a, m, in, z)) {
+                return INFINITY;
+        }
+        for (size_t j = 0; j < m; j++) {
+                var += in[j] ? a[j] * z[j] : 0;
+        }
+        return var > 0 ? sqrt(s2 * var) : 0;
+}
+
 int fit_solve(const Fit *f, FitResult *ret)
 {
-        double g[FIT_MAX_SOURCES * FIT_MAX_SOURCES] = {0}, b[FIT_MAX_SOURCES] = {0};
-        double cost[FIT_MAX_SOURCES], scale[FIT_MAX_SOURCES], se[FIT_MAX_SOURCES];
+        double g[FIT_COLUMNS * FIT_COLUMNS] = {0}, b[FIT_COLUMNS] = {0};
+        double cost[FIT_COLUMNS], scale[FIT_COLUMNS], se[FIT_COLUMNS];
+        double colsum[FIT_COLUMNS] = {0}, count[FIT_COLUMNS], s2;
+        bool in[FIT_COLUMNS];
+        uint32_t made_of[FIT_COLUMNS];
+        unsigned group[FIT_COLUMNS];
         int col[ATTRIB_MAX_SOURCES];
         uint16_t ids[FIT_MAX_SOURCES];
         double yy, ysum, rss, explained = 0;
-        size_t m;
+        size_t m, bg;
 
         if (!f || !ret) {
                 return -EINVAL;
@@ -478,27 +602,41 @@ int fit_solve(const Fit *f, FitResult *ret)
         memset(ret, 0, sizeof(*ret));
         ret->intervals = f->n_rows;
 
-        m = pick_columns(f, col, ids);
-        normal_equations(f, col, m, g, b, &yy, &ysum);
+        /* The sources' columns, then the background's. */
+        bg = pick_columns(f, col, ids);
+        m = bg + 1;
+        normal_equations(f, col, m, g, b, colsum, &yy, &ysum);
         solve_costs(g, b, m, yy, cost, scale);
-        ret->r2 = fit_r2(f, col, cost, yy, ysum, &rss);
-        cost_stderr(g, scale, m, rss, f->n_rows, se);
+        ret->r2 = fit_r2(f, col, cost, cost[bg], yy, ysum, &rss);
+        s2 = residual_variance(rss, f->n_rows, m);
+        independent_columns(g, m, in, made_of);
+        cost_stderr(g, scale, m, in, made_of, s2, se);
+        /* The background is no source: it joins no group. */
+        group_columns(g, scale, colsum, bg, m, f->n_rows, group);
+        for (size_t p = 0; p < bg; p++) {
+                count[p] = (double)f->total[ids[p]];
+        }
+        count[bg] = colsum[bg];
 
         ret->lost_ns = ysum;
-        ret->n = m;
-        for (size_t p = 0; p < m; p++) {
+        ret->n = bg;
+        for (size_t p = 0; p < bg; p++) {
                 FitSource *s = &ret->sources[p];
+                double gse = group_stderr(g, scale, count, m, in, made_of, group, group[p], s2);
 
                 s->id = ids[p];
                 s->count = f->total[ids[p]];
                 s->cost_ns = cost[p];
-                s->share = ysum > 0 ? clamp01(cost[p] * (double)s->count / ysum) : 0;
-                s->share_stderr = ysum > 0          ? se[p] * (double)s->count / ysum
-                                  : isfinite(se[p]) ? 0
-                                                    : INFINITY;
+                s->share = share_of(cost[p] * count[p], ysum);
+                s->share_stderr = stderr_share(se[p] * count[p], ysum);
+                s->group = ids[group[p]];
+                s->group_share_stderr = stderr_share(gse, ysum);
                 explained += s->share;
         }
+        ret->background_ns_per_s = cost[bg];
+        ret->background_share = share_of(cost[bg] * count[bg], ysum);
+        ret->background_share_stderr = stderr_share(se[bg] * count[bg], ysum);
         ret->explained = clamp01(explained);
-        qsort(ret->sources, m, sizeof(ret->sources[0]), cmp_source);
+        qsort(ret->sources, bg, sizeof(ret->sources[0]), cmp_source);
         return 0;
 }

@@ -3,12 +3,15 @@
 /* What each noise source costs: a least-squares fit of the time lost per interval against the
  * counts per interval of the attribution sources (interrupts, softirqs, context switches, SMIs),
  *
- *     lost_ns[i] ~= sum_j cost_ns[j] * count[i][j]
+ *     lost_ns[i] ~= sum_j cost_ns[j] * count[i][j] + background_ns_per_s * length_s[i]
  *
- * with every cost >= 0 (non-negative least squares, Lawson-Hanson), without an intercept: no
- * event, no time lost. At most FIT_MAX_SOURCES sources enter the fit: those that moved in the
- * most intervals, then the largest counts. Sources that always move together (LOC and
- * softirq:TIMER) cannot be told apart; the fit then gives the cost to one of them.
+ * with every cost >= 0 (non-negative least squares, Lawson-Hanson). The background is the time
+ * lost that no counter moves with (the host taking the vCPU, gaps below the interruption
+ * threshold): without it, it would be charged to whichever counter is as steady as it (the
+ * tick's). At most FIT_MAX_SOURCES sources enter the fit: those that moved in the most
+ * intervals, then the largest counts. Sources that always move together (LOC and
+ * softirq:TIMER) cannot be told apart; the fit then gives the cost to one of them, and says so
+ * (share_stderr, group).
  *
  * Pure math: no I/O, never logs. */
 
@@ -36,7 +39,18 @@ typedef struct FitSource {
          * with a cost, and this one). INFINITY when its counts are a combination of the
          * others': the fit cannot tell it apart at all. */
         double share_stderr;
+        /* The sources whose counts move together (a correlation over the intervals of at least
+         * FIT_GROUP_CORRELATION, directly or through others) make a group, named by the id of
+         * its source that moved in the most intervals: the fit can only share their time out
+         * among them as chance has it, while their sum it knows to group_share_stderr (the
+         * standard error of the group's total share; INFINITY when one of its sources is a
+         * combination of sources outside it). A source alone is its own group. */
+        uint16_t group;
+        double group_share_stderr;
 } FitSource;
+
+/* Sources whose counts correlate at least this much are one group. */
+#define FIT_GROUP_CORRELATION 0.7
 
 typedef struct FitResult {
         size_t intervals;
@@ -45,6 +59,12 @@ typedef struct FitResult {
         /* 1 - residual / variance of lost_ns around its mean, clamped to 0..1; 1 when lost_ns
          * is constant and fitted exactly, 0 when it is constant and not. */
         double r2;
+        /* The background: ns lost per second of interval, its share of the time lost and that
+         * share's standard error (INFINITY: a steady source, the tick's, cannot be told from
+         * it). */
+        double background_ns_per_s;
+        double background_share;
+        double background_share_stderr;
         size_t n;                           /* sources that entered the fit */
         FitSource sources[FIT_MAX_SOURCES]; /* by share, largest first; cost 0 ones last */
 } FitResult;
@@ -56,11 +76,11 @@ int fit_new(size_t max_intervals, Fit **ret);
 /* Frees @f; accepts NULL; returns NULL. */
 Fit *fit_free(Fit *f);
 
-/* Adds one interval: @lost_ns of time lost, and the @n counts @items of the sources that moved
- * (an AttribDelta's items; ids below ATTRIB_MAX_SOURCES, each at most once). Returns 0,
- * -EINVAL for a negative or non-finite @lost_ns, an id out of range or given twice, -ENOSPC
- * once @max_intervals were added, -ENOMEM. */
-int fit_add(Fit *f, double lost_ns, const AttribCount *items, size_t n);
+/* Adds one interval of @duration_ns: @lost_ns of time lost, and the @n counts @items of the
+ * sources that moved (an AttribDelta's items; ids below ATTRIB_MAX_SOURCES, each at most once).
+ * Returns 0, -EINVAL for a negative or non-finite @lost_ns, a @duration_ns not above 0, an id
+ * out of range or given twice, -ENOSPC once @max_intervals were added, -ENOMEM. */
+int fit_add(Fit *f, double lost_ns, double duration_ns, const AttribCount *items, size_t n);
 
 /* Number of intervals added. */
 size_t fit_intervals(const Fit *f);

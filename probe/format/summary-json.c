@@ -327,6 +327,7 @@ int cpu_stats_read(json_t *o, CpuStats *ret)
         ok &= member_json(o, "softirqs", JSON_OBJECT, &ret->softirqs);
         ok &= member_json(o, "ctxsw", JSON_OBJECT, &ret->ctxsw);
         ok &= member_json(o, "causes", JSON_ARRAY, &ret->causes);
+        ok &= member_json(o, "background", JSON_OBJECT, &ret->background);
         ok &= member_json(o, "periods", JSON_ARRAY, &ret->periods);
         return ok ? 0 : -EBADMSG;
 }

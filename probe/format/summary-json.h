@@ -102,6 +102,7 @@ typedef struct CpuStats {
         uint64_t smi;
         json_t *interrupts, *softirqs, *ctxsw; /* {"LOC": 12, ...} */
         json_t *causes, *periods;              /* arrays of Cause and Period */
+        json_t *background;                    /* a Background object, NULL without a fit */
 } CpuStats;
 
 int cpu_stats_read(json_t *o, CpuStats *ret);

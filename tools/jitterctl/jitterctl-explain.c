@@ -20,10 +20,11 @@
 #include "jitterctl.h"
 #include "summary-json.h"
 
-/* The two shares agree when they differ by at most EXPLAIN_AGREE_ABS of the time lost or by
- * at most EXPLAIN_AGREE_REL of the larger one. They disagree when they differ by more than
- * that and by more than EXPLAIN_STDERRS standard errors of the least-squares share besides;
- * in between, the fit cannot tell. */
+/* The band: EXPLAIN_AGREE_ABS of the time lost, or EXPLAIN_AGREE_REL of the larger share if
+ * that is more. The two shares agree when they differ by at most the band and the fit knows
+ * its share that well (EXPLAIN_STDERRS standard errors within the band); they disagree when
+ * they differ by more than the band and EXPLAIN_STDERRS standard errors besides; otherwise
+ * the fit cannot tell. */
 #define EXPLAIN_AGREE_ABS 0.05
 #define EXPLAIN_AGREE_REL 0.25
 #define EXPLAIN_STDERRS 2.0
@@ -101,7 +102,7 @@ static const char *explain_verdict(double exact, double ls, double ls_stderr)
         double band = EXPLAIN_AGREE_ABS > EXPLAIN_AGREE_REL * larger ? EXPLAIN_AGREE_ABS
                                                                      : EXPLAIN_AGREE_REL * larger;
 
-        if (d <= band) {
+        if (d <= band && EXPLAIN_STDERRS * ls_stderr <= band) {
                 return "agree";
         }
         return d > band + EXPLAIN_STDERRS * ls_stderr ? "disagree" : "uncertain";
@@ -136,7 +137,63 @@ static void add_share(json_t *row, const char *key, double share)
 /* Adds to @rows the least-squares shares of the GetStats entry @stats, with their variances
  * ("ls_variance", "ls_unknown" where a counter has no standard error). Returns whether it has a
  * fit. */
-static bool add_ls_shares(json_t *rows, json_t *stats)
+/* The row each counter of the fit is compared in, from the GetStats entry @stats: counters the
+ * fit groups (their counts move together) share one row, named by all of them ("ctxsw:
+ * involuntary + softirq:TIMER"), since only their total can be told; numbered IRQs are
+ * "irq:device". An object from counter to row name. */
+static json_t *row_names(json_t *stats)
+{
+        json_t *members = json_object(), *names = json_object(), *c, *list;
+        const char *group;
+        size_t i;
+
+        json_array_foreach(json_object_get(stats, "causes"), i, c)
+        {
+                const char *source = source_group(json_get_string(c, "source", "?"));
+
+                group = json_get_string(c, "group", source);
+                list = json_object_get(members, group);
+                if (!list) {
+                        list = json_array();
+                        json_object_set_new(members, group, list);
+                }
+                if (!json_is_string(json_object_get(names, source))) {
+                        json_array_append_new(list, json_string(source));
+                        json_object_set_new(names, source, json_string(group));
+                }
+        }
+        json_object_foreach(members, group, list)
+        {
+                char name[256] = "";
+                size_t len = 0;
+
+                json_array_foreach(list, i, c)
+                {
+                        len += (size_t)snprintf(name + len,
+                                                len < sizeof(name) ? sizeof(name) - len : 0, "%s%s",
+                                                i ? " + " : "", json_string_value(c));
+                }
+                json_array_foreach(list, i, c)
+                {
+                        json_object_set_new(names, json_string_value(c), json_string(name));
+                }
+        }
+        json_decref(members);
+        return names;
+}
+
+/* The row of counter @source. */
+static json_t *row_for(json_t *rows, json_t *names, const char *source)
+{
+        const char *name = json_string_value(json_object_get(names, source));
+
+        return row_of(rows, name ? name : source);
+}
+
+/* Adds to @rows the least-squares shares of the GetStats entry @stats, with their variances
+ * ("ls_variance", "ls_unknown" where a counter has no standard error). Returns whether it has a
+ * fit. */
+static bool add_ls_shares(json_t *rows, json_t *names, json_t *stats)
 {
         bool fit = false;
         json_t *c;
@@ -144,6 +201,7 @@ static bool add_ls_shares(json_t *rows, json_t *stats)
 
         json_array_foreach(json_object_get(stats, "causes"), i, c)
         {
+                const char *source = source_group(json_get_string(c, "source", "?"));
                 double ls, se;
                 json_t *row;
 
@@ -151,11 +209,18 @@ static bool add_ls_shares(json_t *rows, json_t *stats)
                         continue;
                 }
                 fit = true;
-                row = row_of(rows, source_group(json_get_string(c, "source", "?")));
+                row = row_for(rows, names, source);
                 add_share(row, "ls_share", ls);
-                /* A group's error: those of its counters added as independent (in quadrature);
-                 * unknown when one of them is. */
-                if (json_get_double(c, "explains_stderr", &se)) {
+                /* A row of the fit's group: the group's error, once. Otherwise its counters'
+                 * errors added as independent (in quadrature). Unknown when one of them is. */
+                if (strcmp(json_get_string(c, "group", source), source) != 0 ||
+                    strchr(json_get_string(row, "source", ""), '+')) {
+                        if (!json_get_double(c, "group_explains_stderr", &se)) {
+                                json_object_set_new(row, "ls_unknown", json_true());
+                        } else if (!json_object_get(row, "ls_variance")) {
+                                add_share(row, "ls_variance", se * se);
+                        }
+                } else if (json_get_double(c, "explains_stderr", &se)) {
                         add_share(row, "ls_variance", se * se);
                 } else {
                         json_object_set_new(row, "ls_unknown", json_true());
@@ -200,7 +265,7 @@ static void set_verdicts(json_t *rows, bool fit, double coverage)
 static json_t *explain_cpu(json_t *causes, json_t *stats)
 {
         uint64_t lost = 0, ev = 0, ev_ns = 0, explained_ns = 0, unexplained = 0, other = 0;
-        json_t *exact = json_array(), *rows = json_array(), *c, *out;
+        json_t *exact = json_array(), *rows = json_array(), *names = row_names(stats), *c, *out;
         double coverage;
         bool fit;
         size_t i;
@@ -243,9 +308,11 @@ static json_t *explain_cpu(json_t *causes, json_t *stats)
                                       json_pack("{ss ss sI sO sf}", "kind", kind, "name", name,
                                                 "ns", (json_int_t)ns, "count",
                                                 json_object_get(c, "count"), "share", share));
-                add_share(row_of(rows, source ? source : "(no counter)"), "exact_share", share);
+                add_share(row_for(rows, names, source ? source : "(no counter)"), "exact_share",
+                          share);
         }
-        fit = add_ls_shares(rows, stats);
+        fit = add_ls_shares(rows, names, stats);
+        json_decref(names);
         set_verdicts(rows, fit, coverage);
         out = json_pack("{sO sO sI sI sI sI sI sI sf sb so so}", "cpu",
                         json_object_get(causes, "cpu"), "window", json_object_get(causes, "window"),
@@ -256,6 +323,9 @@ static json_t *explain_cpu(json_t *causes, json_t *stats)
                         exact, "compare", rows);
         if (out) {
                 json_object_set(out, "explained", json_object_get(causes, "explained"));
+                if (json_object_get(stats, "background")) {
+                        json_object_set(out, "background", json_object_get(stats, "background"));
+                }
         }
         return out;
 }
@@ -297,7 +367,7 @@ static void print_why(json_t *rows, json_t *row, double exact, double ls)
 
 /* The comparison table of @rows, then why each uncertain or disagreeing row is so; counts
  * those into @disagree and @uncertain. */
-static void print_compare(json_t *rows, size_t *disagree, size_t *uncertain)
+static void print_compare(json_t *rows, json_t *background, size_t *disagree, size_t *uncertain)
 {
         char a[32], b[32], d[32];
         json_t *c;
@@ -318,6 +388,16 @@ static void print_compare(json_t *rows, size_t *disagree, size_t *uncertain)
                        : have_ls ? "?"
                                  : "-",
                        json_get_string(c, "verdict", "?"));
+        }
+        if (background) {
+                double ls = 0, se;
+
+                json_get_double(background, "explains", &ls);
+                printf("  %-22s %8s %14s %10s  (no counter moves with it)\n", "background", "-",
+                       share_text(b, sizeof(b), ls),
+                       json_get_double(background, "explains_stderr", &se)
+                               ? share_text(d, sizeof(d), se)
+                               : "?");
         }
         json_array_foreach(rows, i, c)
         {
@@ -399,13 +479,16 @@ static void print_cpu(json_t *o)
                        share_text(a, sizeof(a), (double)(lost - ev_ns) / (double)lost),
                        format_ns(b, sizeof(b), (double)(lost - ev_ns)));
         }
-        print_compare(json_object_get(o, "compare"), &disagree, &uncertain);
+        print_compare(json_object_get(o, "compare"), json_object_get(o, "background"), &disagree,
+                      &uncertain);
         if (!json_is_true(json_object_get(o, "fit"))) {
                 printf("  no least-squares estimate: the window has fewer than 60 intervals\n");
         } else if (disagree == 0 && uncertain == 0) {
                 printf("  exact shares and least squares agree\n");
-        } else if (disagree == 0) {
+        } else if (disagree == 0 && uncertain < json_array_size(json_object_get(o, "compare"))) {
                 printf("  exact shares and least squares agree wherever the fit can tell\n");
+        } else if (disagree == 0) {
+                printf("  the least-squares estimate is too uncertain here to compare\n");
         }
 }
 

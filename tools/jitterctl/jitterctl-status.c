@@ -256,6 +256,20 @@ static int cause_cmp(const void *x, const void *y)
         return (ra < rb) - (ra > rb);
 }
 
+/* The fit's background (time lost with no counter), as a row of the causes; NULL: none. */
+static void print_background(json_t *background)
+{
+        char share[FORMAT_MAX];
+        double explains = 0;
+
+        if (!background) {
+                return;
+        }
+        json_get_double(background, "explains", &explains);
+        printf("  %-22s %11s   %-16s  explains %s %%\n", "(no counter)", "", "background",
+               format_pct(share, sizeof(share), explains * 100));
+}
+
 static void print_causes(Ctl *ctl, const CpuStats *stats)
 {
         json_t *sorted[STATS_CAUSES_MAX * 8];
@@ -302,6 +316,9 @@ static void print_causes(Ctl *ctl, const CpuStats *stats)
                         printf("   %s", each);
                 }
                 fputc('\n', stdout);
+        }
+        if (n > 0) {
+                print_background(stats->background);
         }
         if (json_array_size(stats->periods) > 0) {
                 /* Set off from the table above when no causes came between. */
