@@ -773,24 +773,34 @@ static void test_liar_after_early_lie(void **state)
         expect_liar_fails(lies, 5, 4, 2);
 }
 
+/* The probe told every lie of @lies_s (@n of them, with the counter leaping between them when
+ * @leaps) forgave them all: it still records after the last. */
+static void expect_liar_forgiven(const double *lies_s, size_t n, bool leaps)
+{
+        Liar *l = malloc(sizeof(*l));
+        Probe *p;
+
+        assert_non_null(l);
+        liar_leaps = leaps;
+        p = run_liar(l, lies_s, n);
+        liar_leaps = false;
+        assert_int_equal(atomic_load(&l->told), n);
+        assert_int_equal(probe_migrations(p), n);
+        assert_true(atomic_load(&l->t) >= l->lies[n - 1] + liar_ticks(1));
+        assert_int_equal(probe_state(p), PROBE_RUNNING);
+        assert_int_equal(probe_stop(p), 0);
+        probe_free(p);
+        free(l);
+}
+
 /* Rare ones are forgiven: two lies, then each one after a run without one longer than the
  * probe's age at the last (plus its preheat and 10 s); the probe still records after them all. */
 static void test_rare_false_migrations_forgiven(void **state)
 {
         static const double lies[] = {1, 2, 100, 300};
-        Liar *l = malloc(sizeof(*l));
-        Probe *p;
 
         (void)state;
-        assert_non_null(l);
-        p = run_liar(l, lies, 4);
-        assert_int_equal(atomic_load(&l->told), 4);
-        assert_int_equal(probe_migrations(p), 4);
-        assert_true(atomic_load(&l->t) >= l->lies[3] + liar_ticks(1));
-        assert_int_equal(probe_state(p), PROBE_RUNNING);
-        assert_int_equal(probe_stop(p), 0);
-        probe_free(p);
-        free(l);
+        expect_liar_forgiven(lies, 4, false);
 }
 
 /* An old probe is not failed by rare resets: lies a day apart, the last ones when the probe
@@ -799,21 +809,9 @@ static void test_rare_false_migrations_forgiven(void **state)
 static void test_daily_false_migrations_forgiven(void **state)
 {
         static const double lies[] = {1, 2, 86400, 2 * 86400, 3 * 86400};
-        Liar *l = malloc(sizeof(*l));
-        Probe *p;
 
         (void)state;
-        assert_non_null(l);
-        liar_leaps = true;
-        p = run_liar(l, lies, 5);
-        liar_leaps = false;
-        assert_int_equal(atomic_load(&l->told), 5);
-        assert_int_equal(probe_migrations(p), 5);
-        assert_true(atomic_load(&l->t) >= l->lies[4] + liar_ticks(1));
-        assert_int_equal(probe_state(p), PROBE_RUNNING);
-        assert_int_equal(probe_stop(p), 0);
-        probe_free(p);
-        free(l);
+        expect_liar_forgiven(lies, 5, true);
 }
 
 int main(void)
