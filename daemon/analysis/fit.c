@@ -450,9 +450,11 @@ static double fit_r2(const Fit *f, const int *col, const double *cost, double ba
 static void independent_columns(const double *g, size_t m, bool *in, uint32_t *made_of)
 {
         for (size_t j = 0; j < m; j++) {
+                in[j] = false;
+        }
+        for (size_t j = 0; j < m; j++) {
                 double c[FIT_COLUMNS], rest = g[j * m + j];
 
-                in[j] = false;
                 made_of[j] = 0;
                 if (solve_passive(g, g + j * m, m, in, c)) {
                         for (size_t i = 0; i < m; i++) {
