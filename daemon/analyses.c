@@ -247,11 +247,13 @@ static void periods_job_run(void *job)
         PeriodicityOptions opt;
 
         periodicity_options_init(&opt);
-        /* A period is reported from 3 % of the interruptions that no shorter period explains:
-         * a real CPU carries hundreds of unrelated ones per second, among which a theft every
-         * 137 ms is a few per cent. Chance periods are kept out by the analysis' own tests
-         * against chance, not by this share. */
+        /* A period is reported from 3 % of the interruptions that no shorter period explains,
+         * or when it recurs on half its periods over the window: a real CPU carries hundreds of
+         * unrelated interruptions per second, among which a theft every 137 ms is 1 % or less.
+         * Chance periods are kept out by the analysis' own tests against chance, not by these
+         * thresholds. */
         opt.min_share = 0.03;
+        opt.min_fill = 0.5;
         opt.online_cpus = j->online_cpus;
         j->r = j->n > 0 ? periodicity_find(j->starts, j->n, &opt, &j->res) : -ENODATA;
 }

@@ -158,9 +158,14 @@ found() {
             and .share > 0 and .share <= 1)' "$T/stats.json" > /dev/null
 }
 
-# tick_share: "TICK ALL", the interruptions of the window that cover a theft of the 1 ms thief
-# (its timer's interrupt and its run, as the thief recorded it), and all of them; over the part
-# of the window that GetEvents' newest 10000 reach, should it hold more.
+# tick_share: "THIEF HOST ALL": of the window's interruptions (all of them, ALL), those that
+# cover a theft of the 1 ms thief (its timer's interrupt and its run, as the thief recorded it:
+# THIEF), and those of another 1 ms tick, the host's own where it has one (a hypervisor's 1000
+# Hz tick takes the vCPU every 1 ms, at a phase of its own that drifts with its clock): an
+# interruption that is not the thief's and has another one 1 ms before or after it, within the
+# jitter the thief's own ticks show (the 90th percentile of how far two consecutive ones lie
+# from 1 ms apart), less as many again found 1.37 ms apart (chance: no source recurs at
+# that). Over the part of the window that GetEvents' newest 10000 reach, should it hold more.
 tick_share() {
     jq -r --argjson from "$(jq '.cpus[0].from_ns' "$T/stats.json")" \
         --argjson to "$(jq '.cpus[0].to_ns' "$T/stats.json")" \
@@ -169,13 +174,41 @@ tick_share() {
     awk -v slack="$slack_ns" -v events="$T/all-events.txt" '
         BEGIN { while ((getline line < events) > 0) { split(line, f, " "); es[++ne] = f[1]; ed[ne] = f[2] } }
         { ts[++nt] = $1; te[nt] = $2 }
+        # near(I, D, TOL): an interruption starts D ns after the I-th one, within TOL, or D ns
+        # before it.
+        function near(i, d, tol,   j) {
+            for (j = i + 1; j <= ne && es[j] <= es[i] + d + tol; j++)
+                if (es[j] >= es[i] + d - tol) return 1
+            for (j = i - 1; j >= 1 && es[j] >= es[i] - d - tol; j--)
+                if (es[j] <= es[i] - d + tol) return 1
+            return 0
+        }
         END {
             j = 1
             for (i = 1; i <= ne; i++) {
                 while (j <= nt && te[j] < es[i] - slack) j++
-                if (j <= nt && ts[j] >= es[i] - slack && te[j] <= es[i] + ed[i] + slack) tick++
+                if (j <= nt && ts[j] >= es[i] - slack && te[j] <= es[i] + ed[i] + slack) {
+                    thief[i] = 1
+                    n_thief++
+                    if (last && es[i] - es[last] < 1500000) {
+                        dev = es[i] - es[last] - 1000000
+                        hist[int((dev < 0 ? -dev : dev) / 100)]++
+                        nd++
+                    }
+                    last = i
+                }
             }
-            print tick + 0, ne
+            # the 90th percentile, in 100 ns steps
+            for (b = 0; nd > 0 && cum < 0.9 * nd; b++) cum += hist[b]
+            tol = b * 100
+            if (tol < 1000) tol = 1000
+            for (i = 1; i <= ne; i++) {
+                if (i in thief) continue
+                host += near(i, 1000000, tol)
+                chance += near(i, 1370000, tol)
+            }
+            host -= chance
+            print n_thief + 0, (host > 0 ? host : 0), ne
         }' "$T/tick"
 }
 
@@ -206,13 +239,16 @@ pass "jitterctl stats prints it"
 periodic 137ms 40 tick
 found 137000000 40 || fail "a 137 ms theft among a 1 ms tick is not among the periods" \
     "($found): $(periods)"
-# The condition the test is after, measured: the 1 ms thief made at least 60 % of the
-# interruptions (the host's own and the random ones being the rest).
-read -r tick_n all_n < <(tick_share)
-(( all_n > 0 && tick_n * 100 >= all_n * 60 )) \
-    || fail "the 1 ms thief made only $tick_n of $all_n interruptions, under 60 %: CPU 1 too busy"
-pass "a 137 ms theft among a 1 ms tick ($tick_n of $all_n interruptions," \
-     "$((tick_n * 100 / all_n)) %) is found within 1 % ($found)"
+# The condition the test is after, measured: 1 ms ticks made at least 60 % of the
+# interruptions (the 1 ms thief's, and the host's own where it has one; the random thefts and
+# the host's other sources being the rest).
+read -r tick_n host_n all_n < <(tick_share)
+(( all_n > 0 && (tick_n + host_n) * 100 >= all_n * 60 )) \
+    || fail "1 ms ticks made only $tick_n (the thief's) + $host_n (the host's) of $all_n" \
+        "interruptions, under 60 %: CPU 1 too busy"
+pass "a 137 ms theft among 1 ms ticks ($tick_n of $all_n interruptions the 1 ms thief's," \
+     "$host_n a 1 ms tick of the host's: $(((tick_n + host_n) * 100 / all_n)) %) is found" \
+     "within 1 % ($found)"
 
 # A known period: 1 ms is the tick of CONFIG_HZ=1000, and named so.
 periodic 1ms 2000

@@ -590,6 +590,7 @@ static void test_recorded(void **state)
         check_recorded("theft-50ms-follower-2.5ms.txt", 50 * MS, 80, 2.5 * MS);
         check_recorded("theft-50ms-follower-6ms.txt", 50 * MS, 80, 6 * MS);
         check_recorded("theft-50ms-follower-8ms.txt", 50 * MS, 80, 8 * MS);
+        check_recorded("theft-137ms-two-1ms-ticks.txt", 137 * MS, 40, 2 * MS);
 }
 
 /* A 1 Hz source of which a third of the events fell below the threshold: the chain steps over

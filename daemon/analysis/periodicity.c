@@ -601,6 +601,9 @@ static double link_error(const Work *w, size_t i, double period)
         return fabs((double)(w->t[w->succ[i]] - w->t[i]) - w->mult[i] * period);
 }
 
+/* How often in_phase() fits its lattice again to the events it takes in. */
+#define LATTICE_PASSES_MAX 16
+
 /* A least-squares line through (lattice index, time) points. */
 typedef struct Fit {
         double n, k, t, kk, kt;
@@ -628,9 +631,10 @@ static void fit_line(const Fit *f, double period, double *ret_period, double *re
  * the longest chain, fitted to its events and then to every event within twice the tolerance
  * of it. Chains that a few late or missing events broke count together, chance chains at other
  * phases do not, and a burst of events at one point is one arrival. With @mark, w->on keeps
- * only the event nearest to each of those points. Times are taken from the chain's first
+ * only the event nearest to each of those points. @ret_period (unless NULL) gets the period of
+ * the lattice, as fitted: more precise than the links' median over thousands of periods. Times are taken from the chain's first
  * event, to keep their precision. w->len is scratch. */
-static size_t in_phase(Work *w, double period, double tol, bool mark)
+static size_t in_phase(Work *w, double period, double tol, bool mark, double *ret_period)
 {
         size_t head = w->n, longest = 0, count = 0, best = w->n;
         double p, t0, k = 0, point = 0, best_dev = 0;
@@ -657,17 +661,31 @@ static size_t in_phase(Work *w, double period, double tol, bool mark)
                 k += w->mult[j];
         }
         fit_line(&chain, period, &p, &t0);
-        for (size_t i = 0; i < w->n; i++) {
-                double t = (double)w->t[i] - (double)w->t[head], ki = round((t - t0) / p);
+        /* Then to every event near the line, again while that takes in more: a line fitted to
+         * a chain of a few hundred points is a few ns per period off, enough over thousands of
+         * periods to leave the far events of the same source out of the tolerance. */
+        for (unsigned pass = 0; pass < LATTICE_PASSES_MAX; pass++) {
+                Fit next = {0};
 
-                if (w->on[i] && fabs(t - t0 - ki * p) <= 2 * tol) {
-                        fit_add(&all, ki, t);
+                for (size_t i = 0; i < w->n; i++) {
+                        double t = (double)w->t[i] - (double)w->t[head], ki = round((t - t0) / p);
+
+                        if (w->on[i] && fabs(t - t0 - ki * p) <= 2 * tol) {
+                                fit_add(&next, ki, t);
+                        }
                 }
+                if (next.n <= all.n) {
+                        break;
+                }
+                all = next;
+                fit_line(&all, p, &p, &t0);
         }
         if (all.n == 0) {
                 return 0;
         }
-        fit_line(&all, p, &p, &t0);
+        if (ret_period) {
+                *ret_period = p;
+        }
         /* One event per point, the nearest: a burst of events at one point is one arrival.
          * In phase, events are in the order of their points. */
         for (size_t i = 0; i < w->n; i++) {
@@ -830,7 +848,7 @@ static Eval evaluate(Work *w, double period, double tol, unsigned skip)
         if (nl > 0) {
                 e.period = median(lengths, nl);
         }
-        e.in_phase = w->fill ? in_phase(w, period, tol, false) : 0;
+        e.in_phase = w->fill ? in_phase(w, period, tol, false, NULL) : 0;
         return e;
 }
 
@@ -1012,7 +1030,7 @@ static bool judge_candidate(Work *w, const Candidate *cand, const PeriodicityOpt
         for (size_t k = 0; k < nkept && !same; k++) {
                 same = fabs(period - kept_period[k]) <= 0.01 * kept_period[k];
         }
-        if (same || !relevance(w, opt, period, &e)) {
+        if (!relevance(w, opt, period, &e)) {
                 return false;
         }
         /* Mostly bridging missed events: the period is a fraction of the real one. */
@@ -1050,7 +1068,16 @@ static bool judge_candidate(Work *w, const Candidate *cand, const PeriodicityOpt
          * other phases stay for other periods (counted here, they made a period hold more
          * events than its lattice has points). */
         evaluate(w, period, tol, skip);
-        events = in_phase(w, period, tol, true);
+        events = in_phase(w, period, tol, true, &period);
+        /* A period already kept is kept again only as a second source of its own, at another
+         * phase, that is a share of what is left on one lattice (a 1 ms theft next to a host's
+         * 1 ms noise): turned away, it would leave its events to the multiples of the period,
+         * one after another; kept for a few chance events, it would come back until the list
+         * is full. */
+        if (same && (opt->min_share <= 0 || events < opt->min_events ||
+                     (double)events < opt->min_share * (double)w->n)) {
+                return false;
+        }
         *ret = (PeriodicityPeriod){
                 .period_ns = (uint64_t)llround(period),
                 .tolerance_ns = (uint64_t)llround(tol),
