@@ -7,9 +7,12 @@
 # Lining the windows up: Reset, then window "all", makes the daemon's window run from its last
 # harvest before the Reset to its last harvest before the query, and GetStats says where that
 # window starts and ends (from_ns, to_ns: the daemon reads /proc at the tick that ends an
-# interval, at or after its end). The test reads /proc right after the Reset and right after the query, on
-# the same clock, so the daemon's counts and /proc's differ by what the source did in
-# [from_ns, first read] or in [to_ns, last read], at most. Both edges are kept quiet (the task
+# interval, at or after its end). The test reads /proc right after the Reset and right before
+# the query, on the same clock, so the daemon's counts and /proc's differ by what the source did
+# in [from_ns, first read] and between the last read and to_ns (the window ends at the last
+# harvest before the query: before or after that read), at most. (Read after the query, the
+# last edge would hold the analysis the query asks for, on CPU 0: a busy CPU 0 makes the
+# scheduler softirq of CPU 1 run more often, to pull its tasks.) Both edges are kept quiet (the task
 # runs well inside the window, which the thief's own record shows), so the bound is the
 # source's quiet rate, measured in the seconds before and after, over the longer edge, measured,
 # with three standard deviations of its count.
@@ -82,14 +85,14 @@ snapshot "$T/a"
 "$THIEF" --cpu 1 --delay $((2 * INTERVAL_MS))ms --period 1ms --durations ${THEFT_US}us \
     --count $THEFTS > "$T/thefts" || fail "jitter-thief failed (CPU 1 busy or offline?)"
 sleep_ms $((3 * INTERVAL_MS))
+snapshot "$T/b"
 jctl --json call GetStats '{"cpus": [1], "window": "all"}' > "$T/stats-b.json" \
     || fail "GetStats failed"
-snapshot "$T/b"
 sleep 1
 snapshot "$T/q1"
-# What the GetStats call between the window's end and the last read costs CPU 1 by itself: the
-# daemon's memory going back to the kernel is a TLB shootdown (a call-function IPI) to every CPU
-# its threads run on, the probe's among them (many, with a sanitizer's allocator).
+# What a GetStats call costs CPU 1 by itself, allowed for at the edges besides the quiet rate:
+# the daemon's memory going back to the kernel is a TLB shootdown (a call-function IPI) to every
+# CPU its threads run on, the probe's among them (many, with a sanitizer's allocator).
 jctl --json call GetStats '{"cpus": [1], "window": "all"}' > /dev/null || fail "GetStats failed"
 snapshot "$T/q2"
 
@@ -107,11 +110,12 @@ t_b=$(awk '$1 == "time" { print $2 }' "$T/b")
 read -r first_theft last_theft < <(awk 'NR == 1 { f = $1 } { l = $2 } END { print f, l }' "$T/thefts")
 (( from_ns <= t_a && first_theft > t_a )) \
     || fail "the window starts at $from_ns, the first read at $t_a, the first theft at $first_theft"
-(( last_theft < to_ns && to_ns <= t_b )) \
+(( last_theft < to_ns && last_theft < t_b )) \
     || fail "the last theft ends at $last_theft, the window at $to_ns, the last read at $t_b"
-edge_ns=$(( t_a - from_ns > t_b - to_ns ? t_a - from_ns : t_b - to_ns ))
+edge_b=$(( t_b > to_ns ? t_b - to_ns : to_ns - t_b ))
+edge_ns=$(( t_a - from_ns > edge_b ? t_a - from_ns : edge_b ))
 echo "edges: $(( (t_a - from_ns) / 1000000 )) ms before the first read," \
-     "$(( (t_b - to_ns) / 1000000 )) ms before the last; thefts from" \
+     "$(( edge_b / 1000000 )) ms from the last; thefts from" \
      "$(( (first_theft - t_a) / 1000000 )) ms after the first read to" \
      "$(( (to_ns - last_theft) / 1000000 )) ms before the window's end"
 
@@ -213,16 +217,36 @@ jq -e '.cpus[0] | .stalls > 0 or all(.causes[] | select(has("cost_ns"));
     --argjson lost "$(jq '.cpus[0].lost_ns' "$T/stats.json")" "$T/stats.json" > /dev/null \
     || fail "explains is not cost x count / time lost"
 # Ground truth: the thefts took what the thief recorded; the fit must put at least half of it on
-# what they moved (each woke the thief with a timer interrupt and preempted the probe). A fit
-# that charges the time to the wrong sources, or spreads it over all of them, puts less.
+# what they moved (each woke the thief with a timer interrupt and preempted the probe), and on
+# the sources the fit cannot tell from those (its groups: the scheduler's softirqs that a
+# wake-up raises move with them, and the fit knows only their sum). A fit that charges the time
+# to the wrong sources, or spreads it over all of them, puts less.
 stolen_ns=$(awk '{ s += $2 - $1 } END { printf "%.0f\n", s }' "$T/thefts")
-found_ns=$(jq '[.cpus[0].causes[] | select(.source == "irq:LOC" or .source == "ctxsw:involuntary")
-                | (.cost_ns // 0) * .count] | add // 0 | floor' "$T/stats.json")
-(( found_ns >= stolen_ns / 2 )) \
-    || fail "the fit puts only $found_ns ns on LOC and preemptions, the thefts took $stolen_ns ns"
+found_ns=$(jq '.cpus[0].causes as $c
+    | [$c[] | select(.source == "irq:LOC" or .source == "ctxsw:involuntary") | .group] as $g
+    | [$c[] | select(.group as $x | $g | index($x)) | (.cost_ns // 0) * .count] | add // 0
+    | floor' "$T/stats.json")
+found_in=$(jq -r '.cpus[0].causes as $c
+    | [$c[] | select(.source == "irq:LOC" or .source == "ctxsw:involuntary") | .group] as $g
+    | [$c[] | select(.group as $x | $g | index($x)) | .source] | join(" ")' "$T/stats.json")
+# The fit's own standard error of those groups' time (summed in quadrature): where three of it
+# exceed half the thefts, the intervals scatter too much on this host (the host stops the vCPU
+# for milliseconds at times) for a fit to be held to half; a fit that put less is then a named
+# skipped part, not a pass.
+se_ns=$(jq '.cpus[0] as $c | [$c.causes[] | select(.source == "irq:LOC" or
+        .source == "ctxsw:involuntary") | .group] | unique as $g
+    | [$c.causes[] | select(.source as $s | $g | index($s)) | (.group_explains_stderr // 0) * $c.lost_ns]
+    | map(. * .) | add // 0 | sqrt | floor' "$T/stats.json")
+if (( found_ns < stolen_ns / 2 )); then
+    (( 3 * se_ns > stolen_ns / 2 )) \
+        || fail "the fit puts only $found_ns ns (+- $se_ns ns) on LOC and preemptions and what" \
+            "moves with them ($found_in), the thefts took $stolen_ns ns"
+    skip_part "the fit's share of the thefts" "it put $found_ns ns on them of $stolen_ns ns," \
+        "and says it knows that only to +- $se_ns ns (one standard error)"
+fi
 pass "over $intervals intervals every cause has a cost and a share;" \
-     "$((found_ns / 1000000)) ms put on the thefts' LOC and preemptions" \
-     "($((stolen_ns / 1000000)) ms stolen)"
+     "$((found_ns / 1000000)) ms put on the thefts' LOC and preemptions and what moves with" \
+     "them ($found_in; $((stolen_ns / 1000000)) ms stolen; the fit's error $((se_ns / 1000000)) ms)"
 
 jctl stats --cpu 1 --window all > "$T/stats.txt" || fail "jitterctl stats failed"
 cat "$T/stats.txt"
