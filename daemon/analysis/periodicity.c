@@ -49,6 +49,10 @@ static const double null_ratios[] = {0.9413, 0.9689, 1.0317, 1.0571};
 #define KEPT_MAX (2 * PERIODICITY_MAX_PERIODS)
 /* Largest k for which P/k is tried as the fundamental of a candidate P. */
 #define FUNDAMENTAL_MAX 8
+/* A multiple of a kept period must have an event on this share of its points (judge_candidate). */
+#define MULTIPLE_MIN_FILL 0.5
+/* Events this many tolerances from a kept lattice's points go with it (straggler()). */
+#define STRAGGLER_TOLS 3
 /* Evenly spaced triples: events i < j < k with t_k - t_j equal to t_j - t_i within
  * TRIPLE_TOL_NS + 2^-TRIPLE_TOL_SHIFT (0.012 %) of it, looked for among the events on each side of
  * j, as many as TRIPLE_WORK pairs for all events allow (from TRIPLE_REACH_MIN to TRIPLE_REACH_MAX),
@@ -132,6 +136,7 @@ typedef struct Hist {
 typedef struct Work {
         const uint64_t *t; /* the events not yet explained by a kept period */
         size_t n;
+        size_t analysed;    /* all events */
         double rate_per_ns; /* of the events left */
         double span_ns;     /* of all events */
         size_t neighbours;  /* the k next events compared */
@@ -147,6 +152,9 @@ typedef struct Work {
         uint32_t *dep;
         uint32_t *len;
         uint8_t *on; /* of the candidate being evaluated */
+        /* The lattice in_phase() fitted last: period, the time of its index 0, and the times of
+         * its first and last events. */
+        double lat_period, lat_t0, lat_first, lat_last;
         uint8_t *fwd;
         uint8_t *on_cand; /* a copy, while its fundamental is looked for */
         uint64_t *rest;   /* storage behind t once events were taken out */
@@ -627,6 +635,35 @@ static void fit_line(const Fit *f, double period, double *ret_period, double *re
         *ret_t0 = t - *ret_period * k;
 }
 
+/* Fits the line of a lattice (period *@p, index 0 at *@t0, times from event @head) to every
+ * event marked in w->on within twice @tol of it, again while that takes in more: a line fitted
+ * to a chain of a few hundred points is a few ns per period off, enough over thousands of
+ * periods to leave the far events of the same source out of the tolerance. False when no event
+ * is near the line. */
+static bool fit_lattice(const Work *w, size_t head, double tol, double *p, double *t0)
+{
+        Fit all = {0};
+
+        for (unsigned pass = 0; pass < LATTICE_PASSES_MAX; pass++) {
+                Fit next = {0};
+
+                for (size_t i = 0; i < w->n; i++) {
+                        double t = (double)w->t[i] - (double)w->t[head];
+                        double ki = round((t - *t0) / *p);
+
+                        if (w->on[i] && fabs(t - *t0 - ki * *p) <= 2 * tol) {
+                                fit_add(&next, ki, t);
+                        }
+                }
+                if (next.n <= all.n) {
+                        break;
+                }
+                all = next;
+                fit_line(&all, *p, p, t0);
+        }
+        return all.n > 0;
+}
+
 /* How many points of one lattice hold an event marked in w->on (by evaluate()): the lattice of
  * the longest chain, fitted to its events and then to every event within twice the tolerance
  * of it. Chains that a few late or missing events broke count together, chance chains at other
@@ -638,7 +675,7 @@ static size_t in_phase(Work *w, double period, double tol, bool mark, double *re
 {
         size_t head = w->n, longest = 0, count = 0, best = w->n;
         double p, t0, k = 0, point = 0, best_dev = 0;
-        Fit chain = {0}, all = {0};
+        Fit chain = {0};
 
         /* w->len: the events on the chain from each event on */
         for (size_t i = w->n; i-- > 0;) {
@@ -661,31 +698,16 @@ static size_t in_phase(Work *w, double period, double tol, bool mark, double *re
                 k += w->mult[j];
         }
         fit_line(&chain, period, &p, &t0);
-        /* Then to every event near the line, again while that takes in more: a line fitted to
-         * a chain of a few hundred points is a few ns per period off, enough over thousands of
-         * periods to leave the far events of the same source out of the tolerance. */
-        for (unsigned pass = 0; pass < LATTICE_PASSES_MAX; pass++) {
-                Fit next = {0};
-
-                for (size_t i = 0; i < w->n; i++) {
-                        double t = (double)w->t[i] - (double)w->t[head], ki = round((t - t0) / p);
-
-                        if (w->on[i] && fabs(t - t0 - ki * p) <= 2 * tol) {
-                                fit_add(&next, ki, t);
-                        }
-                }
-                if (next.n <= all.n) {
-                        break;
-                }
-                all = next;
-                fit_line(&all, p, &p, &t0);
-        }
-        if (all.n == 0) {
+        if (!fit_lattice(w, head, tol, &p, &t0)) {
                 return 0;
         }
         if (ret_period) {
                 *ret_period = p;
         }
+        w->lat_period = p;
+        w->lat_t0 = (double)w->t[head] + t0;
+        w->lat_first = INFINITY;
+        w->lat_last = -INFINITY;
         /* One event per point, the nearest: a burst of events at one point is one arrival.
          * In phase, events are in the order of their points. */
         for (size_t i = 0; i < w->n; i++) {
@@ -700,6 +722,8 @@ static size_t in_phase(Work *w, double period, double tol, bool mark, double *re
                 if (!on || dev > 2 * tol) {
                         continue;
                 }
+                w->lat_first = fmin(w->lat_first, (double)w->t[i]);
+                w->lat_last = fmax(w->lat_last, (double)w->t[i]);
                 if (best < w->n && ki == point) {
                         if (dev < best_dev) {
                                 best = i;
@@ -1070,13 +1094,27 @@ static bool judge_candidate(Work *w, const Candidate *cand, const PeriodicityOpt
         evaluate(w, period, tol, skip);
         events = in_phase(w, period, tol, true, &period);
         /* A period already kept is kept again only as a second source of its own, at another
-         * phase, that is a share of what is left on one lattice (a 1 ms theft next to a host's
-         * 1 ms noise): turned away, it would leave its events to the multiples of the period,
-         * one after another; kept for a few chance events, it would come back until the list
-         * is full. */
+         * phase, whose one lattice holds a share of all the events analysed (a 1 ms theft next
+         * to a host's 1 ms tick): turned away, it would leave its events to the multiples of
+         * the period, one after another; kept for less, the followers of a 10 ms source at
+         * their offsets, and chance chains, would come back until the list is full. */
         if (same && (opt->min_share <= 0 || events < opt->min_events ||
-                     (double)events < opt->min_share * (double)w->n)) {
+                     (double)events < opt->min_share * (double)w->analysed)) {
                 return false;
+        }
+        /* A small multiple of a kept period (2 to FUNDAMENTAL_MAX times it, within the
+         * tolerance) is reported only when it recurs on half its points over the window, as a
+         * tick of its own does (a 4 ms one next to a 1 ms theft): short of that, its events are
+         * the stragglers of the kept source, which its jitter put off its lattice, and chance
+         * chains of them make 2, 3, 8, 12 ms "periods" of a dozen events each. */
+        for (size_t k = 0; k < nkept; k++) {
+                double m = round(period / kept_period[k]);
+
+                if (m >= 2 && m <= FUNDAMENTAL_MAX &&
+                    fabs(period - m * kept_period[k]) <= tol &&
+                    (double)events * period < MULTIPLE_MIN_FILL * w->span_ns) {
+                        return false;
+                }
         }
         *ret = (PeriodicityPeriod){
                 .period_ns = (uint64_t)llround(period),
@@ -1097,6 +1135,19 @@ static void set_events(Work *w, const uint64_t *t, size_t n)
         w->reach = reach < TRIPLE_REACH_MIN   ? TRIPLE_REACH_MIN
                    : reach > TRIPLE_REACH_MAX ? TRIPLE_REACH_MAX
                                               : reach;
+}
+
+/* Whether an event at @t, not on the lattice just kept, lies within STRAGGLER_TOLS times its
+ * tolerance @tol of one of its points, between its first and last events: the same source,
+ * jittered off its lattice (a host's tick that came late), taken out with it. Left, such
+ * stragglers make chance chains on the period's multiples (2, 3, 12, 16 ms "periods" of a 1 ms
+ * tick), which take the places of real periods. */
+static bool straggler(const Work *w, double t, double tol)
+{
+        double k = round((t - w->lat_t0) / w->lat_period);
+
+        return t >= w->lat_first - w->lat_period && t <= w->lat_last + w->lat_period &&
+               fabs(t - w->lat_t0 - k * w->lat_period) <= STRAGGLER_TOLS * tol;
 }
 
 /* Judges the @ncand candidates shortest first and keeps the first that is a period: appends it
@@ -1125,7 +1176,7 @@ static bool keep_first(Work *w, Candidate *cand, size_t ncand, const Periodicity
                 /* Its events are explained: later candidates (its multiples, or periods whose
                  * lattice would bridge over its events) see only the others. */
                 for (size_t i = 0; i < w->n; i++) {
-                        if (!w->on[i]) {
+                        if (!w->on[i] && !straggler(w, (double)w->t[i], (double)p->tolerance_ns)) {
                                 w->rest[m++] = w->t[i];
                         }
                 }
@@ -1176,6 +1227,7 @@ int periodicity_find(const uint64_t *start_ns, size_t n, const PeriodicityOption
         }
 
         w.span_ns = (double)ret->span_ns;
+        w.analysed = n;
         w.fill = opt->min_fill > 0;
         set_events(&w, start_ns, n);
         /* A period with share s has about 1/s - 1 other events between two of its own; look
