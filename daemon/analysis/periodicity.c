@@ -49,7 +49,8 @@ static const double null_ratios[] = {0.9413, 0.9689, 1.0317, 1.0571};
 #define KEPT_MAX (2 * PERIODICITY_MAX_PERIODS)
 /* Largest k for which P/k is tried as the fundamental of a candidate P. */
 #define FUNDAMENTAL_MAX 8
-/* A multiple of a kept period must have an event on this share of its points (judge_candidate). */
+/* A multiple of a kept period must have an event on this share of its points (judge_candidate),
+ * and a kept period as many for its stragglers to go with it (keep_first()). */
 #define MULTIPLE_MIN_FILL 0.5
 /* Events this many tolerances from a kept lattice's points go with it (straggler()). */
 #define STRAGGLER_TOLS 3
@@ -1167,6 +1168,7 @@ static bool keep_first(Work *w, Candidate *cand, size_t ncand, const Periodicity
         for (size_t c = 0; c < ncand; c++) {
                 PeriodicityPeriod *p = &found[*nkept];
                 size_t m = 0;
+                bool dense;
 
                 if (!judge_candidate(w, &cand[c], opt, kept_period, *nkept, p)) {
                         continue;
@@ -1175,8 +1177,14 @@ static bool keep_first(Work *w, Candidate *cand, size_t ncand, const Periodicity
                 (*nkept)++;
                 /* Its events are explained: later candidates (its multiples, or periods whose
                  * lattice would bridge over its events) see only the others. */
+                /* A lattice that holds an event on half its points or more is a source's own
+                 * (a tick's), and its stragglers go with it; a sparse one may be chance, and
+                 * around its points lie other sources' events (a 47 ms theft sits on a
+                 * 1 ms lattice). */
+                dense = (double)p->events * (double)p->period_ns >= MULTIPLE_MIN_FILL * w->span_ns;
                 for (size_t i = 0; i < w->n; i++) {
-                        if (!w->on[i] && !straggler(w, (double)w->t[i], (double)p->tolerance_ns)) {
+                        if (!w->on[i] &&
+                            !(dense && straggler(w, (double)w->t[i], (double)p->tolerance_ns))) {
                                 w->rest[m++] = w->t[i];
                         }
                 }
