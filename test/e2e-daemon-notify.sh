@@ -28,11 +28,14 @@ for i in $(seq 30); do
     s=$(all_samples) || fail "no answer from jitterd $i s after the reader stopped reading"
     (( s > prev )) || fail "no new samples between $((i - 1)) s and $i s after the reader stopped"
     prev=$s
-    grep -q 'queue is full' "$T/daemon.log" && full_for=$((full_for + 1))
+    if grep -q 'queue is full' "$T/daemon.log"; then
+        (( full_for++ == 0 )) && full_at=$i
+    fi
     (( full_for > 5 )) && break
 done
 elapsed=$(( ($(now_ns) - t0) / 1000000 ))
-(( full_for > 5 )) || fail "the daemon did not find the queue full in ${elapsed} ms"
+(( full_for > 5 )) || fail "in ${elapsed} ms the daemon found the queue full" \
+    "${full_at:+after $full_at s, }for only $full_for s, not 5"
 jctl --timeout 2s status > /dev/null || fail "jitterctl status got no answer"
 n=$(grep -c "cannot send to the service manager's notification socket" "$T/daemon.log" || true)
 (( n == 1 )) || fail "the full queue was logged $n times, not once"

@@ -109,7 +109,7 @@ if jq -e '.cpus[0].coverage >= 0.9' "$T/explain.json" > /dev/null; then
          "counters agree, $(jq '[.cpus[0].compare[] | select(.verdict == "uncertain")] | length' \
          "$T/explain.json") the fit cannot tell"
     # The thief's time: the fit charges it to its context switches or to the local timer that
-    # wakes it; together they must hold what the trace gives the thief.
+    # wakes it; their sum is printed next to the trace's, for the record.
     ls_thief=$(jq '[.cpus[0].compare[] | select(.source == "ctxsw:involuntary" or
         .source == "irq:LOC") | .ls_share // 0] | add' "$T/explain.json")
     ex_thief=$(jq '[.cpus[0].compare[] | select(.source == "ctxsw:involuntary" or

@@ -92,7 +92,7 @@ on_time() {
     n=$(wc -l < "$T/offsets")
     (( n > 0 )) || { echo 0; return; }
     med=$(sed -n "$((n / 2 + 1))p" "$T/offsets")
-    spread=$(awk -v m="$med" '{ print $1 > m ? $1 - m : m - $1 }' "$T/offsets" | sort -n \
+    spread=$(awk -v m="$med" '{ d = $1 - m; print (d < 0 ? -d : d) }' "$T/offsets" | sort -n \
                  | sed -n "$((n / 2 + 1))p")
     awk -v m="$med" -v s="$spread" -v slack="$slack_ns" \
         '{ d = $1 > m ? $1 - m : m - $1 } d <= 3 * s + slack { print $2 }' \
@@ -105,7 +105,8 @@ on_time() {
 # (a theft that met its interrupt is one interruption, which starts on the other's lattice, and
 # a shorter period is kept first). The lattice is measured on the window's other events: their
 # phase modulo the period, in 200 bins; the densest bin and its neighbours while they hold more
-# than twice the median bin are the lattice.
+# than twice the median bin are the lattice, 11 bins (5.5 % of the period) at most: where most
+# bins are empty, twice the median would take in the whole circle.
 claimed() {
     local p
     : > "$T/claimed"
@@ -123,8 +124,8 @@ claimed() {
                     med = v[100]
                     for (i = 0; i < 200; i++) if (c[i] > c[top] + 0) top = i
                     lo = top; hi = top
-                    while (hi - lo < 199 && c[(lo + 199) % 200] > 2 * med) lo--
-                    while (hi - lo < 199 && c[(hi + 1) % 200] > 2 * med) hi++
+                    while (hi - lo < 10 && c[(lo + 199) % 200] > 2 * med) lo--
+                    while (hi - lo < 10 && c[(hi + 1) % 200] > 2 * med) hi++
                     while ((getline t < ontime) > 0) {
                         b = int((t % p) / p * 200)
                         for (i = lo; i <= hi; i++) if ((i + 200) % 200 == b) { print t; break }
@@ -164,8 +165,8 @@ found() {
 # Hz tick takes the vCPU every 1 ms, at a phase of its own that drifts with its clock): an
 # interruption that is not the thief's and has another one 1 ms before or after it, within the
 # jitter the thief's own ticks show (the 90th percentile of how far two consecutive ones lie
-# from 1 ms apart), less as many again found 1.37 ms apart (chance: no source recurs at
-# that). Over the part of the window that GetEvents' newest 10000 reach, should it hold more.
+# from 1 ms apart), the thief's own interruptions not counting as that other one, less as many
+# again found 1.37 ms apart (chance: no source recurs at that). Over the part of the window that GetEvents' newest 10000 reach, should it hold more.
 tick_share() {
     jq -r --argjson from "$(jq '.cpus[0].from_ns' "$T/stats.json")" \
         --argjson to "$(jq '.cpus[0].to_ns' "$T/stats.json")" \
@@ -174,13 +175,14 @@ tick_share() {
     awk -v slack="$slack_ns" -v events="$T/all-events.txt" '
         BEGIN { while ((getline line < events) > 0) { split(line, f, " "); es[++ne] = f[1]; ed[ne] = f[2] } }
         { ts[++nt] = $1; te[nt] = $2 }
-        # near(I, D, TOL): an interruption starts D ns after the I-th one, within TOL, or D ns
-        # before it.
+        # near(I, D, TOL): an interruption that is not the thief'"'"'s starts D ns after the I-th
+        # one, within TOL, or D ns before it (the thief'"'"'s own 1 ms lattice is no evidence of
+        # another tick).
         function near(i, d, tol,   j) {
             for (j = i + 1; j <= ne && es[j] <= es[i] + d + tol; j++)
-                if (es[j] >= es[i] + d - tol) return 1
+                if (es[j] >= es[i] + d - tol && !(j in thief)) return 1
             for (j = i - 1; j >= 1 && es[j] >= es[i] - d - tol; j--)
-                if (es[j] <= es[i] - d + tol) return 1
+                if (es[j] <= es[i] - d + tol && !(j in thief)) return 1
             return 0
         }
         END {

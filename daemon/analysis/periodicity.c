@@ -45,11 +45,13 @@
 #define DIFFS_MAX 65536
 /* Periods that mean nothing, to measure chance: not close to simple ratios of the candidate. */
 static const double null_ratios[] = {0.9413, 0.9689, 1.0317, 1.0571};
-/* Periods kept before the PERIODICITY_MAX_PERIODS with the most events are reported. */
-#define KEPT_MAX (2 * PERIODICITY_MAX_PERIODS)
+/* Periods kept before the PERIODICITY_MAX_PERIODS with the most events are reported: room for
+ * the chance periods a noisy host's ticks leave, judged first being shorter, besides the real
+ * ones. */
+#define KEPT_MAX (4 * PERIODICITY_MAX_PERIODS)
 /* Largest k for which P/k is tried as the fundamental of a candidate P. */
 #define FUNDAMENTAL_MAX 8
-/* A multiple of a kept period must have an event on this share of its points (judge_candidate),
+/* A multiple of a kept period must have an event on this share of its points (judge_candidate()),
  * and a kept period as many for its stragglers to go with it (keep_first()). */
 #define MULTIPLE_MIN_FILL 0.5
 /* Events this many tolerances from a kept lattice's points go with it (straggler()). */
@@ -670,8 +672,9 @@ static bool fit_lattice(const Work *w, size_t head, double tol, double *p, doubl
  * of it. Chains that a few late or missing events broke count together, chance chains at other
  * phases do not, and a burst of events at one point is one arrival. With @mark, w->on keeps
  * only the event nearest to each of those points. @ret_period (unless NULL) gets the period of
- * the lattice, as fitted: more precise than the links' median over thousands of periods. Times are taken from the chain's first
- * event, to keep their precision. w->len is scratch. */
+ * the lattice, as fitted: more precise than the links' median over thousands of periods. Times
+ * are taken from the chain's first event, to keep their precision. w->len is scratch. It also
+ * leaves the lattice in w->lat_* (straggler()). */
 static size_t in_phase(Work *w, double period, double tol, bool mark, double *ret_period)
 {
         size_t head = w->n, longest = 0, count = 0, best = w->n;
@@ -1007,7 +1010,7 @@ static bool judge_candidate(Work *w, const Candidate *cand, const PeriodicityOpt
 {
         double period, tol;
         unsigned skip, why;
-        bool same = false;
+        unsigned same = 0; /* periods kept within 1 % of this one */
         size_t null_on = 0, null_phase = 0, events;
         Eval e;
 
@@ -1052,8 +1055,8 @@ static bool judge_candidate(Work *w, const Candidate *cand, const PeriodicityOpt
         }
         memcpy(w->on, w->on_cand, w->n);
 
-        for (size_t k = 0; k < nkept && !same; k++) {
-                same = fabs(period - kept_period[k]) <= 0.01 * kept_period[k];
+        for (size_t k = 0; k < nkept; k++) {
+                same += fabs(period - kept_period[k]) <= 0.01 * kept_period[k];
         }
         if (!relevance(w, opt, period, &e)) {
                 return false;
@@ -1095,24 +1098,23 @@ static bool judge_candidate(Work *w, const Candidate *cand, const PeriodicityOpt
         evaluate(w, period, tol, skip);
         events = in_phase(w, period, tol, true, &period);
         /* A period already kept is kept again only as a second source of its own, at another
-         * phase, whose one lattice holds a share of all the events analysed (a 1 ms theft next
-         * to a host's 1 ms tick): turned away, it would leave its events to the multiples of
-         * the period, one after another; kept for less, the followers of a 10 ms source at
-         * their offsets, and chance chains, would come back until the list is full. */
+         * phase, whose one lattice holds a share of all the events analysed (a host's 1 ms tick
+         * next to a 1 ms theft), and once: turned away, it would leave its events to the
+         * multiples of the period, one after another; kept for a few chance events, or again
+         * and again, it would fill the list. */
         if (same && (opt->min_share <= 0 || events < opt->min_events ||
-                     (double)events < opt->min_share * (double)w->analysed)) {
+                     (double)events < opt->min_share * (double)w->analysed || same > 1)) {
                 return false;
         }
         /* A small multiple of a kept period (2 to FUNDAMENTAL_MAX times it, within the
          * tolerance) is reported only when it recurs on half its points over the window, as a
          * tick of its own does (a 4 ms one next to a 1 ms theft): short of that, its events are
          * the stragglers of the kept source, which its jitter put off its lattice, and chance
-         * chains of them make 2, 3, 8, 12 ms "periods" of a dozen events each. */
+         * chains of them make 2, 3, 4, 8 ms "periods" of a dozen events each. */
         for (size_t k = 0; k < nkept; k++) {
                 double m = round(period / kept_period[k]);
 
-                if (m >= 2 && m <= FUNDAMENTAL_MAX &&
-                    fabs(period - m * kept_period[k]) <= tol &&
+                if (m >= 2 && m <= FUNDAMENTAL_MAX && fabs(period - m * kept_period[k]) <= tol &&
                     (double)events * period < MULTIPLE_MIN_FILL * w->span_ns) {
                         return false;
                 }
@@ -1139,8 +1141,9 @@ static void set_events(Work *w, const uint64_t *t, size_t n)
 }
 
 /* Whether an event at @t, not on the lattice just kept, lies within STRAGGLER_TOLS times its
- * tolerance @tol of one of its points, between its first and last events: the same source,
- * jittered off its lattice (a host's tick that came late), taken out with it. Left, such
+ * tolerance @tol of one of its points, from a period before its first event to a period after
+ * its last: the same source, jittered off its lattice (a host's tick that came early or late),
+ * taken out with it. Left, such
  * stragglers make chance chains on the period's multiples (2, 3, 12, 16 ms "periods" of a 1 ms
  * tick), which take the places of real periods. */
 static bool straggler(const Work *w, double t, double tol)
