@@ -12,8 +12,8 @@
 # in [from_ns, first read] and between the last read and to_ns (the window ends at the last
 # harvest before the query: before or after that read), at most. (Read after the query, the
 # last edge would hold the analysis the query asks for, on CPU 0: a busy CPU 0 makes the
-# scheduler softirq of CPU 1 run more often, to pull its tasks.) Both edges are kept quiet (the task
-# runs well inside the window, which the thief's own record shows), so the bound is the
+# scheduler softirq of CPU 1 run more often, to pull its tasks.) Both edges are kept quiet (the
+# task runs well inside the window, which the thief's own record shows), so the bound is the
 # source's quiet rate, measured in the seconds before and after, over the longer edge, measured,
 # with three standard deviations of its count.
 source "$(dirname "$0")/lib.sh"
@@ -223,23 +223,20 @@ jq -e '.cpus[0] | .stalls > 0 or all(.causes[] | select(has("cost_ns"));
 # wake-up raises move with them, and the fit knows only their sum). A fit that charges the time
 # to the wrong sources, or spreads it over all of them, puts less.
 stolen_ns=$(awk '{ s += $2 - $1 } END { printf "%.0f\n", s }' "$T/thefts")
-found_ns=$(jq '.cpus[0].causes as $c
-    | [$c[] | select(.source == "irq:LOC" or .source == "ctxsw:involuntary") | .group] as $g
-    | [$c[] | select(.group as $x | $g | index($x)) | (.cost_ns // 0) * .count] | add // 0
-    | floor' "$T/stats.json")
-found_in=$(jq -r '.cpus[0].causes as $c
-    | [$c[] | select(.source == "irq:LOC" or .source == "ctxsw:involuntary") | .group] as $g
-    | [$c[] | select(.group as $x | $g | index($x)) | .source] | join(" ")' "$T/stats.json")
-# The fit's own standard error of those groups' time (summed in quadrature): a fit that put
-# less than half fails when it is short of half by more than three of it; within that, the
+# With it, the fit's own standard error of those groups' time (summed in quadrature): a fit that
+# put less than half fails when it is short of half by more than three of it; within that, the
 # intervals scatter too much on this host (the host stops the vCPU for milliseconds at times)
-# for the fit to be held to half, and it is a named skipped part, not a pass.
-# (An error the fit does not know, null, is taken as larger than anything.)
-se_ns=$(jq '.cpus[0] as $c | [$c.causes[] | select(.source == "irq:LOC" or
-        .source == "ctxsw:involuntary") | .group] | unique as $g
-    | [$c.causes[] | select(.source as $s | $g | index($s))
-       | if .group_explains_stderr == null then 1e18 else .group_explains_stderr * $c.lost_ns end]
-    | map(. * .) | add // 0 | sqrt | if . > 1e15 then 1e15 else . end | floor' "$T/stats.json")
+# for the fit to be held to half, and it is a named skipped part, not a pass. (An error the fit
+# does not know, null, is taken as larger than anything.) "FOUND_NS SE_NS SOURCES...".
+read -r found_ns se_ns found_in < <(jq -r '.cpus[0] as $c
+    | [$c.causes[] | select(.source == "irq:LOC" or .source == "ctxsw:involuntary") | .group]
+    | unique as $g
+    | [$c.causes[] | select(.group as $x | $g | index($x))] as $in
+    | ([$in[] | (.cost_ns // 0) * .count] | add // 0 | floor) as $found
+    | ([$c.causes[] | select(.source as $s | $g | index($s))
+        | if .group_explains_stderr == null then 1e18 else .group_explains_stderr * $c.lost_ns end]
+       | map(. * .) | add // 0 | sqrt | if . > 1e15 then 1e15 else . end | floor) as $se
+    | "\($found) \($se) \([$in[] | .source] | join(" "))"' "$T/stats.json")
 if (( found_ns < stolen_ns / 2 )); then
     (( stolen_ns / 2 - found_ns <= 3 * se_ns )) \
         || fail "the fit puts only $found_ns ns (+- $se_ns ns) on LOC and preemptions and what" \

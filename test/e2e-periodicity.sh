@@ -166,7 +166,8 @@ found() {
 # interruption that is not the thief's and has another one 1 ms before or after it, within the
 # jitter the thief's own ticks show (the 90th percentile of how far two consecutive ones lie
 # from 1 ms apart), the thief's own interruptions not counting as that other one, less as many
-# again found 1.37 ms apart (chance: no source recurs at that). Over the part of the window that GetEvents' newest 10000 reach, should it hold more.
+# again found 1.37 ms apart (chance: no source recurs at that). Over the part of the window
+# that GetEvents' newest 10000 reach, should it hold more.
 tick_share() {
     jq -r --argjson from "$(jq '.cpus[0].from_ns' "$T/stats.json")" \
         --argjson to "$(jq '.cpus[0].to_ns' "$T/stats.json")" \

@@ -966,6 +966,13 @@ static bool one_class(Work *w, unsigned k)
         return other_points > 0 && other_events * 3 * dense_points < dense_events * other_points;
 }
 
+/* Whether @events on @period put an event on MULTIPLE_MIN_FILL of its points over the window, as
+ * a source of its own does (a tick). */
+static bool fills_lattice(const Work *w, size_t events, double period)
+{
+        return (double)events * period >= MULTIPLE_MIN_FILL * w->span_ns;
+}
+
 /* The reasons to report the events that @e found on @period, when there are at least
  * opt->min_events: they are opt->min_share of the events that no period kept so far explains
  * (a 20 Hz theft is 4 % of the events next to a visible 250 Hz tick, and a third of what the
@@ -1115,7 +1122,7 @@ static bool judge_candidate(Work *w, const Candidate *cand, const PeriodicityOpt
                 double m = round(period / kept_period[k]);
 
                 if (m >= 2 && m <= FUNDAMENTAL_MAX && fabs(period - m * kept_period[k]) <= tol &&
-                    (double)events * period < MULTIPLE_MIN_FILL * w->span_ns) {
+                    !fills_lattice(w, events, period)) {
                         return false;
                 }
         }
@@ -1143,9 +1150,8 @@ static void set_events(Work *w, const uint64_t *t, size_t n)
 /* Whether an event at @t, not on the lattice just kept, lies within STRAGGLER_TOLS times its
  * tolerance @tol of one of its points, from a period before its first event to a period after
  * its last: the same source, jittered off its lattice (a host's tick that came early or late),
- * taken out with it. Left, such
- * stragglers make chance chains on the period's multiples (2, 3, 12, 16 ms "periods" of a 1 ms
- * tick), which take the places of real periods. */
+ * taken out with it. Left, such stragglers make chance chains on the period's multiples (2, 3,
+ * 12, 16 ms "periods" of a 1 ms tick), which take the places of real periods. */
 static bool straggler(const Work *w, double t, double tol)
 {
         double k = round((t - w->lat_t0) / w->lat_period);
@@ -1179,12 +1185,11 @@ static bool keep_first(Work *w, Candidate *cand, size_t ncand, const Periodicity
                 p->source = periodicity_source_name(p->period_ns, opt->online_cpus);
                 (*nkept)++;
                 /* Its events are explained: later candidates (its multiples, or periods whose
-                 * lattice would bridge over its events) see only the others. */
-                /* A lattice that holds an event on half its points or more is a source's own
-                 * (a tick's), and its stragglers go with it; a sparse one may be chance, and
-                 * around its points lie other sources' events (a 47 ms theft sits on a
-                 * 1 ms lattice). */
-                dense = (double)p->events * (double)p->period_ns >= MULTIPLE_MIN_FILL * w->span_ns;
+                 * lattice would bridge over its events) see only the others. A lattice that
+                 * fills its points is a source's own (a tick's), and its stragglers go with it;
+                 * a sparse one may be chance, and around its points lie other sources' events
+                 * (a 47 ms theft sits on a 1 ms lattice). */
+                dense = fills_lattice(w, p->events, (double)p->period_ns);
                 for (size_t i = 0; i < w->n; i++) {
                         if (!w->on[i] &&
                             !(dense && straggler(w, (double)w->t[i], (double)p->tolerance_ns))) {

@@ -28,9 +28,9 @@
  * taken out before the next candidate is looked at, and when they are on half its points the
  * events within three tolerances of its points too (the same source, early or late), so its
  * multiples, and lattices that would bridge over its events, find nothing left to explain,
- * while chance chains at other phases stay. A period kept already is kept again (a second
- * source at another phase), or a small multiple of a kept period reported, only when it has an
- * event on half its points.
+ * while chance chains at other phases stay. A period kept already is kept again once (a second
+ * source at another phase) when its one lattice holds min_share of all the events analysed; a
+ * small multiple of a kept period is reported only when it has an event on half its points.
  *
  * About 0.05 to 0.6 s of CPU for 10000 events in heavy noise, and 2.5 MB of scratch memory
  * besides what max_events takes.
