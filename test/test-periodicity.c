@@ -427,6 +427,53 @@ static void test_regular_misses(void **state)
         free(e.t);
 }
 
+/* 80 thefts every 47 ms, and 10 of the 79 points halfway between two of them holding an
+ * unrelated event within 50 us (more than chance would put there, so that they link chains at
+ * 23.5 ms), among Poisson noise at 175/s: 47 ms is found with its thefts, and 23.5 ms, whose
+ * every other point holds a theft and whose points between hold little more than chance, is
+ * not reported. */
+static void test_half_period(void **state)
+{
+        Events e = {0};
+        PeriodicityResult r;
+        const PeriodicityPeriod *p;
+        bool halfway[79];
+
+        (void)state;
+        for (uint64_t seed = 1; seed <= 10; seed++) {
+                rng_seed(seed);
+                e.n = 0;
+                memset(halfway, 0, sizeof(halfway));
+                for (unsigned k = 0; k < 80; k++) {
+                        add(&e, 0.1 * S + k * 47 * MS + rng_uniform() * 3000);
+                }
+                for (unsigned placed = 0; placed < 10;) {
+                        unsigned k = (unsigned)(rng_uniform() * 79);
+
+                        if (!halfway[k]) {
+                                halfway[k] = true;
+                                placed++;
+                                add(&e, 0.1 * S + (k + 0.5) * 47 * MS +
+                                                (rng_uniform() * 2 - 1) * 50000);
+                        }
+                }
+                add_poisson(&e, 0, 0.15 * S + 80 * 47 * MS, 175);
+                finish(&e);
+                find_as_getstats(&e, &r);
+                if (seed == 1) {
+                        print_result(&r);
+                }
+                p = find_period(&r, 47 * MS, 0.001);
+                if (!p || p->events < 76 || find_period(&r, 23.5 * MS, 0.01)) {
+                        print_result(&r);
+                        fail_msg("seed %" PRIu64 ": 47 ms with %zu of 80 thefts, 23.5 ms %s", seed,
+                                 p ? p->events : 0,
+                                 find_period(&r, 23.5 * MS, 0.01) ? "reported" : "not reported");
+                }
+        }
+        free(e.t);
+}
+
 /* The jitter of a scheduler tick as a 2-CPU VM shows it (test/periodicity/: nine in ten
  * ticks within 1 us of their time, most others within 5 us, a few 30 us off). */
 static double tick_jitter_ns(void)
@@ -591,6 +638,7 @@ static void test_recorded(void **state)
         check_recorded("theft-50ms-follower-6ms.txt", 50 * MS, 80, 6 * MS);
         check_recorded("theft-50ms-follower-8ms.txt", 50 * MS, 80, 8 * MS);
         check_recorded("theft-137ms-two-1ms-ticks.txt", 137 * MS, 40, 2 * MS);
+        check_recorded("theft-137ms-near-136ms-chance.txt", 137 * MS, 40, 0);
 }
 
 /* A 1 Hz source of which a third of the events fell below the threshold: the chain steps over
@@ -776,6 +824,7 @@ int main(void)
                 cmocka_unit_test(test_fundamental_below_multiples),
                 cmocka_unit_test(test_two_sources_one_lattice),
                 cmocka_unit_test(test_regular_misses),
+                cmocka_unit_test(test_half_period),
                 cmocka_unit_test(test_among_tick),
                 cmocka_unit_test(test_noise_fills_nothing),
                 cmocka_unit_test(test_followers),

@@ -966,6 +966,60 @@ static bool one_class(Work *w, unsigned k)
         return other_points > 0 && other_events * 3 * dense_points < dense_events * other_points;
 }
 
+/* Whether the events left fill one class of the points of the lattice in_phase() fitted last
+ * (w->lat_*), numbered modulo some k from 2 to FUNDAMENTAL_MAX, and leave the others three
+ * times emptier: the lattice is 1/k of a source's own, whose events are on MULTIPLE_MIN_FILL of
+ * its points at least. Counted over the lattice's whole extent and with every event within
+ * twice the tolerance @tol of a point, not only the chained ones: the chains of a 47 ms theft on
+ * a 23.5 ms lattice are linked by the few unrelated events that lie between two thefts by
+ * chance, and one_class(), which sees only the chains, finds their classes alike. A source of
+ * its own fills every class alike, or all but a few that it misses now and then. */
+static bool lattice_one_class(const Work *w, double tol)
+{
+        uint32_t hits[FUNDAMENTAL_MAX + 1][FUNDAMENTAL_MAX] = {{0}};
+        double first, points;
+        bool counted = false;
+        double last = 0;
+
+        if (!(w->lat_first <= w->lat_last)) {
+                return false;
+        }
+        first = round((w->lat_first - w->lat_t0) / w->lat_period);
+        points = round((w->lat_last - w->lat_t0) / w->lat_period) - first + 1;
+        for (size_t i = 0; i < w->n; i++) {
+                double t = (double)w->t[i], ki = round((t - w->lat_t0) / w->lat_period);
+
+                if (ki < first || ki >= first + points || (counted && ki == last) ||
+                    fabs(t - w->lat_t0 - ki * w->lat_period) > 2 * tol) {
+                        continue;
+                }
+                counted = true;
+                last = ki;
+                for (unsigned k = 2; k <= FUNDAMENTAL_MAX; k++) {
+                        hits[k][(uint64_t)(ki - first) % k]++;
+                }
+        }
+        for (unsigned k = 2; k <= FUNDAMENTAL_MAX && points > k; k++) {
+                double dense_hits = 0, dense_points = 1, all = 0;
+
+                for (unsigned c = 0; c < k; c++) {
+                        double n = floor((points - 1 - c) / k) + 1;
+
+                        all += hits[k][c];
+                        if (hits[k][c] * dense_points > dense_hits * n) {
+                                dense_hits = hits[k][c];
+                                dense_points = n;
+                        }
+                }
+                if (dense_hits >= FILL_EVENTS_MIN &&
+                    dense_hits >= MULTIPLE_MIN_FILL * dense_points &&
+                    (all - dense_hits) * 3 * dense_points < dense_hits * (points - dense_points)) {
+                        return true;
+                }
+        }
+        return false;
+}
+
 /* Whether @events on @period put an event on MULTIPLE_MIN_FILL of its points over the window, as
  * a source of its own does (a tick). */
 static bool fills_lattice(const Work *w, size_t events, double period)
@@ -1013,11 +1067,11 @@ static bool beyond_chance(const PeriodicityOptions *opt, size_t on, size_t null)
 /* Long because each test against chance a candidate must pass is one block, in the order they are
  * applied. */
 static bool judge_candidate(Work *w, const Candidate *cand, const PeriodicityOptions *opt,
-                            const double *kept_period, size_t nkept, PeriodicityPeriod *ret)
+                            const PeriodicityPeriod *kept, size_t nkept, PeriodicityPeriod *ret)
 {
         double period, tol;
         unsigned skip, why;
-        unsigned same = 0; /* periods kept within 1 % of this one */
+        unsigned same = 0; /* periods kept within 1 % of this one, with as many events */
         size_t null_on = 0, null_phase = 0, events;
         Eval e;
 
@@ -1062,9 +1116,6 @@ static bool judge_candidate(Work *w, const Candidate *cand, const PeriodicityOpt
         }
         memcpy(w->on, w->on_cand, w->n);
 
-        for (size_t k = 0; k < nkept; k++) {
-                same += fabs(period - kept_period[k]) <= 0.01 * kept_period[k];
-        }
         if (!relevance(w, opt, period, &e)) {
                 return false;
         }
@@ -1081,6 +1132,9 @@ static bool judge_candidate(Work *w, const Candidate *cand, const PeriodicityOpt
                 if (one_class(w, k)) {
                         return false;
                 }
+        }
+        if (in_phase(w, period, tol, false, NULL) > 0 && lattice_one_class(w, tol)) {
+                return false;
         }
         /* Clearly more than chance: at least three times as many events as on any of the
          * periods nearby that mean nothing (in a burst of interruptions a few hundred us
@@ -1108,7 +1162,14 @@ static bool judge_candidate(Work *w, const Candidate *cand, const PeriodicityOpt
          * phase, whose one lattice holds a share of all the events analysed (a host's 1 ms tick
          * next to a 1 ms theft), and once: turned away, it would leave its events to the
          * multiples of the period, one after another; kept for a few chance events, or again
-         * and again, it would fill the list. */
+         * and again, it would fill the list. A kept period with fewer events than this one does
+         * not count: it was a chance one, as a 136 ms chain of a noisy host's 4 ms ticks is next
+         * to a 137 ms theft, and must not stand in the way of the source. */
+        for (size_t k = 0; k < nkept; k++) {
+                double kp = (double)kept[k].period_ns;
+
+                same += fabs(period - kp) <= 0.01 * kp && kept[k].events >= events;
+        }
         if (same && (opt->min_share <= 0 || events < opt->min_events ||
                      (double)events < opt->min_share * (double)w->analysed || same > 1)) {
                 return false;
@@ -1119,9 +1180,10 @@ static bool judge_candidate(Work *w, const Candidate *cand, const PeriodicityOpt
          * the stragglers of the kept source, which its jitter put off its lattice, and chance
          * chains of them make 2, 3, 4, 8 ms "periods" of a dozen events each. */
         for (size_t k = 0; k < nkept; k++) {
-                double m = round(period / kept_period[k]);
+                double m = round(period / (double)kept[k].period_ns);
 
-                if (m >= 2 && m <= FUNDAMENTAL_MAX && fabs(period - m * kept_period[k]) <= tol &&
+                if (m >= 2 && m <= FUNDAMENTAL_MAX &&
+                    fabs(period - m * (double)kept[k].period_ns) <= tol &&
                     !fills_lattice(w, events, period)) {
                         return false;
                 }
@@ -1166,11 +1228,6 @@ static bool straggler(const Work *w, double t, double tol)
 static bool keep_first(Work *w, Candidate *cand, size_t ncand, const PeriodicityOptions *opt,
                        PeriodicityPeriod *found, size_t *nkept)
 {
-        double kept_period[KEPT_MAX];
-
-        for (size_t k = 0; k < *nkept; k++) {
-                kept_period[k] = (double)found[k].period_ns;
-        }
         /* Shortest first, so that a fundamental is kept (and its events taken out) before its
          * multiples are looked at. */
         qsort(cand, ncand, sizeof(cand[0]), cmp_candidate_period);
@@ -1179,7 +1236,7 @@ static bool keep_first(Work *w, Candidate *cand, size_t ncand, const Periodicity
                 size_t m = 0;
                 bool dense;
 
-                if (!judge_candidate(w, &cand[c], opt, kept_period, *nkept, p)) {
+                if (!judge_candidate(w, &cand[c], opt, found, *nkept, p)) {
                         continue;
                 }
                 p->source = periodicity_source_name(p->period_ns, opt->online_cpus);
