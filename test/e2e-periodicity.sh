@@ -7,7 +7,10 @@
 # How many interruptions a period must hold comes from this host: the thief records when it
 # stole, the daemon's events say which thefts the probe saw as an interruption of their own at
 # their time (one that starts earlier belongs to another source that the theft merged with),
-# and the period must hold most of those, and not more than its window has periods.
+# and the period must hold most of those, and not more than its window has periods. Where the
+# host's own sources took so many of the thefts' times that fewer than half are left (a host
+# tick drifting through the theft's phase), the period must hold most of all of them, or that
+# case is a skipped part, said by name.
 source "$(dirname "$0")/lib.sh"
 need_cpu1
 command -v chrt > /dev/null || skip "needs chrt (util-linux)"
@@ -137,9 +140,12 @@ claimed() {
 
 # found PERIOD_NS COUNT [shared]: the period within 1 % of PERIOD_NS, holding at least 80 % of
 # the thefts that came on time and that no shorter period may have taken (claimed()) (a defect
-# that breaks its chains, or gives its events to another period, leaves fewer) and, unless a source of the host may share the period ("shared"), at
-# most one interruption per period of its window (a defect that counts unrelated interruptions
-# on it gives more). "$found" says what was asked and seen.
+# that breaks its chains, or gives its events to another period, leaves fewer) and, unless a
+# source of the host may share the period ("shared"), at most one interruption per period of
+# its window (a defect that counts unrelated interruptions on it gives more). When so many of
+# the thefts lay on another period's lattice that fewer than half of them are left, the period
+# must hold 80 % of all that came on time, or the case cannot be judged here: status 2 (the
+# host's sources shared the thefts' times). "$found" says what was asked and seen.
 found() {
     local want most=1
     [[ ${3:-} == shared ]] && most=2
@@ -148,10 +154,19 @@ found() {
         || fail "only $want of $2 thefts came as an interruption of their own: CPU 1 too busy"
     taken=$(claimed "$1")
     found="$want of $2 thefts on time, $taken of them on another period's lattice"
-    want=$((want - taken))
-    (( want >= $2 / 2 )) \
-        || fail "$found: too few left to tell the period by (the host's sources share its times)"
-    jq -e --argjson p "$1" --argjson want "$want" --argjson most $most '.cpus[0] as $c
+    if (( want - taken >= $2 / 2 )); then
+        holds "$1" $((want - taken)) $most
+        return
+    fi
+    holds "$1" "$want" $most && return 0
+    found+=": too few left to tell the period by (the host's sources shared their times)"
+    return 2
+}
+
+# holds PERIOD_NS WANT MOST: GetStats reports a period within 1 % of PERIOD_NS with at least 80 %
+# of WANT interruptions and at most MOST per period of its window.
+holds() {
+    jq -e --argjson p "$1" --argjson want "$2" --argjson most "$3" '.cpus[0] as $c
         | $c.periods | any(.[];
             (.period_ns - $p | if . < 0 then -. else . end) <= $p / 100
             and .events * 10 >= $want * 8
@@ -226,9 +241,14 @@ noise_share() {
 # every fifth of a 10 ms source's) is one interruption that the shorter period, kept first,
 # takes for its own.
 periodic 47ms 80
-found 47000000 80 || fail "a 47 ms theft is not among the periods ($found): $(periods)"
-pass "a 47 ms theft is found within 1 % ($found;" \
-     "$(noise_share 80) % of the interruptions were other noise)"
+if found 47000000 80; then
+    pass "a 47 ms theft is found within 1 % ($found;" \
+         "$(noise_share 80) % of the interruptions were other noise)"
+elif (( $? == 2 )); then
+    skip_part "a 47 ms theft" "$found"
+else
+    fail "a 47 ms theft is not among the periods ($found): $(periods)"
+fi
 
 jctl stats --cpu 1 --window all > "$T/stats.txt" || fail "jitterctl stats failed"
 if ! grep -q '^CPU 1 periods:$' "$T/stats.txt" \
@@ -240,27 +260,36 @@ pass "jitterctl stats prints it"
 # 137 ms among a 1 ms tick that is most of the interruptions, and the noise: the theft is 1 % of
 # the interruptions or less.
 periodic 137ms 40 tick
-found 137000000 40 || fail "a 137 ms theft among a 1 ms tick is not among the periods" \
-    "($found): $(periods)"
-# The condition the test is after, measured: 1 ms ticks made at least 60 % of the
-# interruptions (the 1 ms thief's, and the host's own where it has one; the random thefts and
-# the host's other sources being the rest).
-read -r tick_n host_n all_n < <(tick_share)
-(( all_n > 0 && (tick_n + host_n) * 100 >= all_n * 60 )) \
-    || fail "1 ms ticks made only $tick_n (the thief's) + $host_n (the host's) of $all_n" \
-        "interruptions, under 60 %: CPU 1 too busy"
-pass "a 137 ms theft among 1 ms ticks ($tick_n of $all_n interruptions the 1 ms thief's," \
-     "$host_n a 1 ms tick of the host's: $(((tick_n + host_n) * 100 / all_n)) %) is found" \
-     "within 1 % ($found)"
+if found 137000000 40; then
+    # The condition the test is after, measured: 1 ms ticks made at least 60 % of the
+    # interruptions (the 1 ms thief's, and the host's own where it has one; the random thefts
+    # and the host's other sources being the rest).
+    read -r tick_n host_n all_n < <(tick_share)
+    (( all_n > 0 && (tick_n + host_n) * 100 >= all_n * 60 )) \
+        || fail "1 ms ticks made only $tick_n (the thief's) + $host_n (the host's) of $all_n" \
+            "interruptions, under 60 %: CPU 1 too busy"
+    pass "a 137 ms theft among 1 ms ticks ($tick_n of $all_n interruptions the 1 ms thief's," \
+         "$host_n a 1 ms tick of the host's: $(((tick_n + host_n) * 100 / all_n)) %) is found" \
+         "within 1 % ($found)"
+elif (( $? == 2 )); then
+    skip_part "a 137 ms theft among 1 ms ticks" "$found"
+else
+    fail "a 137 ms theft among a 1 ms tick is not among the periods ($found): $(periods)"
+fi
 
 # A known period: 1 ms is the tick of CONFIG_HZ=1000, and named so.
 periodic 1ms 2000
 # (the host's own tick may be 1 ms too, and both are on the period)
-found 1000000 2000 shared || fail "a 1 ms theft is not among the periods ($found): $(periods)"
-jq -e '.cpus[0].periods | any(.[]; (.period_ns - 1000000 | if . < 0 then -. else . end) <= 10000
-        and .source == "scheduler tick (CONFIG_HZ=1000)")' "$T/stats.json" > /dev/null \
-    || fail "the 1 ms period is not named as the CONFIG_HZ=1000 tick"
-pass "a 1 ms theft is found ($found) and named as the CONFIG_HZ=1000 scheduler tick"
+if found 1000000 2000 shared; then
+    jq -e '.cpus[0].periods | any(.[]; (.period_ns - 1000000 | if . < 0 then -. else . end) <= 10000
+            and .source == "scheduler tick (CONFIG_HZ=1000)")' "$T/stats.json" > /dev/null \
+        || fail "the 1 ms period is not named as the CONFIG_HZ=1000 tick"
+    pass "a 1 ms theft is found ($found) and named as the CONFIG_HZ=1000 scheduler tick"
+elif (( $? == 2 )); then
+    skip_part "a 1 ms theft" "$found"
+else
+    fail "a 1 ms theft is not among the periods ($found): $(periods)"
+fi
 
 stop_daemon || fail "exit status not 0"
 pass "clean stop"

@@ -427,11 +427,11 @@ static void test_regular_misses(void **state)
         free(e.t);
 }
 
-/* 80 thefts every 47 ms, and 10 of the 79 points halfway between two of them holding an
- * unrelated event within 50 us (more than chance would put there, so that they link chains at
- * 23.5 ms), among Poisson noise at 175/s: 47 ms is found with its thefts, and 23.5 ms, whose
- * every other point holds a theft and whose points between hold little more than chance, is
- * not reported. */
+/* 80 thefts every 47 ms (each 0 to 3 us late), and 10 of the 79 points halfway between two of
+ * them holding an unrelated event within 50 us (more than chance would put there, so that they
+ * link chains at 23.5 ms), among Poisson noise at 175/s, over ten seeds: 47 ms is found within
+ * 0.1 % with at least 76 of the thefts, and 23.5 ms, whose every other point holds a theft and
+ * whose points between hold a few events, is not reported. */
 static void test_half_period(void **state)
 {
         Events e = {0};
@@ -597,8 +597,9 @@ static void test_noise_fills_nothing(void **state)
 
 /* Interruptions recorded on this project's test VM (test/periodicity/), each window with a
  * theft of known period among the machine's own sources: with the options GetStats uses, the
- * theft's period is reported within 1 % with at least a third of its events (as e2e-periodicity
- * asks of the live daemon), and no period near @absent_ns (0: none). */
+ * theft's period is reported within 0.1 % (a chance chain 1 % off, such as 136 ms next to a
+ * 137 ms theft, does not count) with at least a third of its events (as e2e-periodicity asks of
+ * the live daemon), and no period near @absent_ns (0: none). */
 static void check_recorded(const char *name, double period_ns, size_t thefts, double absent_ns)
 {
         char path[512], line[256];
@@ -619,7 +620,7 @@ static void check_recorded(const char *name, double period_ns, size_t thefts, do
         find_as_getstats(&e, &r);
         print_message("%s:\n", name);
         print_result(&r);
-        p = find_period(&r, period_ns, 0.01);
+        p = find_period(&r, period_ns, 0.001);
         assert_non_null(p);
         assert_true(p->events >= thefts / 3);
         if (absent_ns > 0) {

@@ -56,6 +56,9 @@ static const double null_ratios[] = {0.9413, 0.9689, 1.0317, 1.0571};
 #define MULTIPLE_MIN_FILL 0.5
 /* Events this many tolerances from a kept lattice's points go with it (straggler()). */
 #define STRAGGLER_TOLS 3
+/* Events the one full residue class of a lattice must hold for the lattice to be taken as 1/k of
+ * the period (lattice_one_class()). */
+#define CLASS_EVENTS_MIN 20
 /* Evenly spaced triples: events i < j < k with t_k - t_j equal to t_j - t_i within
  * TRIPLE_TOL_NS + 2^-TRIPLE_TOL_SHIFT (0.012 %) of it, looked for among the events on each side of
  * j, as many as TRIPLE_WORK pairs for all events allow (from TRIPLE_REACH_MIN to TRIPLE_REACH_MAX),
@@ -967,30 +970,30 @@ static bool one_class(Work *w, unsigned k)
 }
 
 /* Whether the events left fill one class of the points of the lattice in_phase() fitted last
- * (w->lat_*), numbered modulo some k from 2 to FUNDAMENTAL_MAX, and leave the others three
- * times emptier: the lattice is 1/k of a source's own, whose events are on MULTIPLE_MIN_FILL of
- * its points at least. Counted over the lattice's whole extent and with every event within
- * twice the tolerance @tol of a point, not only the chained ones: the chains of a 47 ms theft on
- * a 23.5 ms lattice are linked by the few unrelated events that lie between two thefts by
+ * (w->lat_t0, w->lat_period), numbered from the window's first point modulo some k from 2 to
+ * FUNDAMENTAL_MAX, and leave the other classes together three times emptier: the lattice is 1/k
+ * of a source's own, whose events are on MULTIPLE_MIN_FILL of its points or more, and at least
+ * CLASS_EVENTS_MIN of them (a weak source that fills its classes unevenly by chance is not
+ * turned away). Counted over the whole window, with every event within twice the tolerance
+ * @tol of a point, one per point, not only the chained ones: the chains of a 47 ms theft on a
+ * 23.5 ms lattice are linked by the few unrelated events that lie halfway between two thefts by
  * chance, and one_class(), which sees only the chains, finds their classes alike. A source of
  * its own fills every class alike, or all but a few that it misses now and then. */
 static bool lattice_one_class(const Work *w, double tol)
 {
         uint32_t hits[FUNDAMENTAL_MAX + 1][FUNDAMENTAL_MAX] = {{0}};
-        double first, points;
+        double first, points, last = 0;
         bool counted = false;
-        double last = 0;
 
-        if (!(w->lat_first <= w->lat_last)) {
+        if (w->n == 0) {
                 return false;
         }
-        first = round((w->lat_first - w->lat_t0) / w->lat_period);
-        points = round((w->lat_last - w->lat_t0) / w->lat_period) - first + 1;
+        first = round(((double)w->t[0] - w->lat_t0) / w->lat_period);
+        points = round(((double)w->t[w->n - 1] - w->lat_t0) / w->lat_period) - first + 1;
         for (size_t i = 0; i < w->n; i++) {
                 double t = (double)w->t[i], ki = round((t - w->lat_t0) / w->lat_period);
 
-                if (ki < first || ki >= first + points || (counted && ki == last) ||
-                    fabs(t - w->lat_t0 - ki * w->lat_period) > 2 * tol) {
+                if ((counted && ki == last) || fabs(t - w->lat_t0 - ki * w->lat_period) > 2 * tol) {
                         continue;
                 }
                 counted = true;
@@ -1011,7 +1014,7 @@ static bool lattice_one_class(const Work *w, double tol)
                                 dense_points = n;
                         }
                 }
-                if (dense_hits >= FILL_EVENTS_MIN &&
+                if (dense_hits >= CLASS_EVENTS_MIN &&
                     dense_hits >= MULTIPLE_MIN_FILL * dense_points &&
                     (all - dense_hits) * 3 * dense_points < dense_hits * (points - dense_points)) {
                         return true;
@@ -1071,7 +1074,7 @@ static bool judge_candidate(Work *w, const Candidate *cand, const PeriodicityOpt
 {
         double period, tol;
         unsigned skip, why;
-        unsigned same = 0; /* periods kept within 1 % of this one, with as many events */
+        unsigned same = 0; /* periods kept within 1 % of this one, with at least as many events */
         size_t null_on = 0, null_phase = 0, events;
         Eval e;
 
@@ -1133,7 +1136,8 @@ static bool judge_candidate(Work *w, const Candidate *cand, const PeriodicityOpt
                         return false;
                 }
         }
-        if (in_phase(w, period, tol, false, NULL) > 0 && lattice_one_class(w, tol)) {
+        if ((w->fill ? e.in_phase : in_phase(w, period, tol, false, NULL)) > 0 &&
+            lattice_one_class(w, tol)) {
                 return false;
         }
         /* Clearly more than chance: at least three times as many events as on any of the

@@ -23,7 +23,7 @@
  * it than on nearby periods that mean nothing (the chance level for this noise), when it does not
  * mostly bridge missed events, when it is not made of the events of a shorter period P/k (then
  * P/k is what is judged and reported), and when its events do not fill one residue class of its
- * lattice far more than the others, along its chains or over the whole lattice (two sources, one
+ * lattice far more than the others, along its chains or over the whole window (two sources, one
  * at k times the period, or a source at k times the period whose chains a few chance events
  * between its points link). A kept period's events are those of one lattice (fitted to its
  * longest chain), at most one per point; they are taken out before the next candidate is looked
