@@ -1074,7 +1074,8 @@ static bool judge_candidate(Work *w, const Candidate *cand, const PeriodicityOpt
 {
         double period, tol;
         unsigned skip, why;
-        unsigned same = 0; /* periods kept within 1 % of this one, with at least as many events */
+        unsigned near = 0; /* periods kept within 1 % of this one */
+        unsigned same = 0; /* those of them with at least as many events */
         size_t null_on = 0, null_phase = 0, events;
         Eval e;
 
@@ -1167,15 +1168,18 @@ static bool judge_candidate(Work *w, const Candidate *cand, const PeriodicityOpt
          * next to a 1 ms theft), and once: turned away, it would leave its events to the
          * multiples of the period, one after another; kept for a few chance events, or again
          * and again, it would fill the list. A kept period with fewer events than this one does
-         * not count: it was a chance one, as a 136 ms chain of a noisy host's 4 ms ticks is next
-         * to a 137 ms theft, and must not stand in the way of the source. */
+         * not ask a share of it: it was a chance one, as a 136 ms chain of a noisy host's ticks
+         * is next to a 137 ms theft, and must not stand in the way of the source. */
         for (size_t k = 0; k < nkept; k++) {
                 double kp = (double)kept[k].period_ns;
 
-                same += fabs(period - kp) <= 0.01 * kp && kept[k].events >= events;
+                if (fabs(period - kp) <= 0.01 * kp) {
+                        near++;
+                        same += kept[k].events >= events;
+                }
         }
-        if (same && (opt->min_share <= 0 || events < opt->min_events ||
-                     (double)events < opt->min_share * (double)w->analysed || same > 1)) {
+        if (near > 1 || (same && (opt->min_share <= 0 || events < opt->min_events ||
+                                  (double)events < opt->min_share * (double)w->analysed))) {
                 return false;
         }
         /* A small multiple of a kept period (2 to FUNDAMENTAL_MAX times it, within the

@@ -25,15 +25,16 @@
  * P/k is what is judged and reported), and when its events do not fill one residue class of its
  * lattice far more than the others, along its chains or over the whole window (two sources, one
  * at k times the period, or a source at k times the period whose chains a few chance events
- * between its points link). A kept period's events are those of one lattice (fitted to its
+ * between its points link: one class holding 20 events or more, on half its points, and the
+ * others three times emptier). A kept period's events are those of one lattice (fitted to its
  * longest chain), at most one per point; they are taken out before the next candidate is looked
  * at, and when they are on half its points the events within three tolerances of its points too
  * (the same source, early or late), so its multiples, and lattices that would bridge over its
  * events, find nothing left to explain, while chance chains at other phases stay. A period
  * kept already is kept again once (a second source at another phase) when its one lattice holds
  * min_share of all the events analysed (a kept period with fewer events than the candidate does
- * not count: a chance one); a small multiple of a kept period is reported only when it has an
- * event on half its points.
+ * not ask that share: a chance one; it still counts towards the once); a small multiple of a kept
+ * period is reported only when it has an event on half its points.
  *
  * About 0.05 to 0.6 s of CPU for 10000 events in heavy noise, and 2.5 MB of scratch memory
  * besides what max_events takes.
