@@ -114,6 +114,7 @@ int cause_store_add(CauseStore *s, int cpu, uint64_t start_ns, const CauseList *
                 .start_ns = start_ns,
                 .unexplained_ns = saturate(tickconv_to_ns(conv, l->unexplained_ticks)),
                 .flags = (uint8_t)l->flags,
+                .woken_by = l->woken_by,
         };
         other = l->other_ticks;
         for (size_t i = 0; i < l->n; i++) {

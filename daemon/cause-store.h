@@ -29,7 +29,8 @@ typedef struct StoredCauses {
         uint32_t unexplained_ns;
         uint32_t other_ns;
         uint8_t n;
-        uint8_t flags; /* CAUSES_* */
+        uint8_t flags;    /* CAUSES_* */
+        uint8_t woken_by; /* CauseList's */
         StoredCause causes[STORED_CAUSES_MAX];
 } StoredCauses;
 

@@ -276,6 +276,35 @@ static bool window_cause_add(WindowCause *w, size_t *n, uint8_t kind, const char
         return true;
 }
 
+/* Adds the time of the tasks and work items of @c to @woken, under the counter of the
+ * interrupt that woke them or let them in, and counts the interruption there. */
+static void add_woken(json_t *woken, const StoredCauses *c)
+{
+        const char *counter = cause_counter_of_code(c->woken_by);
+        uint64_t ns = 0;
+        json_t *v;
+
+        for (size_t k = 0; k < c->n; k++) {
+                ns += c->causes[k].kind == CAUSE_TASK || c->causes[k].kind == CAUSE_WORK
+                              ? c->causes[k].ns
+                              : 0;
+        }
+        if (!counter || ns == 0) {
+                return;
+        }
+        v = json_object_get(woken, counter);
+        if (!v) {
+                v = json_pack("{sI sI}", "ns", (json_int_t)0, "count", (json_int_t)0);
+                if (!v || json_object_set_new(woken, counter, v) < 0) {
+                        return;
+                }
+        }
+        json_integer_set(json_object_get(v, "ns"),
+                         json_integer_value(json_object_get(v, "ns")) + (json_int_t)ns);
+        json_integer_set(json_object_get(v, "count"),
+                         json_integer_value(json_object_get(v, "count")) + 1);
+}
+
 json_t *manager_trace_window_causes(Manager *m, int cpu, const char *window, uint64_t since_ns)
 {
         size_t max = m->config.history_events_per_cpu, n, n_causes = 0;
@@ -283,10 +312,10 @@ json_t *manager_trace_window_causes(Manager *m, int cpu, const char *window, uin
                  unexplained_ns = 0;
         WindowCause *causes = calloc(WINDOW_CAUSES_MAX, sizeof(*causes));
         HistoryEvent *ev = calloc(max ? max : 1, sizeof(*ev));
-        json_t *arr = json_array(), *o = NULL;
+        json_t *arr = json_array(), *woken = json_object(), *o = NULL;
         cpu_set_t set;
 
-        if (!causes || !ev || !arr) {
+        if (!causes || !ev || !arr || !woken) {
                 goto out;
         }
         CPU_ZERO(&set);
@@ -306,6 +335,7 @@ json_t *manager_trace_window_causes(Manager *m, int cpu, const char *window, uin
                 lost += (c->flags & CAUSES_LOST) != 0;
                 other_ns += c->other_ns;
                 unexplained_ns += c->unexplained_ns;
+                add_woken(woken, c);
                 for (size_t k = 0; k < c->n; k++) {
                         if (!window_cause_add(causes, &n_causes, c->causes[k].kind,
                                               c->causes[k].name, c->causes[k].ns)) {
@@ -315,21 +345,28 @@ json_t *manager_trace_window_causes(Manager *m, int cpu, const char *window, uin
         }
         qsort(causes, n_causes, sizeof(*causes), cmp_window_cause);
         for (size_t i = 0; i < n_causes; i++) {
+                char buf[CAUSE_NAME_MAX + 8];
+                const char *counter =
+                        cause_counter(causes[i].kind, causes[i].name, buf, sizeof(buf));
+
                 if (json_array_append_new(
-                            arr, json_pack("{ss ss sI sI}", "kind", cause_kind_name(causes[i].kind),
-                                           "name", causes[i].name, "ns", (json_int_t)causes[i].ns,
-                                           "count", (json_int_t)causes[i].count)) < 0) {
+                            arr,
+                            json_pack("{ss ss sI sI so}", "kind", cause_kind_name(causes[i].kind),
+                                      "name", causes[i].name, "ns", (json_int_t)causes[i].ns,
+                                      "count", (json_int_t)causes[i].count, "counter",
+                                      counter ? json_string(counter) : json_null())) < 0) {
                         goto out;
                 }
         }
-        o = json_pack("{si ss sI sI sI sI sI sI so sI sI}", "cpu", cpu, "window", window,
+        o = json_pack("{si ss sI sI sI sI sI sI so sI sI sO}", "cpu", cpu, "window", window,
                       "since_ns", (json_int_t)since_ns, "interruptions", (json_int_t)n,
                       "interruptions_ns", (json_int_t)events_ns, "explained", (json_int_t)explained,
                       "explained_ns", (json_int_t)explained_ns, "trace_lost", (json_int_t)lost,
                       "causes", arr, "other_ns", (json_int_t)other_ns, "unexplained_ns",
-                      (json_int_t)unexplained_ns);
+                      (json_int_t)unexplained_ns, "woken_by", woken);
         arr = NULL;
 out:
+        json_decref(woken);
         json_decref(arr);
         free(ev);
         free(causes);

@@ -37,6 +37,7 @@ static void test_add_find(void **state)
         const StoredCauses *e;
 
         (void)state;
+        l.woken_by = cause_counter_code("irq:RES");
         tickconv_init(&conv, 2000000000ULL); /* 2 GHz: a tick is 0.5 ns */
         assert_int_equal(cause_store_new(0, &s), -EINVAL);
         assert_int_equal(cause_store_new(100, &s), 0);
@@ -59,9 +60,11 @@ static void test_add_find(void **state)
         assert_int_equal(e->other_ns, (2000 + 1000 + 3) / 2);
         assert_int_equal(e->unexplained_ns, 3);
         assert_int_equal(e->flags, CAUSES_LOST | CAUSES_CLIPPED);
+        assert_string_equal(cause_counter_of_code(e->woken_by), "irq:RES");
         e = cause_store_find(s, 3, 6000);
         assert_non_null(e);
         assert_int_equal(e->n, 1);
+        assert_int_equal(e->woken_by, 0);
         assert_null(cause_store_find(s, 3, 5500));
         assert_null(cause_store_find(s, 2, 5000));
         assert_null(cause_store_find(s, -1, 5000));

@@ -375,6 +375,115 @@ static void test_lower_bound_and_names(void **state)
         assert_int_equal(cause_kind_parse("nmi", &k), -EINVAL);
 }
 
+/* The counter of what let a task in: the hard interrupt that began last before the switch.
+ * A tick, then the waker's reschedule IPI on the way out, then the switch: the IPI's counter
+ * (also with the probe's pid unknown). A thief woken by its own hrtimer: the local timer's. No
+ * switch: none. A tick that ended before the interruption began lets nobody in: none, though
+ * its records set the scene; a device interrupt still open at the start does. */
+static void test_woken_by(void **state)
+{
+        const TraceRecord ipi_after_tick[] = {
+                in(100, CAUSE_VECTOR, 236, "local_timer"),
+                in(105, CAUSE_TIMER, 0xa, "tick_nohz_handler"),
+                out(110, CAUSE_TIMER, 0xa),
+                out(115, CAUSE_VECTOR, 236),
+                in(118, CAUSE_VECTOR, 253, "reschedule"),
+                out(120, CAUSE_VECTOR, 253),
+                in(121, CAUSE_SOFTIRQ, 1, "TIMER"),
+                out(124, CAUSE_SOFTIRQ, 1),
+                sw(125, PROBE, THIEF, "jitter-thief"),
+                sw(900, THIEF, PROBE, "probe"),
+        };
+        const TraceRecord own_timer[] = {
+                in(100, CAUSE_VECTOR, 236, "local_timer"),
+                in(102, CAUSE_TIMER, 0xb, "hrtimer_wakeup"),
+                out(104, CAUSE_TIMER, 0xb),
+                out(106, CAUSE_VECTOR, 236),
+                sw(108, PROBE, THIEF, "jitter-thief"),
+                sw(900, THIEF, PROBE, "probe"),
+        };
+        const TraceRecord no_switch[] = {
+                in(100, CAUSE_VECTOR, 253, "reschedule"),
+                out(104, CAUSE_VECTOR, 253),
+        };
+        const TraceRecord stale_tick[] = {
+                in(50, CAUSE_VECTOR, 236, "local_timer"),
+                out(60, CAUSE_VECTOR, 236),
+                sw(100, PROBE, THIEF, "jitter-thief"),
+                sw(900, THIEF, PROBE, "probe"),
+        };
+        /* A device interrupt open since before the start: it took the CPU from the probe. */
+        const TraceRecord open_at_start[] = {
+                in(80, CAUSE_IRQ, 11, "virtio0-input.0"),
+                out(120, CAUSE_IRQ, 11),
+                sw(130, PROBE, THIEF, "jitter-thief"),
+                sw(900, THIEF, PROBE, "probe"),
+        };
+        CauseList l;
+
+        (void)state;
+        assert_int_equal(causes_analyze(ipi_after_tick, 10, 100, 910, PROBE, &l), 0);
+        assert_string_equal(cause_counter_of_code(l.woken_by), "irq:RES");
+        assert_int_equal(ticks_of(&l, CAUSE_TASK, "jitter-thief:2000"), 775);
+        assert_int_equal(causes_analyze(own_timer, 6, 100, 910, PROBE, &l), 0);
+        assert_string_equal(cause_counter_of_code(l.woken_by), "irq:LOC");
+        assert_int_equal(causes_analyze(no_switch, 2, 100, 104, PROBE, &l), 0);
+        assert_int_equal(l.woken_by, 0);
+        assert_int_equal(causes_analyze(stale_tick, 4, 90, 910, PROBE, &l), 0);
+        assert_int_equal(l.woken_by, 0);
+        assert_int_equal(causes_analyze(open_at_start, 4, 100, 910, PROBE, &l), 0);
+        assert_string_equal(cause_counter_of_code(l.woken_by), "irq:device");
+        /* The probe unknown: the first switch leaves it, and the IPI still let the thief in. */
+        assert_int_equal(causes_analyze(ipi_after_tick, 10, 100, 910, -1, &l), 0);
+        assert_string_equal(cause_counter_of_code(l.woken_by), "irq:RES");
+}
+
+/* The counters of causes, and their codes both ways: every x86 system vector the kernel
+ * traces, as /proc/interrupts names its row. */
+static void test_counters(void **state)
+{
+        static const char *const vectors[][2] = {
+                {"local_timer", "irq:LOC"},      {"reschedule", "irq:RES"},
+                {"call_function", "irq:CAL"},    {"call_function_single", "irq:CAL"},
+                {"irq_work", "irq:IWI"},         {"thermal_apic", "irq:TRM"},
+                {"threshold_apic", "irq:THR"},   {"deferred_error_apic", "irq:DFR"},
+                {"spurious_apic", "irq:SPU"},    {"error_apic", "irq:ERR"},
+                {"x86_platform_ipi", "irq:PLT"},
+        };
+        char buf[64];
+
+        (void)state;
+        for (size_t i = 0; i < sizeof(vectors) / sizeof(vectors[0]); i++) {
+                const char *c = cause_counter(CAUSE_VECTOR, vectors[i][0], buf, sizeof(buf));
+
+                assert_non_null(c);
+                assert_string_equal(c, vectors[i][1]);
+                assert_true(cause_counter_code(c) > 0);
+                assert_string_equal(cause_counter_of_code(cause_counter_code(c)), c);
+        }
+        assert_null(cause_counter(CAUSE_VECTOR, "no_such_vector", buf, sizeof(buf)));
+        assert_string_equal(cause_counter(CAUSE_TIMER, "hrtimer_wakeup", buf, sizeof(buf)),
+                            "irq:LOC");
+        assert_string_equal(cause_counter(CAUSE_IPI, "flush_tlb_func", buf, sizeof(buf)),
+                            "irq:TLB");
+        assert_string_equal(cause_counter(CAUSE_IPI, "ipi_mb", buf, sizeof(buf)), "irq:CAL");
+        assert_string_equal(cause_counter(CAUSE_SOFTIRQ, "NET_RX", buf, sizeof(buf)),
+                            "softirq:NET_RX");
+        assert_string_equal(cause_counter(CAUSE_TASK, "kworker/1:2:17", buf, sizeof(buf)),
+                            "ctxsw:involuntary");
+        assert_string_equal(cause_counter(CAUSE_WORK, "vmstat_update", buf, sizeof(buf)),
+                            "ctxsw:involuntary");
+        assert_string_equal(cause_counter(CAUSE_IRQ, "virtio0-input.0", buf, sizeof(buf)),
+                            "irq:device");
+        assert_string_equal(cause_counter_of_code(cause_counter_code("irq:TLB")), "irq:TLB");
+        assert_string_equal(cause_counter_of_code(cause_counter_code("irq:device")), "irq:device");
+        assert_int_equal(cause_counter_code("softirq:NET_RX"), 0);
+        assert_int_equal(cause_counter_code("ctxsw:involuntary"), 0);
+        assert_int_equal(cause_counter_code(NULL), 0);
+        assert_null(cause_counter_of_code(0));
+        assert_null(cause_counter_of_code(255));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -390,6 +499,8 @@ int main(void)
                 cmocka_unit_test(test_more_causes_than_followed),
                 cmocka_unit_test(test_too_deep),
                 cmocka_unit_test(test_lower_bound_and_names),
+                cmocka_unit_test(test_woken_by),
+                cmocka_unit_test(test_counters),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

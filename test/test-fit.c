@@ -596,18 +596,82 @@ static void test_groups(void **state)
         }
 }
 
+/* Poisson deviate of mean @mean (Knuth's product of uniforms; fine for the small means here). */
+static uint64_t rng_poisson(double mean)
+{
+        double limit = exp(-mean), p = rng_uniform();
+        uint64_t k = 0;
+
+        while (p > limit) {
+                p *= rng_uniform();
+                k++;
+        }
+        return k;
+}
+
+/* Two sources that occur on their own, each as a Poisson count at a rate of its own, in
+ * intervals whose lengths vary from 40 to 160 ms (a late hand-over, a stall): a longer interval
+ * holds more of both, so their counts correlate (about 0.8 here), and yet nothing ties one to
+ * the other. The fit knows the lengths (the background's column), so they are not one group,
+ * and each cost is recovered within four of its own standard errors; a third source that
+ * strikes with the first every time is grouped with it. */
+static void test_groups_not_by_length(void **state)
+{
+        enum { ROWS = 200 };
+        const FitSource *a, *b, *c;
+        double corr, sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
+        Fit *f;
+        FitResult r;
+
+        (void)state;
+        rng_seed(11);
+        assert_int_equal(fit_new(ROWS, &f), 0);
+        for (int i = 0; i < ROWS; i++) {
+                double len_s = 0.04 + 0.12 * rng_uniform();
+                uint64_t na = rng_poisson(400 * len_s), nb = rng_poisson(300 * len_s);
+                AttribCount items[3] = {
+                        {.id = 1, .count = na},
+                        {.id = 2, .count = nb},
+                        {.id = 3, .count = na},
+                };
+                double lost = 30000.0 * (double)na + 10000.0 * (double)nb + 2e6 * len_s +
+                              rng_gauss(30000);
+
+                sa += (double)na;
+                sb += (double)nb;
+                saa += (double)na * (double)na;
+                sbb += (double)nb * (double)nb;
+                sab += (double)na * (double)nb;
+                assert_int_equal(fit_add(f, lost > 0 ? lost : 0, len_s * 1e9, items, 3), 0);
+        }
+        corr = (sab / ROWS - sa / ROWS * sb / ROWS) /
+               sqrt((saa / ROWS - sa * sa / ROWS / ROWS) * (sbb / ROWS - sb * sb / ROWS / ROWS));
+        print_message("the two counts correlate %.2f over the intervals\n", corr);
+        assert_true(corr >= FIT_GROUP_CORRELATION);
+        assert_int_equal(fit_solve(f, &r), 0);
+        assert_result_sane(&r);
+        a = source_of(&r, 1);
+        b = source_of(&r, 2);
+        c = source_of(&r, 3);
+        assert_int_not_equal(a->group, b->group);
+        assert_int_equal(a->group, c->group);
+        assert_true(isfinite(b->share_stderr));
+        if (fabs(b->cost_ns - 10000) > 4 * b->share_stderr * r.lost_ns / (double)b->count) {
+                fail_msg("source 2 costs %.0f ns, not 10000 ns within four standard errors "
+                         "(%.0f ns)",
+                         b->cost_ns, b->share_stderr * r.lost_ns / (double)b->count);
+        }
+        fit_free(f);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_known_costs),
-                cmocka_unit_test(test_non_negative),
-                cmocka_unit_test(test_against_brute_force),
-                cmocka_unit_test(test_collinear),
-                cmocka_unit_test(test_stderr_is_scatter),
-                cmocka_unit_test(test_groups),
-                cmocka_unit_test(test_degenerate),
-                cmocka_unit_test(test_source_limit),
-                cmocka_unit_test(test_refusals),
+                cmocka_unit_test(test_known_costs),          cmocka_unit_test(test_non_negative),
+                cmocka_unit_test(test_against_brute_force),  cmocka_unit_test(test_collinear),
+                cmocka_unit_test(test_stderr_is_scatter),    cmocka_unit_test(test_groups),
+                cmocka_unit_test(test_groups_not_by_length), cmocka_unit_test(test_degenerate),
+                cmocka_unit_test(test_source_limit),         cmocka_unit_test(test_refusals),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -28,3 +28,16 @@ typedef struct Theft {
  * it in @ret[k]. Returns 0, or a negative errno when it cannot pin or get SCHED_FIFO. */
 int thief_run(int cpu, int priority, uint64_t first_ns, uint64_t period_ns,
               const uint64_t *durations_ns, size_t n, Theft *ret);
+
+/* The same with the thefts due at @due_ns[k] (CLOCK_MONOTONIC, ascending). */
+int thief_run_due(int cpu, int priority, const uint64_t *due_ns, const uint64_t *durations_ns,
+                  size_t n, Theft *ret);
+
+/* The same woken by a SCHED_FIFO thread pinned to @waker_cpu, through a futex: the thief then
+ * takes its CPU on the IPI of its wake-up (a reschedule, or a call-function where the two CPUs
+ * share no cache), not on an interrupt of its own timer, so that what moves on @cpu with each
+ * theft is that IPI and a context switch, and no local timer interrupt. Returns 0, a negative
+ * errno when the thief or the waker cannot pin or get SCHED_FIFO, -ETIMEDOUT when a wake-up
+ * did not come within a second of its time. */
+int thief_run_woken(int cpu, int waker_cpu, int priority, const uint64_t *due_ns,
+                    const uint64_t *durations_ns, size_t n, Theft *ret);

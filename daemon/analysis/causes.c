@@ -36,6 +36,70 @@ int cause_kind_parse(const char *name, CauseKind *ret)
         return -EINVAL;
 }
 
+static const struct {
+        const char *vector;
+        const char *counter;
+} vector_counters[] = {
+        {"local_timer", "irq:LOC"},      {"reschedule", "irq:RES"},
+        {"call_function", "irq:CAL"},    {"call_function_single", "irq:CAL"},
+        {"irq_work", "irq:IWI"},         {"thermal_apic", "irq:TRM"},
+        {"threshold_apic", "irq:THR"},   {"deferred_error_apic", "irq:DFR"},
+        {"spurious_apic", "irq:SPU"},    {"error_apic", "irq:ERR"},
+        {"x86_platform_ipi", "irq:PLT"},
+};
+
+/* The counters of interrupts that cause_counter() gives, by code - 1. */
+static const char *const interrupt_counters[] = {
+        "irq:LOC", "irq:RES", "irq:CAL", "irq:TLB", "irq:IWI", "irq:TRM",
+        "irq:THR", "irq:DFR", "irq:SPU", "irq:ERR", "irq:PLT", "irq:device",
+};
+
+const char *cause_counter(CauseKind kind, const char *name, char *buf, size_t size)
+{
+        switch (kind) {
+        case CAUSE_VECTOR:
+                for (size_t i = 0; i < sizeof(vector_counters) / sizeof(vector_counters[0]); i++) {
+                        if (strcmp(name, vector_counters[i].vector) == 0) {
+                                return vector_counters[i].counter;
+                        }
+                }
+                return NULL;
+        case CAUSE_TIMER:
+                return "irq:LOC";
+        case CAUSE_IPI:
+                return strncmp(name, "flush_tlb", 9) == 0 ? "irq:TLB" : "irq:CAL";
+        case CAUSE_SOFTIRQ:
+                snprintf(buf, size, "softirq:%s", name);
+                return buf;
+        case CAUSE_TASK:
+        case CAUSE_WORK:
+                return "ctxsw:involuntary";
+        case CAUSE_IRQ:
+                return "irq:device";
+        default:
+                return NULL;
+        }
+}
+
+uint8_t cause_counter_code(const char *counter)
+{
+        size_t n = sizeof(interrupt_counters) / sizeof(interrupt_counters[0]);
+
+        for (size_t i = 0; counter && i < n; i++) {
+                if (strcmp(counter, interrupt_counters[i]) == 0) {
+                        return (uint8_t)(i + 1);
+                }
+        }
+        return 0;
+}
+
+const char *cause_counter_of_code(uint8_t code)
+{
+        return code >= 1 && code <= sizeof(interrupt_counters) / sizeof(interrupt_counters[0])
+                       ? interrupt_counters[code - 1]
+                       : NULL;
+}
+
 size_t causes_lower_bound(const TraceRecord *records, size_t n, uint64_t ticks)
 {
         size_t lo = 0, hi = n;
@@ -75,6 +139,10 @@ typedef struct Walk {
         size_t depth;
         Cause work[WORK_MAX];
         size_t n_work;
+        /* The counter of the hard interrupt (an IRQ, a vector, an IPI) that began last (0:
+         * none), and whether out->woken_by is final (the probe was switched out). */
+        uint8_t last_irq;
+        bool woken_set;
         CauseList *out;
 } Walk;
 
@@ -164,6 +232,13 @@ static void on_entry(Walk *w, const TraceRecord *r)
                 return;
         }
         name_of_unknown(r, name, sizeof(name));
+        if (r->kind == CAUSE_IRQ || r->kind == CAUSE_VECTOR ||
+            (r->kind == CAUSE_IPI && !innermost(w))) {
+                char buf[CAUSE_NAME_MAX + 8];
+
+                w->last_irq = cause_counter_code(
+                        cause_counter((CauseKind)r->kind, name, buf, sizeof(buf)));
+        }
         w->stack[w->depth++] = (Frame){
                 .kind = r->kind,
                 .id = r->id,
@@ -205,6 +280,10 @@ static void on_exit(Walk *w, const TraceRecord *r)
                         }
                 }
                 close_frame(w, i, r->ticks);
+                /* Over before the interruption: it let nobody in. */
+                if (!innermost(w) && r->ticks <= w->start) {
+                        w->last_irq = 0;
+                }
                 return;
         }
         if ((unsigned)r->kind >= CAUSE_KIND_MAX || r->kind == CAUSE_TASK) {
@@ -259,6 +338,10 @@ static void on_switch(Walk *w, const TraceRecord *r)
                                 w->stack[i].owner = w->probe_pid;
                         }
                 }
+        }
+        if (!w->woken_set && r->pid != w->probe_pid && r->ticks >= w->start) {
+                w->woken_set = true;
+                w->out->woken_by = w->last_irq;
         }
         w->current = r->pid;
         w->base_acc = 0;

@@ -95,6 +95,12 @@ typedef struct CauseList {
         /* The time of every cause by kind, those beyond CAUSES_MAX included; only the time of
          * causes beyond the WORK_MAX (64) distinct ones one walk follows has no kind. */
         uint64_t kind_ticks[CAUSE_KIND_MAX];
+        /* When the probe was switched out: the counter (cause_counter_code()) of the hard
+         * interrupt that began last before that (an IRQ or a vector, or an IPI not inside
+         * one; on x86 an IPI's function runs inside its vector): what woke the task or let it
+         * in (a reschedule IPI that came during the softirqs at the end of a tick, rather than
+         * the tick). 0 when the probe was not switched out, or no such interrupt was seen. */
+        uint8_t woken_by;
 } CauseList;
 
 /* Explains the interruption [@start_ticks, @end_ticks] of one CPU from @records of that CPU,
@@ -113,6 +119,21 @@ const char *cause_kind_name(CauseKind kind);
 
 /* Parses a name of cause_kind_name(). Returns 0 or -EINVAL. */
 int cause_kind_parse(const char *name, CauseKind *ret);
+
+/* The attribution counter that moves when cause (@kind, @name) runs, into @buf, or NULL when
+ * none does: an x86 vector's row of /proc/interrupts ("irq:LOC" for local_timer, "irq:RES" for
+ * reschedule...), "irq:LOC" for an hrtimer callback (it runs in the local timer interrupt),
+ * "irq:TLB" for an IPI's flush_tlb_* function and "irq:CAL" for the others, "softirq:NAME",
+ * "ctxsw:involuntary" for a task or a work item (in a kworker: either takes the CPU with an
+ * involuntary switch of the probe), and "irq:device" for a device IRQ handler (the trace names
+ * the handler, the counters the IRQ number). */
+const char *cause_counter(CauseKind kind, const char *name, char *buf, size_t size);
+
+/* A code of one byte for the counters of interrupts (1..), 0 for every other @counter. */
+uint8_t cause_counter_code(const char *counter);
+
+/* The counter of cause_counter_code() @code, NULL for 0 or a code out of range. */
+const char *cause_counter_of_code(uint8_t code);
 
 /* Index of the first of @n records (in time order) at or after @ticks; @n when none is. */
 size_t causes_lower_bound(const TraceRecord *records, size_t n, uint64_t ticks);

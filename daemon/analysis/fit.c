@@ -514,31 +514,48 @@ static unsigned find_root(unsigned *parent, unsigned j)
         return j;
 }
 
+/* The covariance over the @rows intervals of columns @i and @j, from the normal matrix @g of
+ * unit-norm columns, their norms @scale and their sums @colsum (@m columns). */
+static double column_cov(const double *g, const double *scale, const double *colsum, size_t m,
+                         size_t rows, size_t i, size_t j)
+{
+        return g[i * m + j] * scale[i] * scale[j] / (double)rows -
+               colsum[i] / (double)rows * colsum[j] / (double)rows;
+}
+
 /* Groups the first @n of the @m columns whose counts correlate (over the @rows intervals) at
  * least FIT_GROUP_CORRELATION, directly or through others, from the normal matrix @g of
  * unit-norm columns, their norms @scale and their sums @colsum: @group[j] is the first column
- * of j's group; the others are alone. Columns that never vary (the same count in every
- * interval) correlate with none. */
+ * of j's group; the others are alone. The correlation is that of what the intervals' lengths
+ * (the last column) leave of the counts: a longer interval holds more of every source, which
+ * the background's column already says, and says nothing of which sources move together.
+ * Columns that never vary (the same count in every interval) correlate with none. */
 static void group_columns(const double *g, const double *scale, const double *colsum, size_t n,
                           size_t m, size_t rows, unsigned *group)
 {
-        double var[FIT_COLUMNS];
+        double var[FIT_COLUMNS], len_cov[FIT_COLUMNS], rounding[FIT_COLUMNS];
+        double len_var = column_cov(g, scale, colsum, m, rows, m - 1, m - 1);
+        /* What is left of a variance after centring, below 1e-9 of the second moment it came
+         * from (1e-12 for the lengths), is rounding: a column that does not vary. */
+        bool by_len = len_var >
+                      1e-12 * g[(m - 1) * m + m - 1] * scale[m - 1] * scale[m - 1] / (double)rows;
 
         for (size_t j = n; j < m; j++) {
                 group[j] = (unsigned)j;
         }
         for (size_t j = 0; j < n; j++) {
-                double mean = colsum[j] / (double)rows;
-
-                var[j] = g[j * m + j] * scale[j] * scale[j] / (double)rows - mean * mean;
+                len_cov[j] = by_len ? column_cov(g, scale, colsum, m, rows, j, m - 1) : 0;
+                var[j] = column_cov(g, scale, colsum, m, rows, j, j) -
+                         (by_len ? len_cov[j] * len_cov[j] / len_var : 0);
+                rounding[j] = 1e-9 * g[j * m + j] * scale[j] * scale[j] / (double)rows;
                 group[j] = (unsigned)j;
         }
         for (size_t i = 0; i < n; i++) {
                 for (size_t j = i + 1; j < n; j++) {
-                        double cov = g[i * m + j] * scale[i] * scale[j] / (double)rows -
-                                     colsum[i] / (double)rows * colsum[j] / (double)rows;
+                        double cov = column_cov(g, scale, colsum, m, rows, i, j) -
+                                     (by_len ? len_cov[i] * len_cov[j] / len_var : 0);
 
-                        if (var[i] > 0 && var[j] > 0 &&
+                        if (var[i] > rounding[i] && var[j] > rounding[j] &&
                             cov >= FIT_GROUP_CORRELATION * sqrt(var[i] * var[j])) {
                                 unsigned a = find_root(group, (unsigned)i),
                                          b = find_root(group, (unsigned)j);

@@ -40,11 +40,13 @@ typedef struct FitSource {
          * others': the fit cannot tell it apart at all. */
         double share_stderr;
         /* The sources whose counts move together (a correlation over the intervals of at least
-         * FIT_GROUP_CORRELATION, directly or through others) make a group, named by the id of
-         * its source that moved in the most intervals: the fit can only share their time out
-         * among them as chance has it, while their sum it knows to group_share_stderr (the
-         * standard error of the group's total share; INFINITY when one of its sources is a
-         * combination of sources outside it). A source alone is its own group. */
+         * FIT_GROUP_CORRELATION, directly or through others, of what the intervals' lengths
+         * leave of the counts: a longer interval holds more of everything) make a group, named
+         * by the id of its source that moved in the most intervals: the fit can only share
+         * their time out among them as chance has it, while their sum it knows to
+         * group_share_stderr (the standard error of the group's total share; INFINITY when one
+         * of its sources is a combination of sources outside it). A source alone is its own
+         * group. */
         uint16_t group;
         double group_share_stderr;
 } FitSource;
