@@ -33,13 +33,13 @@ static void plan_due(uint64_t first_ns, uint64_t period_ns, bool random, uint64_
         }
         rng_seed(seed);
         for (size_t k = 0; k < n; k++) {
-                double wait = period_ns > gap_min
+                /* one draw per theft, the first one's unused */
+                double wait = random && period_ns > gap_min
                                       ? -log(1 - rng_uniform()) * (double)(period_ns - gap_min)
                                       : 0;
 
-                ret[k] = k == 0   ? first_ns
-                         : random ? ret[k - 1] + gap_min + (uint64_t)wait
-                                  : first_ns + k * period_ns;
+                ret[k] = k > 0 && random ? ret[k - 1] + gap_min + (uint64_t)wait
+                                         : first_ns + k * period_ns;
         }
 }
 

@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -70,24 +71,6 @@ static void steal(uint64_t due_ns, uint64_t duration_ns, Theft *t)
         t->cpu_ns = thread_cpu_ns() - t->cpu_ns;
 }
 
-int thief_run(int cpu, int priority, uint64_t first_ns, uint64_t period_ns,
-              const uint64_t *durations_ns, size_t n, Theft *ret)
-{
-        int r = pin_fifo(cpu, priority);
-
-        if (r < 0) {
-                return r;
-        }
-        for (size_t k = 0; k < n; k++) {
-                uint64_t at = first_ns + k * period_ns;
-
-                sleep_until(at);
-                steal(at, durations_ns[k], &ret[k]);
-        }
-        unpin_fifo();
-        return 0;
-}
-
 int thief_run_due(int cpu, int priority, const uint64_t *due_ns, const uint64_t *durations_ns,
                   size_t n, Theft *ret)
 {
@@ -102,6 +85,23 @@ int thief_run_due(int cpu, int priority, const uint64_t *due_ns, const uint64_t 
         }
         unpin_fifo();
         return 0;
+}
+
+int thief_run(int cpu, int priority, uint64_t first_ns, uint64_t period_ns,
+              const uint64_t *durations_ns, size_t n, Theft *ret)
+{
+        uint64_t *due = calloc(n ? n : 1, sizeof(*due));
+        int r;
+
+        if (!due) {
+                return -ENOMEM;
+        }
+        for (size_t k = 0; k < n; k++) {
+                due[k] = first_ns + k * period_ns;
+        }
+        r = thief_run_due(cpu, priority, due, durations_ns, n, ret);
+        free(due);
+        return r;
 }
 
 /* The waker's word while it could not take its CPU or class: the thief then stops. */

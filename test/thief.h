@@ -25,7 +25,8 @@ typedef struct Theft {
 
 /* Pins the calling thread to @cpu at SCHED_FIFO @priority, then for each k < @n sleeps until
  * @first_ns + k * @period_ns (CLOCK_MONOTONIC) and busy-spins for @durations_ns[k], recording
- * it in @ret[k]. Returns 0, or a negative errno when it cannot pin or get SCHED_FIFO. */
+ * it in @ret[k]. Returns 0, or a negative errno when it cannot pin or get SCHED_FIFO (-ENOMEM
+ * without memory for the times). */
 int thief_run(int cpu, int priority, uint64_t first_ns, uint64_t period_ns,
               const uint64_t *durations_ns, size_t n, Theft *ret);
 

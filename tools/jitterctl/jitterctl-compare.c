@@ -90,8 +90,8 @@ static const char *root_of(json_t *parent, const char *counter)
         return counter;
 }
 
-/* Puts counters @a and @b in one row of @parent, and each in @order once (first seen first). */
-static void join(json_t *parent, json_t *order, const char *a, const char *b)
+/* Puts counters @a and @b in one row of @parent (each counter is a key of it). */
+static void join(json_t *parent, const char *a, const char *b)
 {
         const char *names[] = {a, b};
         char *ra, *rb;
@@ -99,7 +99,6 @@ static void join(json_t *parent, json_t *order, const char *a, const char *b)
         for (size_t i = 0; i < 2; i++) {
                 if (!json_object_get(parent, names[i])) {
                         json_object_set_new(parent, names[i], json_string(names[i]));
-                        json_array_append_new(order, json_string(names[i]));
                 }
         }
         ra = strdup(root_of(parent, a));
@@ -144,7 +143,7 @@ static int cmp_names(const void *a, const void *b)
  * "irq:device". An object from counter to row name. */
 static json_t *row_names(json_t *stats, json_t *causes, uint64_t lost_ns)
 {
-        json_t *parent = json_object(), *order = json_array(), *names = json_object(), *c, *v;
+        json_t *parent = json_object(), *names = json_object(), *c, *v;
         const char *counter, **sorted;
         size_t i, n;
 
@@ -152,7 +151,7 @@ static json_t *row_names(json_t *stats, json_t *causes, uint64_t lost_ns)
         {
                 const char *source = source_group(json_get_string(c, "source", "?"));
 
-                join(parent, order, source, source_group(json_get_string(c, "group", source)));
+                join(parent, source, source_group(json_get_string(c, "group", source)));
         }
         json_object_foreach(json_object_get(causes, "woken_by"), counter, v)
         {
@@ -163,13 +162,17 @@ static json_t *row_names(json_t *stats, json_t *causes, uint64_t lost_ns)
                 if (lost_ns > 0 && occurrences > 0 &&
                     (double)ns >= EXPLAIN_WOKEN_MIN * (double)lost_ns &&
                     (double)count >= EXPLAIN_WOKEN_FRACTION * (double)occurrences) {
-                        join(parent, order, SWITCH_COUNTER, counter);
+                        join(parent, SWITCH_COUNTER, counter);
                 }
         }
-        n = json_array_size(order);
+        n = json_object_size(parent);
         sorted = calloc(n ? n : 1, sizeof(*sorted));
-        for (i = 0; sorted && i < n; i++) {
-                sorted[i] = json_string_value(json_array_get(order, i));
+        i = 0;
+        json_object_foreach(parent, counter, v)
+        {
+                if (sorted) {
+                        sorted[i++] = counter;
+                }
         }
         if (sorted) {
                 qsort(sorted, n, sizeof(*sorted), cmp_names);
@@ -190,7 +193,6 @@ static json_t *row_names(json_t *stats, json_t *causes, uint64_t lost_ns)
         }
         free(sorted);
         json_decref(parent);
-        json_decref(order);
         return names;
 }
 
