@@ -918,6 +918,54 @@ int history_query(History *h, int cpu, uint64_t from_ns, uint64_t to_ns, bool al
         return 0;
 }
 
+static const struct {
+        const char *name;
+        uint64_t ns; /* 0: all */
+} spans[HISTORY_SPAN_MAX] = {
+        [HISTORY_SPAN_10S] = {"10s", 10ULL * 1000000000ULL},
+        [HISTORY_SPAN_1M] = {"1m", 60ULL * 1000000000ULL},
+        [HISTORY_SPAN_5M] = {"5m", 300ULL * 1000000000ULL},
+        [HISTORY_SPAN_1H] = {"1h", 3600ULL * 1000000000ULL},
+        [HISTORY_SPAN_24H] = {"24h", 86400ULL * 1000000000ULL},
+        [HISTORY_SPAN_ALL] = {"all", 0},
+};
+
+const char *history_span_name(HistorySpan span)
+{
+        return (unsigned)span < HISTORY_SPAN_MAX ? spans[span].name : NULL;
+}
+
+int history_span_from_name(const char *name, HistorySpan *ret)
+{
+        for (unsigned i = 0; name && i < HISTORY_SPAN_MAX; i++) {
+                if (strcmp(name, spans[i].name) == 0) {
+                        *ret = (HistorySpan)i;
+                        return 0;
+                }
+        }
+        return -EINVAL;
+}
+
+int history_window(History *h, int cpu, HistorySpan span, HistoryWindow *ret)
+{
+        const CpuHistory *c;
+        uint64_t end;
+
+        if (!h || !ret || (unsigned)span >= HISTORY_SPAN_MAX) {
+                return -EINVAL;
+        }
+        if (cpu < 0 || cpu >= CPU_SETSIZE || !h->cpus[cpu]) {
+                return -ENOENT;
+        }
+        if (span == HISTORY_SPAN_ALL) {
+                return history_query(h, cpu, 0, UINT64_MAX, true, ret);
+        }
+        c = h->cpus[cpu];
+        end = c->have_last ? c->last_start_ns + h->opt.interval_ns : 0;
+        return history_query(h, cpu, end > spans[span].ns ? end - spans[span].ns : 0, UINT64_MAX,
+                             false, ret);
+}
+
 typedef struct PointCtx {
         int (*fn)(const HistoryPoint *pt, void *userdata);
         void *userdata;

@@ -100,6 +100,27 @@ int history_add_event(History *h, const HistoryEvent *ev);
 int history_query(History *h, int cpu, uint64_t from_ns, uint64_t to_ns, bool all,
                   HistoryWindow *ret);
 
+/* The standard windows GetStats and the textfile ask for. */
+typedef enum HistorySpan {
+        HISTORY_SPAN_10S,
+        HISTORY_SPAN_1M,
+        HISTORY_SPAN_5M,
+        HISTORY_SPAN_1H,
+        HISTORY_SPAN_24H,
+        HISTORY_SPAN_ALL, /* since start or the last reset */
+        HISTORY_SPAN_MAX,
+} HistorySpan;
+
+/* The name of @span ("10s", "1m", "5m", "1h", "24h", "all"), and the span of a name (-EINVAL
+ * for an unknown one). */
+const char *history_span_name(HistorySpan span);
+int history_span_from_name(const char *name, HistorySpan *ret);
+
+/* The standard window @span of @cpu, ending at the newest interval recorded, into @ret: what
+ * history_query() gives for it. Returns 0, -EINVAL for a span out of range, or -ENOENT for a
+ * CPU the history has never seen. */
+int history_window(History *h, int cpu, HistorySpan span, HistoryWindow *ret);
+
 /* Calls @fn for every interval that history_query() would merge for [@from_ns, @to_ns], oldest
  * first: coarse intervals for the part beyond fine retention, then fine ones. Stops when @fn
  * returns non-zero and returns that; otherwise returns 0, -ENOENT for a CPU the history has
