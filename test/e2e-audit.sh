@@ -7,7 +7,7 @@ source "$(dirname "$0")/lib.sh"
 
 FIXTURES=$SOURCE_DIR/test/audit
 PER_CPU="isolcpus nohz_full rcu_nocbs irq_affinity workqueue kthreads smt_sibling governor cstates"
-GLOBAL="rt_throttling clocksource timer_migration"
+GLOBAL="rt_throttling clocksource timer_migration vmstat"
 
 # check_shape FILE CPU: the report in FILE is {"findings": [...]} with one finding of each check
 # for CPU and each global one (cpu null), every finding with exactly the documented fields.
@@ -52,13 +52,13 @@ pass "base fixture: all $(jq '.findings | length' "$T/base.json") checks ok, exi
 # Two CPUs: each per-CPU check once per CPU, the global ones once.
 audit_rc 0 --json --root "$FIXTURES/base" --cpus 2-3
 jq -e --arg per "$PER_CPU" '[.findings[] | select(.cpu == 3) | .check] == ($per | split(" "))
-        and (.findings | length == 21)' "$T/out" > /dev/null || fail "--cpus 2-3: $(cat "$T/out")"
+        and (.findings | length == 22)' "$T/out" > /dev/null || fail "--cpus 2-3: $(cat "$T/out")"
 pass "--cpus 2-3: the per-CPU checks for each CPU, the global ones once"
 
 # One broken setting at a time: the base tree with the overlay on top. That check, and only
 # that one, is not ok (rcu_nocbs-bad drops nohz_full= as well, since nohz_full= implies
 # rcu_nocbs=); a warning or an error comes with a fix and makes the exit status 1, an info
-# (timer_migration) leaves it 0.
+# (timer_migration, vmstat) leaves it 0.
 for dir in "$FIXTURES"/*-bad; do
     name=${dir##*/}
     check=${name%-bad}

@@ -19,84 +19,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "audit-fixture.h"
 #include "audit.h"
 #include "cpulist.h"
-
-#define FIXTURES TEST_SOURCE_DIR "/audit"
 
 static const char *const cpu_checks[] = {
         "isolcpus", "nohz_full",   "rcu_nocbs", "irq_affinity", "workqueue",
         "kthreads", "smt_sibling", "governor",  "cstates",
 };
-static const char *const global_checks[] = {"rt_throttling", "clocksource", "timer_migration"};
+static const char *const global_checks[] = {"rt_throttling", "clocksource", "timer_migration",
+                                            "vmstat"};
 
 #define N_CPU_CHECKS (sizeof(cpu_checks) / sizeof(cpu_checks[0]))
 #define N_GLOBAL_CHECKS (sizeof(global_checks) / sizeof(global_checks[0]))
-
-/* ---- fixture handling ---- */
-
-static int copy_tree(const char *from, const char *to)
-{
-        DIR *dir = opendir(from);
-        struct dirent *de;
-        int r = 0;
-
-        if (!dir) {
-                return -errno;
-        }
-        if (mkdir(to, 0755) < 0 && errno != EEXIST) {
-                r = -errno;
-                closedir(dir);
-                return r;
-        }
-        while (r == 0 && (de = readdir(dir))) {
-                char src[PATH_MAX], dst[PATH_MAX];
-                struct stat st;
-
-                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) {
-                        continue;
-                }
-                snprintf(src, sizeof(src), "%s/%s", from, de->d_name);
-                snprintf(dst, sizeof(dst), "%s/%s", to, de->d_name);
-                if (lstat(src, &st) < 0) {
-                        r = -errno;
-                } else if (S_ISDIR(st.st_mode)) {
-                        r = copy_tree(src, dst);
-                } else {
-                        char buf[65536];
-                        int in = open(src, O_RDONLY | O_CLOEXEC);
-                        int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-                        ssize_t n;
-
-                        if (in < 0 || out < 0) {
-                                r = -EIO;
-                        }
-                        while (r == 0 && (n = read(in, buf, sizeof(buf))) > 0) {
-                                if (write(out, buf, (size_t)n) != n) {
-                                        r = -EIO;
-                                }
-                        }
-                        if (in >= 0) {
-                                close(in);
-                        }
-                        if (out >= 0) {
-                                close(out);
-                        }
-                }
-        }
-        closedir(dir);
-        return r;
-}
-
-static int remove_entry(const char *p, const struct stat *st, int type, struct FTW *ftw)
-{
-        return remove(p);
-}
-
-static void remove_tree(const char *root)
-{
-        nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 typedef struct Fixture {
         char root[PATH_MAX];
@@ -110,9 +45,7 @@ static int fixture_setup(void **state)
         if (!f) {
                 return -1;
         }
-        snprintf(f->root, sizeof(f->root), "%s/jitterd-audit-XXXXXX",
-                 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-        if (!mkdtemp(f->root)) {
+        if (fixture_tree_make(f->root) < 0) {
                 free(f);
                 return -1;
         }
@@ -133,43 +66,17 @@ static int fixture_teardown(void **state)
 /* Fills the fixture root with base/ and, if @overlay is given, test/audit/@overlay on top. */
 static void load(Fixture *f, const char *overlay)
 {
-        char p[PATH_MAX];
-
-        assert_int_equal(copy_tree(FIXTURES "/base", f->root), 0);
-        if (overlay) {
-                snprintf(p, sizeof(p), FIXTURES "/%s", overlay);
-                assert_int_equal(copy_tree(p, f->root), 0);
-        }
-}
-
-static void mkdir_parents(char *p)
-{
-        for (char *s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
-                *s = '\0';
-                mkdir(p, 0755);
-                *s = '/';
-        }
+        fixture_tree_load(f->root, overlay);
 }
 
 static void put(Fixture *f, const char *rel, const char *content)
 {
-        char p[PATH_MAX];
-        FILE *file;
-
-        assert_true(snprintf(p, sizeof(p), "%s/%s", f->root, rel) < (int)sizeof(p));
-        mkdir_parents(p);
-        file = fopen(p, "we");
-        assert_non_null(file);
-        fprintf(file, "%s\n", content);
-        assert_int_equal(fclose(file), 0);
+        fixture_tree_put(f->root, rel, content);
 }
 
 static void drop(Fixture *f, const char *rel)
 {
-        char p[PATH_MAX];
-
-        assert_true(snprintf(p, sizeof(p), "%s/%s", f->root, rel) < (int)sizeof(p));
-        remove_tree(p);
+        fixture_tree_drop(f->root, rel);
 }
 
 /* Runs the audit on the fixture for the CPU list @cpus. */
@@ -551,7 +458,8 @@ static void test_irq_affinity(void **state)
         /* Without the IRQ debugfs nothing says it is managed: it is reported as movable ... */
         drop(f, "sys/kernel/debug");
         run(f, "2-3");
-        expect(f, "irq_affinity", 3, AUDIT_WARNING, "50 (nvme0q1)", "for i in 50;");
+        expect(f, "irq_affinity", 3, AUDIT_WARNING, "50 (nvme0q1)",
+               "echo 0-1 > /proc/irq/50/smp_affinity_list");
 
         /* ... unless it is an ARM GIC private peripheral interrupt. */
         put(f, "sys/kernel/irq/50/chip_name", "GICv3");
@@ -608,7 +516,7 @@ static void test_kthreads(void **state)
         run(f, "2-3");
         expect(f, "kthreads", 2, AUDIT_WARNING,
                "2 movable kthreads allowed here: kthreadd (2), kswapd0 (45)",
-               "for p in 2 45; do taskset -pc 0-1 $p; done");
+               "for p in 2 45; do taskset -p -c 0-1 $p; done");
         expect(f, "kthreads", 2, AUDIT_WARNING, "2 unbound kworkers or IRQ threads", NULL);
         /* User processes are not kernel threads, whatever their affinity or name. */
         expect_not(f, "kthreads", 2, "seen", "systemd");
@@ -779,6 +687,32 @@ static void test_timer_migration(void **state)
         run(f, "2-3");
         expect(f, "timer_migration", -1, AUDIT_INFO, "timer_migration=1",
                "sysctl -w kernel.timer_migration=0");
+}
+
+static void test_vmstat(void **state)
+{
+        Fixture *f = *state;
+
+        load(f, NULL);
+        run(f, "2-3");
+        expect(f, "vmstat", -1, AUDIT_OK, "vm.stat_interval=10", NULL);
+
+        load(f, "vmstat-bad");
+        run(f, "2-3");
+        expect(f, "vmstat", -1, AUDIT_INFO, "vm.stat_interval=1", "sysctl -w vm.stat_interval=10");
+        expect(f, "vmstat", -1, AUDIT_INFO, NULL,
+               "vm.stat_interval = 10\" in a file of /etc/sysctl.d/");
+
+        /* Below the real-time profiles' 10 s is informative; at or above it, nothing to fix. */
+        put(f, "proc/sys/vm/stat_interval", "9");
+        run(f, "2");
+        expect(f, "vmstat", -1, AUDIT_INFO, "vm.stat_interval=9", NULL);
+        put(f, "proc/sys/vm/stat_interval", "120");
+        run(f, "2");
+        expect(f, "vmstat", -1, AUDIT_OK, "vm.stat_interval=120", NULL);
+        drop(f, "proc/sys/vm");
+        run(f, "2");
+        expect(f, "vmstat", -1, AUDIT_INFO, "not readable", NULL);
 }
 
 /* ---- robustness ---- */
@@ -1097,6 +1031,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_clocksource, fixture_setup, fixture_teardown),
                 cmocka_unit_test_setup_teardown(test_timer_migration, fixture_setup,
                                                 fixture_teardown),
+                cmocka_unit_test_setup_teardown(test_vmstat, fixture_setup, fixture_teardown),
                 cmocka_unit_test_setup_teardown(test_empty_root, fixture_setup, fixture_teardown),
                 cmocka_unit_test_setup_teardown(test_garbage, fixture_setup, fixture_teardown),
                 cmocka_unit_test(test_invalid_arguments),

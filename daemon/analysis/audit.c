@@ -16,122 +16,7 @@
 #include "cpulist.h"
 #include "isolation.h"
 #include "util.h"
-
-/* Task flags from /proc/PID/stat (include/linux/sched.h); stable ABI for years. */
-#define PF_KTHREAD 0x00200000u
-#define PF_NO_SETAFFINITY 0x04000000u
-
-/* isolcpus= flags. */
-#define ISOL_DOMAIN (1u << 0)
-#define ISOL_NOHZ (1u << 1)
-#define ISOL_MANAGED_IRQ (1u << 2)
-
-/* How many IRQs or kthreads are named in "seen" before "and N more". */
-#define SEEN_NAMES_MAX 8
-
-/* A growing string. Allocation failure is remembered and reported once, at the end. */
-typedef struct StrBuf {
-        char *s;
-        size_t len;
-        size_t cap;
-        bool oom;
-} StrBuf;
-
-static void strbuf_done(StrBuf *sb)
-{
-        free(sb->s);
-}
-#define _cleanup_strbuf_ __attribute__((cleanup(strbuf_done)))
-
-__attribute__((format(printf, 2, 3))) static void sb_printf(StrBuf *sb, const char *fmt, ...)
-{
-        va_list ap;
-        int n;
-
-        if (sb->oom) {
-                return;
-        }
-        va_start(ap, fmt);
-        n = vsnprintf(NULL, 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-                sb->oom = true;
-                return;
-        }
-        if (sb->len + (size_t)n + 1 > sb->cap) {
-                size_t cap = (sb->len + (size_t)n + 1) * 2;
-                char *s = realloc(sb->s, cap);
-
-                if (!s) {
-                        sb->oom = true;
-                        return;
-                }
-                sb->s = s;
-                sb->cap = cap;
-        }
-        va_start(ap, fmt);
-        vsnprintf(sb->s + sb->len, sb->cap - sb->len, fmt, ap);
-        va_end(ap);
-        sb->len += (size_t)n;
-}
-
-static const char *sb_str(const StrBuf *sb)
-{
-        return sb->s ? sb->s : "";
-}
-
-/* Appends @set as a CPU list ("0,3,8-11"), or @empty when it holds no CPU. */
-static void sb_cpulist(StrBuf *sb, const cpu_set_t *set, const char *empty)
-{
-        bool first = true;
-
-        for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-                int last = cpu;
-
-                if (!CPU_ISSET(cpu, set)) {
-                        continue;
-                }
-                while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, set)) {
-                        last++;
-                }
-                if (last == cpu) {
-                        sb_printf(sb, "%s%d", first ? "" : ",", cpu);
-                } else {
-                        sb_printf(sb, "%s%d-%d", first ? "" : ",", cpu, last);
-                }
-                first = false;
-                cpu = last;
-        }
-        if (first) {
-                sb_printf(sb, "%s", empty);
-        }
-}
-
-/* Appends @set as a hex mask the way the kernel prints and parses cpumasks: 32-bit groups,
- * most significant first, separated by commas ("3", "1,00000000"). */
-static void sb_cpumask(StrBuf *sb, const cpu_set_t *set)
-{
-        int last = cpulist_last(set);
-
-        if (last < 0) {
-                sb_printf(sb, "0");
-                return;
-        }
-        for (int group = last / 32; group >= 0; group--) {
-                uint32_t word = 0;
-
-                for (int bit = 0; bit < 32; bit++) {
-                        if (group * 32 + bit < CPU_SETSIZE && CPU_ISSET(group * 32 + bit, set)) {
-                                word |= UINT32_C(1) << bit;
-                        }
-                }
-                if (group == last / 32) {
-                        sb_printf(sb, "%" PRIx32, word);
-                } else {
-                        sb_printf(sb, ",%08" PRIx32, word);
-                }
-        }
-}
+#include "audit-private.h"
 
 /* Parses a kernel hex cpumask ("ff", "ffffffff,ffffffff"). */
 static int cpumask_parse(const char *text, cpu_set_t *ret)
@@ -206,80 +91,6 @@ static void sanitize(char *s)
                 }
         }
 }
-
-typedef struct CmdlineList {
-        bool present;    /* the parameter is on the command line */
-        bool valid;      /* and its CPU list could be parsed */
-        char value[256]; /* as written (possibly truncated), for "seen" */
-        cpu_set_t cpus;
-} CmdlineList;
-
-typedef struct Cmdline {
-        int error; /* 0, or why /proc/cmdline could not be read */
-        CmdlineList isolcpus;
-        unsigned isolcpus_flags;
-        CmdlineList nohz_full;
-        CmdlineList rcu_nocbs;
-        CmdlineList irqaffinity;
-        bool rcu_nocb_poll;
-} Cmdline;
-
-typedef struct Irq {
-        unsigned number;
-        char name[96];
-        cpu_set_t affinity;
-        cpu_set_t effective;
-        bool has_effective;
-        bool unmovable; /* managed or per-CPU: the kernel refuses a new affinity */
-} Irq;
-
-typedef struct Kthread {
-        int pid;
-        char comm[64];
-        unsigned flags;
-        cpu_set_t allowed;
-} Kthread;
-
-typedef struct IrqName {
-        unsigned number;
-        char name[96];
-} IrqName;
-
-typedef struct Audit {
-        char root[PATH_MAX];
-        AuditOptions opt;
-        cpu_set_t cpus;
-        int nr_cpu_ids; /* from .../cpu/possible; -1 when unknown */
-
-        Cmdline cmdline;
-        int online_error;
-        cpu_set_t online;
-        int isolated_error;
-        cpu_set_t isolated;
-        /* The run-time isolation: cgroup v1 shields and v2 isolated partitions. */
-        Isolation iso;
-        cpu_set_t cpuset_isolated;
-        int nohz_full_error; /* the running kernel's nohz_full mask */
-        cpu_set_t nohz_full;
-        int workqueue_error;
-        char workqueue_text[256];
-        cpu_set_t workqueue;
-
-        bool housekeeping_known;
-        cpu_set_t housekeeping;
-
-        int irqs_error;
-        Irq *irqs;
-        size_t n_irqs;
-        int default_affinity_error;
-        cpu_set_t default_affinity;
-
-        int kthreads_error;
-        Kthread *kthreads;
-        size_t n_kthreads;
-
-        json_t *findings;
-} Audit;
 
 static const char *const severity_names[_AUDIT_SEVERITY_MAX] = {
         [AUDIT_OK] = "ok",
@@ -401,8 +212,8 @@ static int read_path(const char *p, char *buf, size_t size)
 }
 
 /* read_path() of root + the formatted path. */
-__attribute__((format(printf, 4, 5))) static int read_text(const Audit *a, char *buf, size_t size,
-                                                           const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) int audit_read_text(const Audit *a, char *buf, size_t size,
+                                                          const char *fmt, ...)
 {
         char p[PATH_MAX];
         va_list ap;
@@ -420,8 +231,8 @@ __attribute__((format(printf, 4, 5))) static int read_text(const Audit *a, char 
 
 /* Reads a CPU list file. "(null)" (an unallocated mask, e.g. nohz_full when it is not running)
  * and an empty file give an empty set. */
-__attribute__((format(printf, 3, 4))) static int read_cpulist(const Audit *a, cpu_set_t *ret,
-                                                              const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) int audit_read_cpulist(const Audit *a, cpu_set_t *ret,
+                                                             const char *fmt, ...)
 {
         char p[PATH_MAX], text[8192];
         va_list ap;
@@ -444,7 +255,7 @@ __attribute__((format(printf, 3, 4))) static int read_cpulist(const Audit *a, cp
         return cpulist_parse(text, ret);
 }
 
-static int parse_long(const char *text, long *ret)
+int audit_parse_long(const char *text, long *ret)
 {
         char *end;
         long v;
@@ -704,14 +515,14 @@ static bool irq_unmovable(const Audit *a, unsigned irq)
         char text[8192], chip[64];
         long hwirq;
 
-        if (read_text(a, text, sizeof(text), "/sys/kernel/debug/irq/irqs/%u", irq) == 0) {
+        if (audit_read_text(a, text, sizeof(text), "/sys/kernel/debug/irq/irqs/%u", irq) == 0) {
                 return strstr(text, "IRQD_AFFINITY_MANAGED") || strstr(text, "IRQD_PER_CPU") ||
                        strstr(text, "IRQD_NO_BALANCING");
         }
-        if (read_text(a, chip, sizeof(chip), "/sys/kernel/irq/%u/chip_name", irq) == 0 &&
+        if (audit_read_text(a, chip, sizeof(chip), "/sys/kernel/irq/%u/chip_name", irq) == 0 &&
             strncmp(chip, "GIC", 3) == 0 &&
-            read_text(a, text, sizeof(text), "/sys/kernel/irq/%u/hwirq", irq) == 0 &&
-            parse_long(text, &hwirq) == 0) {
+            audit_read_text(a, text, sizeof(text), "/sys/kernel/irq/%u/hwirq", irq) == 0 &&
+            audit_parse_long(text, &hwirq) == 0) {
                 return hwirq >= 16 && hwirq < 32;
         }
         return false;
@@ -728,7 +539,7 @@ static int scan_irqs(Audit *a)
         struct dirent *de;
         int r;
 
-        r = read_text(a, text, sizeof(text), "/proc/irq/default_smp_affinity");
+        r = audit_read_text(a, text, sizeof(text), "/proc/irq/default_smp_affinity");
         a->default_affinity_error = r < 0 ? r : cpumask_parse(text, &a->default_affinity);
 
         r = path(a, p, sizeof(p), "/proc/irq");
@@ -759,13 +570,13 @@ static int scan_irqs(Audit *a)
                         continue;
                 }
                 irq.number = (unsigned)number;
-                if (read_cpulist(a, &irq.affinity, "/proc/irq/%u/smp_affinity_list", irq.number) <
-                    0) {
+                if (audit_read_cpulist(a, &irq.affinity, "/proc/irq/%u/smp_affinity_list",
+                                       irq.number) < 0) {
                         continue;
                 }
                 irq.has_effective =
-                        read_cpulist(a, &irq.effective, "/proc/irq/%u/effective_affinity_list",
-                                     irq.number) == 0;
+                        audit_read_cpulist(a, &irq.effective,
+                                           "/proc/irq/%u/effective_affinity_list", irq.number) == 0;
 
                 /* The handlers' names are the subdirectories of /proc/irq/N. */
                 if (path(a, p, sizeof(p), "/proc/irq/%u", irq.number) == 0) {
@@ -821,7 +632,7 @@ static int read_kthread(const Audit *a, int pid, Kthread *ret)
         char *end;
         size_t n;
 
-        if (read_text(a, stat, sizeof(stat), "/proc/%d/stat", pid) < 0) {
+        if (audit_read_text(a, stat, sizeof(stat), "/proc/%d/stat", pid) < 0) {
                 return 0;
         }
         /* "pid (comm) state ppid pgrp session tty_nr tpgid flags ..."; comm may hold spaces
@@ -849,7 +660,7 @@ static int read_kthread(const Audit *a, int pid, Kthread *ret)
                 return 0;
         }
 
-        if (read_text(a, status, sizeof(status), "/proc/%d/status", pid) < 0) {
+        if (audit_read_text(a, status, sizeof(status), "/proc/%d/status", pid) < 0) {
                 return 0;
         }
         line = strstr(status, "Cpus_allowed_list:");
@@ -907,7 +718,7 @@ static int scan_kthreads(Audit *a)
                 Kthread k = {0};
                 long pid;
 
-                if (!isdigits(de->d_name) || parse_long(de->d_name, &pid) < 0 || pid <= 0 ||
+                if (!isdigits(de->d_name) || audit_parse_long(de->d_name, &pid) < 0 || pid <= 0 ||
                     pid > INT_MAX) {
                         continue;
                 }
@@ -939,26 +750,27 @@ static int audit_load(Audit *a)
         cpu_set_t possible, taken;
         int r;
 
-        if (read_cpulist(a, &possible, "/sys/devices/system/cpu/possible") == 0) {
+        if (audit_read_cpulist(a, &possible, "/sys/devices/system/cpu/possible") == 0) {
                 a->nr_cpu_ids = cpulist_last(&possible) + 1;
         } else {
                 a->nr_cpu_ids = -1;
         }
-        a->online_error = read_cpulist(a, &a->online, "/sys/devices/system/cpu/online");
+        a->online_error = audit_read_cpulist(a, &a->online, "/sys/devices/system/cpu/online");
         if (a->online_error < 0 && a->nr_cpu_ids > 0) {
                 a->online = possible;
                 a->online_error = 0;
         } else if (a->online_error == 0 && a->nr_cpu_ids < 0) {
                 a->nr_cpu_ids = cpulist_last(&a->online) + 1;
         }
-        a->isolated_error = read_cpulist(a, &a->isolated, "/sys/devices/system/cpu/isolated");
+        a->isolated_error = audit_read_cpulist(a, &a->isolated, "/sys/devices/system/cpu/isolated");
         (void)isolation_read(a->root, &a->iso);
         CPU_ZERO(&a->cpuset_isolated);
         isolation_runtime_cpus(&a->iso, &a->cpuset_isolated);
-        a->nohz_full_error = read_cpulist(a, &a->nohz_full, "/sys/devices/system/cpu/nohz_full");
+        a->nohz_full_error =
+                audit_read_cpulist(a, &a->nohz_full, "/sys/devices/system/cpu/nohz_full");
 
-        r = read_text(a, a->workqueue_text, sizeof(a->workqueue_text),
-                      "/sys/devices/virtual/workqueue/cpumask");
+        r = audit_read_text(a, a->workqueue_text, sizeof(a->workqueue_text),
+                            "/sys/devices/virtual/workqueue/cpumask");
         a->workqueue_error = r < 0 ? r : cpumask_parse(a->workqueue_text, &a->workqueue);
 
         /* The command line is at most a few KiB (COMMAND_LINE_SIZE). */
@@ -966,7 +778,7 @@ static int audit_load(Audit *a)
         if (!cmdline) {
                 return -ENOMEM;
         }
-        a->cmdline.error = read_text(a, cmdline, 65536, "/proc/cmdline");
+        a->cmdline.error = audit_read_text(a, cmdline, 65536, "/proc/cmdline");
         if (a->cmdline.error == 0) {
                 cmdline_parse(a, &a->cmdline, cmdline);
         }
@@ -1064,14 +876,361 @@ static bool domain_isolated(const Audit *a, int cpu)
                (list_has(&a->cmdline.isolcpus, cpu) && (a->cmdline.isolcpus_flags & ISOL_DOMAIN));
 }
 
-static void sb_isolcpus_fix(StrBuf *fix, const Audit *a)
+/* ---- Fix texts ----
+ * Each fix is worded once, here, and used both by the checks' findings and by audit_remedy():
+ * a command (or the kernel arguments) exactly as it is to be run, how to make it last across
+ * reboots and how to undo it. */
+
+const char *audit_fix_when_name(FixWhen when)
 {
-        sb_printf(fix, "Boot with isolcpus=managed_irq,domain,");
-        sb_union(fix, a, &a->cmdline.isolcpus);
-        sb_printf(fix, " (replacing any isolcpus= there), or apply the tuned profile "
-                       "cpu-partitioning with isolated_cores=");
-        sb_union(fix, a, &a->cmdline.isolcpus);
-        sb_printf(fix, ".");
+        static const char *const names[_FIX_WHEN_MAX] = {
+                [FIX_NONE] = "none",
+                [FIX_NOW] = "now",
+                [FIX_REBOOT] = "reboot",
+                [FIX_HOST] = "host",
+        };
+
+        return (unsigned)when < _FIX_WHEN_MAX ? names[when] : NULL;
+}
+
+void audit_fix_done(Fix *f)
+{
+        StrBuf *parts[] = {&f->setting, &f->command, &f->persist,
+                           &f->revert,  &f->note,    &f->ask_host};
+
+        for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+                strbuf_done(parts[i]);
+                *parts[i] = (StrBuf){0};
+        }
+}
+
+bool audit_fix_oom(const Fix *f)
+{
+        return f->setting.oom || f->command.oom || f->persist.oom || f->revert.oom || f->note.oom ||
+               f->ask_host.oom;
+}
+
+/* The finding's "fix" text of @f: the command with how to keep it, kernel arguments as "Boot
+ * with ...", or the note alone when there is no command. */
+void audit_fix_text(const Fix *f, StrBuf *out)
+{
+        const char *note = sb_str(&f->note);
+
+        switch (f->when) {
+        case FIX_NOW:
+                sb_printf(out, "%s.", sb_str(&f->command));
+                if (f->persist.len > 0) {
+                        sb_printf(out, " %s", sb_str(&f->persist));
+                }
+                break;
+        case FIX_REBOOT:
+                sb_printf(out, "Boot with %s.", sb_str(&f->command));
+                break;
+        case FIX_HOST:
+                sb_printf(out, "%s", sb_str(&f->ask_host));
+                break;
+        case FIX_NONE:
+        default:
+                break;
+        }
+        if (note[0]) {
+                sb_printf(out, "%s%s", out->len > 0 ? " " : "", note);
+        }
+}
+
+/* Kernel arguments @f->command at the next boot: how to put them in the boot loader's
+ * configuration and how to take them out again. @names are the parameters they set (one or
+ * two, space-separated); @old is what the command line has for the first one now, which
+ * reverting restores. */
+static void fix_kernel_args(Fix *f, const char *names, const CmdlineList *old)
+{
+        f->when = FIX_REBOOT;
+        sb_printf(&f->persist,
+                  "grubby --update-kernel=ALL --args=\"%s\" (Debian: add them to "
+                  "GRUB_CMDLINE_LINUX in /etc/default/grub and run update-grub), then reboot.",
+                  sb_str(&f->command));
+        if (old && old->present) {
+                char first[64];
+
+                snprintf(first, sizeof(first), "%.*s", (int)strcspn(names, " "), names);
+                sb_printf(&f->revert, "grubby --update-kernel=ALL --args=\"%s=%s\"", first,
+                          old->value);
+                if (strchr(names, ' ')) {
+                        sb_printf(&f->revert, " --remove-args=\"%s\"", strchr(names, ' ') + 1);
+                }
+        } else {
+                sb_printf(&f->revert, "grubby --update-kernel=ALL --remove-args=\"%s\"", names);
+        }
+        sb_printf(&f->revert, ", then reboot");
+}
+
+void audit_fix_isolcpus(const Audit *a, Fix *f)
+{
+        f->check = "isolcpus";
+        sb_printf(&f->command, "isolcpus=managed_irq,domain,");
+        sb_union(&f->command, a, &a->cmdline.isolcpus);
+        fix_kernel_args(f, "isolcpus", &a->cmdline.isolcpus);
+        sb_sentence(&f->note, "It replaces any isolcpus= there; the tuned profile "
+                              "cpu-partitioning with isolated_cores=");
+        sb_union(&f->note, a, &a->cmdline.isolcpus);
+        sb_printf(&f->note, " sets it too.");
+}
+
+NohzState audit_nohz_state(const Audit *a, int cpu)
+{
+        const Cmdline *c = &a->cmdline;
+        bool requested = list_has(&c->nohz_full, cpu) ||
+                         (list_has(&c->isolcpus, cpu) && (c->isolcpus_flags & ISOL_NOHZ));
+
+        if (a->nohz_full_error == 0 && CPU_ISSET(cpu, &a->nohz_full)) {
+                return NOHZ_ACTIVE;
+        }
+        if (a->nohz_full_error == 0 && requested) {
+                return NOHZ_NOT_STARTED;
+        }
+        if (a->nohz_full_error == -ENOENT && c->error == 0) {
+                return NOHZ_UNSUPPORTED;
+        }
+        if (c->error == 0 && !requested) {
+                return NOHZ_OFF;
+        }
+        return NOHZ_UNKNOWN;
+}
+
+void audit_fix_nohz_full(const Audit *a, int cpu, Fix *f)
+{
+        f->check = "nohz_full";
+        switch (audit_nohz_state(a, cpu)) {
+        case NOHZ_ACTIVE:
+                sb_sentence(&f->note,
+                            "The tick already stops on CPU %d while one task runs; the "
+                            "1 Hz residual tick that remains has no setting.",
+                            cpu);
+                break;
+        case NOHZ_NOT_STARTED:
+                sb_sentence(&f->note, "Check the boot log (journalctl -k | grep -i -e nohz -e "
+                                      "housekeeping) for why; keep at least one CPU outside "
+                                      "nohz_full= and boot a kernel with CONFIG_NO_HZ_FULL=y.");
+                break;
+        case NOHZ_UNSUPPORTED:
+                sb_printf(&f->command, "nohz_full=");
+                sb_union(&f->command, a, &a->cmdline.nohz_full);
+                fix_kernel_args(f, "nohz_full", &a->cmdline.nohz_full);
+                sb_sentence(&f->note, "This kernel has no CONFIG_NO_HZ_FULL: boot one built with "
+                                      "CONFIG_NO_HZ_FULL=y (most distributions' kernels are).");
+                break;
+        case NOHZ_OFF:
+                sb_printf(&f->command, "nohz_full=");
+                sb_union(&f->command, a, &a->cmdline.nohz_full);
+                fix_kernel_args(f, "nohz_full", &a->cmdline.nohz_full);
+                sb_sentence(&f->note, "The tuned profile cpu-partitioning sets it.");
+                break;
+        case NOHZ_UNKNOWN:
+        default:
+                break;
+        }
+}
+
+RcuState audit_rcu_state(const Audit *a, int cpu)
+{
+        const Cmdline *c = &a->cmdline;
+        /* nohz_full CPUs are always RCU-offloaded (rcu_init_nohz()). */
+        bool by_nohz_full = a->nohz_full_error == 0 ? CPU_ISSET(cpu, &a->nohz_full)
+                                                    : list_has(&c->nohz_full, cpu);
+
+        if (list_has(&c->rcu_nocbs, cpu) || by_nohz_full) {
+                return c->rcu_nocb_poll ? RCU_OFFLOADED_POLLED : RCU_OFFLOADED;
+        }
+        return c->error == 0 ? RCU_LOCAL : RCU_UNKNOWN;
+}
+
+void audit_fix_rcu_nocbs(const Audit *a, int cpu, Fix *f)
+{
+        f->check = "rcu_nocbs";
+        switch (audit_rcu_state(a, cpu)) {
+        case RCU_OFFLOADED:
+                sb_printf(&f->command, "rcu_nocb_poll");
+                fix_kernel_args(f, "rcu_nocb_poll", NULL);
+                break;
+        case RCU_LOCAL:
+                sb_printf(&f->command, "rcu_nocbs=");
+                sb_union(&f->command, a, &a->cmdline.rcu_nocbs);
+                sb_printf(&f->command, " rcu_nocb_poll");
+                fix_kernel_args(f, "rcu_nocbs rcu_nocb_poll", &a->cmdline.rcu_nocbs);
+                sb_sentence(&f->note, "nohz_full= implies rcu_nocbs=; keep the rcuo kthreads on "
+                                      "housekeeping CPUs.");
+                break;
+        case RCU_OFFLOADED_POLLED:
+                sb_sentence(&f->note,
+                            "RCU callbacks are already offloaded and polled; what is left "
+                            "is this CPU's own part of each grace period.");
+                break;
+        case RCU_UNKNOWN:
+        default:
+                break;
+        }
+}
+
+/* Moves the @n IRQs @irqs to the housekeeping CPUs. */
+void audit_fix_irqs(const Audit *a, const Irq *const *irqs, size_t n, Fix *f)
+{
+        f->check = "irq_affinity";
+        f->when = FIX_NOW;
+        if (n == 1) {
+                sb_printf(&f->command, "echo ");
+                sb_housekeeping(&f->command, a);
+                sb_printf(&f->command, " > /proc/irq/%u/smp_affinity_list", irqs[0]->number);
+        } else {
+                sb_printf(&f->command, "for i in");
+                for (size_t i = 0; i < n; i++) {
+                        sb_printf(&f->command, " %u", irqs[i]->number);
+                }
+                sb_printf(&f->command, "; do echo ");
+                sb_housekeeping(&f->command, a);
+                sb_printf(&f->command, " > /proc/irq/$i/smp_affinity_list; done");
+        }
+        for (size_t i = 0; i < n; i++) {
+                sb_printf(&f->revert, "%secho ", i > 0 ? "; " : "");
+                sb_cpulist(&f->revert, &irqs[i]->affinity, "");
+                sb_printf(&f->revert, " > /proc/irq/%u/smp_affinity_list", irqs[i]->number);
+        }
+        sb_printf(&f->persist, "Boot with irqaffinity=");
+        sb_housekeeping(&f->persist, a);
+        sb_printf(&f->persist, " so new interrupts start there, and stop irqbalance or set "
+                               "IRQBALANCE_BANNED_CPULIST=");
+        sb_union(&f->persist, a, NULL);
+        sb_printf(&f->persist, " in its configuration.");
+        sb_sentence(&f->note, "A managed interrupt refuses the write (Operation not permitted): "
+                              "for it, boot with isolcpus=managed_irq,domain,");
+        sb_union(&f->note, a, &a->cmdline.isolcpus);
+        sb_printf(&f->note, ".");
+}
+
+/* Managed interrupts: only the kernel places them, at boot. */
+void audit_fix_managed_irq(const Audit *a, Fix *f)
+{
+        f->check = "irq_affinity";
+        sb_printf(&f->command, "isolcpus=managed_irq,domain,");
+        sb_union(&f->command, a, &a->cmdline.isolcpus);
+        fix_kernel_args(f, "isolcpus", &a->cmdline.isolcpus);
+        sb_sentence(&f->note,
+                    "A managed interrupt whose mask also holds a housekeeping CPU is then "
+                    "delivered there; otherwise keep the device behind it idle from "
+                    "this CPU.");
+}
+
+void audit_fix_workqueue(const Audit *a, Fix *f)
+{
+        f->check = "workqueue";
+        f->when = FIX_NOW;
+        sb_printf(&f->command, "echo ");
+        sb_housekeeping_mask(&f->command, a);
+        sb_printf(&f->command, " > /sys/devices/virtual/workqueue/cpumask");
+        if (a->workqueue_error == 0) {
+                sb_printf(&f->revert, "echo %s > /sys/devices/virtual/workqueue/cpumask",
+                          a->workqueue_text);
+        }
+        sb_printf(&f->persist, "At boot, isolcpus=domain and nohz_full= remove CPUs from it on "
+                               "recent kernels; or write it at each boot with the tmpfiles.d "
+                               "line: w /sys/devices/virtual/workqueue/cpumask - - - - ");
+        sb_housekeeping_mask(&f->persist, a);
+}
+
+/* Moves the @n kernel threads @k (movable ones) to the housekeeping CPUs. */
+void audit_fix_kthreads(const Audit *a, const Kthread *const *k, size_t n, Fix *f)
+{
+        f->check = "kthreads";
+        f->when = FIX_NOW;
+        if (n == 1) {
+                sb_printf(&f->command, "taskset -p -c ");
+                sb_housekeeping(&f->command, a);
+                sb_printf(&f->command, " %d", k[0]->pid);
+        } else {
+                sb_printf(&f->command, "for p in");
+                for (size_t i = 0; i < n; i++) {
+                        sb_printf(&f->command, " %d", k[i]->pid);
+                }
+                sb_printf(&f->command, "; do taskset -p -c ");
+                sb_housekeeping(&f->command, a);
+                sb_printf(&f->command, " $p; done");
+        }
+        for (size_t i = 0; i < n; i++) {
+                sb_printf(&f->revert, "%staskset -p -c ", i > 0 ? "; " : "");
+                sb_cpulist(&f->revert, &k[i]->allowed, "");
+                sb_printf(&f->revert, " %d", k[i]->pid);
+        }
+        sb_printf(&f->persist, "Kernel threads started later inherit the affinity of kthreadd "
+                               "(PID 2): move it too. At boot, isolcpus=domain,");
+        sb_union(&f->persist, a, &a->cmdline.isolcpus);
+        sb_printf(&f->persist, " nohz_full=");
+        sb_union(&f->persist, a, &a->cmdline.nohz_full);
+        sb_printf(&f->persist, " keeps kernel threads on housekeeping CPUs.");
+}
+
+/* The sysctl @key (e.g. "kernel.timer_migration") set to @value, now and at every boot. */
+void audit_fix_sysctl(const Audit *a, const char *check, const char *key, const char *value, Fix *f)
+{
+        char p[128], now[256];
+
+        f->check = check;
+        f->when = FIX_NOW;
+        sb_printf(&f->command, "sysctl -w %s=%s", key, value);
+        sb_printf(&f->persist,
+                  "Put the line \"%s = %s\" in a file of /etc/sysctl.d/ (e.g. "
+                  "/etc/sysctl.d/90-jitterd.conf) to keep it.",
+                  key, value);
+        snprintf(p, sizeof(p), "/proc/sys/%s", key);
+        for (char *s = p + strlen("/proc/sys/"); *s; s++) {
+                *s = *s == '.' ? '/' : *s;
+        }
+        if (audit_read_text(a, now, sizeof(now), "%s", p) == 0 && now[0]) {
+                sb_printf(&f->revert, "sysctl -w %s=%s", key, now);
+        }
+}
+
+/* The soft-lockup watchdog's timer off the probed CPUs. */
+void audit_fix_watchdog(const Audit *a, Fix *f)
+{
+        _cleanup_strbuf_ StrBuf hk = {0};
+
+        sb_housekeeping(&hk, a);
+        audit_fix_sysctl(a, NULL, "kernel.watchdog_cpumask", sb_str(&hk), f);
+        sb_sentence(&f->note, "At boot, nohz_full= takes its CPUs out of the watchdog's mask.");
+}
+
+/* Moves the task @tid (allowed on @allowed now; of the systemd service @unit, or NULL) to the
+ * housekeeping CPUs. */
+void audit_fix_task(const Audit *a, int tid, const cpu_set_t *allowed, const char *unit, Fix *f)
+{
+        _cleanup_strbuf_ StrBuf hk = {0};
+
+        sb_housekeeping(&hk, a);
+        f->check = "isolcpus";
+        f->when = FIX_NOW;
+        sb_printf(&f->command, "taskset -p -c %s %d", sb_str(&hk), tid);
+        sb_printf(&f->revert, "taskset -p -c ");
+        sb_cpulist(&f->revert, allowed, "");
+        sb_printf(&f->revert, " %d", tid);
+        if (unit) {
+                sb_printf(&f->persist,
+                          "Set CPUAffinity=%s in a drop-in of %s (systemctl edit %s: "
+                          "[Service] CPUAffinity=%s), from its next start; with the cgroup v2 "
+                          "cpuset controller, systemctl set-property %s AllowedCPUs=%s does it "
+                          "now and for good.",
+                          sb_str(&hk), unit, unit, sb_str(&hk), unit, sb_str(&hk));
+        } else {
+                sb_printf(&f->persist,
+                          "Start it with taskset -c %s, or set CPUAffinity=%s in "
+                          "/etc/systemd/system.conf so that every service starts on housekeeping "
+                          "CPUs (from the next boot).",
+                          sb_str(&hk), sb_str(&hk));
+        }
+        if (a->iso.v1_error == 0) {
+                sb_sentence(&f->note, "To move every task off at once: cset shield --cpu ");
+                sb_union(&f->note, a, NULL);
+                sb_printf(&f->note, " --kthread on (cgroup v1 cpusets; cset proc --move moves "
+                                    "single tasks into its sets).");
+        }
 }
 
 /* Appends each cpuset that isolates CPUs, saying which kind it is. */
@@ -1091,6 +1250,21 @@ static void sb_cpusets(StrBuf *sb, const Isolation *iso)
                 }
                 sb_cpulist(sb, &s->cpus, "none");
         }
+}
+
+/* Appends the finding text of @f to @out, and @f's allocation failure. */
+static void fix_into(StrBuf *out, const Fix *f)
+{
+        audit_fix_text(f, out);
+        out->oom |= audit_fix_oom(f);
+}
+
+static void isolcpus_fix(const Audit *a, StrBuf *out)
+{
+        _cleanup_fix_ Fix f = {0};
+
+        audit_fix_isolcpus(a, &f);
+        fix_into(out, &f);
 }
 
 static int check_isolcpus(Audit *a, int cpu)
@@ -1137,24 +1311,24 @@ static int check_isolcpus(Audit *a, int cpu)
                                 "scheduling domain balances load onto it and only the tasks of "
                                 "that partition run there. Managed interrupts may still be routed "
                                 "to it, and the isolation ends with the partition or at reboot.";
-                sb_isolcpus_fix(&fix, a);
+                isolcpus_fix(a, &fix);
         } else if (domain_isolated(a, cpu)) {
                 severity = AUDIT_INFO;
                 why = "Isolated from scheduling, but without the managed_irq flag the kernel may "
                       "still route managed interrupts (NVMe, multi-queue NIC and virtio queues) "
                       "to this CPU.";
-                sb_isolcpus_fix(&fix, a);
+                isolcpus_fix(a, &fix);
         } else if (listed) {
                 severity = AUDIT_WARNING;
                 why = "isolcpus= names this CPU but without the domain flag, so the scheduler "
                       "still balances tasks onto it; every such task preempts the workload.";
-                sb_isolcpus_fix(&fix, a);
+                isolcpus_fix(a, &fix);
         } else {
                 severity = AUDIT_WARNING;
                 why = "Not isolated: the scheduler may place any task on this CPU and balance "
                       "load onto it, and each such task takes the CPU from the workload for "
                       "as long as it runs.";
-                sb_isolcpus_fix(&fix, a);
+                isolcpus_fix(a, &fix);
         }
         return finding_add(a, "isolcpus", cpu, severity, &seen, why, &fix);
 }
@@ -1162,9 +1336,8 @@ static int check_isolcpus(Audit *a, int cpu)
 static int check_nohz_full(Audit *a, int cpu)
 {
         _cleanup_strbuf_ StrBuf seen = {0}, fix = {0};
+        _cleanup_fix_ Fix f = {0};
         const Cmdline *c = &a->cmdline;
-        bool requested = list_has(&c->nohz_full, cpu) ||
-                         (list_has(&c->isolcpus, cpu) && (c->isolcpus_flags & ISOL_NOHZ));
         AuditSeverity severity;
         const char *why;
 
@@ -1187,53 +1360,50 @@ static int check_nohz_full(Audit *a, int cpu)
                 sb_error(&seen, "/sys/devices/system/cpu/nohz_full", a->nohz_full_error);
         }
 
-        if (a->nohz_full_error == 0 && CPU_ISSET(cpu, &a->nohz_full)) {
-                severity = AUDIT_OK;
-                why = "The scheduler tick stops while a single task runs on this CPU (a 1 Hz "
-                      "residual tick remains).";
-        } else if (a->nohz_full_error == 0 && requested) {
+        switch (audit_nohz_state(a, cpu)) {
+        case NOHZ_ACTIVE:
+                return finding_add(a, "nohz_full", cpu, AUDIT_OK, &seen,
+                                   "The scheduler tick stops while a single task runs on this CPU "
+                                   "(a 1 Hz residual tick remains).",
+                                   &fix);
+        case NOHZ_NOT_STARTED:
                 severity = AUDIT_WARNING;
                 why = "nohz_full is requested for this CPU but the kernel did not enable it, so "
                       "the periodic tick still interrupts it every 1-4 ms.";
-                sb_printf(&fix, "Check the boot log (journalctl -k | grep -i -e nohz -e "
-                                "housekeeping) for why; keep at least one CPU outside "
-                                "nohz_full= and boot a kernel with CONFIG_NO_HZ_FULL=y.");
-        } else if (a->nohz_full_error == -ENOENT && c->error == 0) {
+                break;
+        case NOHZ_UNSUPPORTED:
                 severity = AUDIT_WARNING;
                 why = "This kernel has no full dynticks support, so the periodic tick "
                       "interrupts the CPU every 1-4 ms for a few microseconds even when one "
                       "task runs alone.";
-                sb_printf(&fix, "Boot a kernel built with CONFIG_NO_HZ_FULL=y (most "
-                                "distributions' kernels are) with nohz_full=");
-                sb_union(&fix, a, &c->nohz_full);
-                sb_printf(&fix, ".");
-        } else if (c->error == 0 && !requested) {
+                break;
+        case NOHZ_OFF:
                 severity = AUDIT_WARNING;
                 why = "The periodic scheduler tick interrupts this CPU every 1-4 ms for a few "
                       "microseconds even when one task runs alone; nohz_full stops it.";
-                sb_printf(&fix, "Boot with nohz_full=");
-                sb_union(&fix, a, &c->nohz_full);
-                sb_printf(&fix, " (the tuned profile cpu-partitioning sets it).");
-        } else {
-                severity = AUDIT_INFO;
-                why = "Whether the tick is stopped on this CPU could not be established from "
-                      "what is readable.";
+                break;
+        case NOHZ_UNKNOWN:
+        default:
+                return finding_add(a, "nohz_full", cpu, AUDIT_INFO, &seen,
+                                   "Whether the tick is stopped on this CPU could not be "
+                                   "established from what is readable.",
+                                   &fix);
         }
+        audit_fix_nohz_full(a, cpu, &f);
+        fix_into(&fix, &f);
         return finding_add(a, "nohz_full", cpu, severity, &seen, why, &fix);
 }
 
 static int check_rcu_nocbs(Audit *a, int cpu)
 {
         _cleanup_strbuf_ StrBuf seen = {0}, fix = {0};
+        _cleanup_fix_ Fix f = {0};
         const Cmdline *c = &a->cmdline;
-        bool by_nohz_full, offloaded;
+        RcuState state = audit_rcu_state(a, cpu);
+        bool by_nohz_full = a->nohz_full_error == 0 ? CPU_ISSET(cpu, &a->nohz_full)
+                                                    : list_has(&c->nohz_full, cpu);
         AuditSeverity severity;
         const char *why;
-
-        /* nohz_full CPUs are always RCU-offloaded (rcu_init_nohz()). */
-        by_nohz_full = a->nohz_full_error == 0 ? CPU_ISSET(cpu, &a->nohz_full)
-                                               : list_has(&c->nohz_full, cpu);
-        offloaded = list_has(&c->rcu_nocbs, cpu) || by_nohz_full;
 
         if (c->error < 0) {
                 sb_error(&seen, "/proc/cmdline", c->error);
@@ -1250,48 +1420,28 @@ static int check_rcu_nocbs(Audit *a, int cpu)
                 sb_printf(&seen, "; rcu_nocb_poll");
         }
 
-        if (offloaded && c->rcu_nocb_poll) {
-                severity = AUDIT_OK;
-                why = "RCU callbacks of this CPU run in rcuo kthreads elsewhere, and those "
-                      "threads poll instead of being woken from this CPU.";
-        } else if (offloaded) {
+        if (state == RCU_OFFLOADED_POLLED) {
+                return finding_add(a, "rcu_nocbs", cpu, AUDIT_OK, &seen,
+                                   "RCU callbacks of this CPU run in rcuo kthreads elsewhere, and "
+                                   "those threads poll instead of being woken from this CPU.",
+                                   &fix);
+        } else if (state == RCU_OFFLOADED) {
                 severity = AUDIT_INFO;
                 why = "RCU callbacks are offloaded, but this CPU still wakes its rcuo kthreads "
                       "when it queues callbacks; with rcu_nocb_poll they poll instead.";
-                sb_printf(&fix, "Add rcu_nocb_poll to the kernel command line.");
-        } else if (c->error == 0) {
+        } else if (state == RCU_LOCAL) {
                 severity = AUDIT_WARNING;
                 why = "RCU callbacks queued on this CPU are invoked on it in softirq context, "
                       "taking it away at unpredictable times for up to tens of microseconds.";
-                sb_printf(&fix, "Boot with rcu_nocbs=");
-                sb_union(&fix, a, &c->rcu_nocbs);
-                sb_printf(&fix, " rcu_nocb_poll (nohz_full= implies rcu_nocbs=) and keep the "
-                                "rcuo kthreads on housekeeping CPUs.");
         } else {
-                severity = AUDIT_INFO;
-                why = "Without the kernel command line, whether RCU callbacks are offloaded "
-                      "from this CPU is unknown.";
+                return finding_add(a, "rcu_nocbs", cpu, AUDIT_INFO, &seen,
+                                   "Without the kernel command line, whether RCU callbacks are "
+                                   "offloaded from this CPU is unknown.",
+                                   &fix);
         }
+        audit_fix_rcu_nocbs(a, cpu, &f);
+        fix_into(&fix, &f);
         return finding_add(a, "rcu_nocbs", cpu, severity, &seen, why, &fix);
-}
-
-typedef enum IrqHere {
-        IRQ_ELSEWHERE,
-        IRQ_MOVABLE,   /* allowed on the CPU, and user space may change that */
-        IRQ_UNMOVABLE, /* managed or per-CPU, and delivered to the CPU now */
-} IrqHere;
-
-static IrqHere irq_here(const Irq *irq, int cpu)
-{
-        bool effective = irq->has_effective && CPU_ISSET(cpu, &irq->effective);
-
-        if (irq->unmovable) {
-                /* It cannot be moved: only where it is delivered now matters. */
-                return (irq->has_effective ? effective : CPU_ISSET(cpu, &irq->affinity))
-                               ? IRQ_UNMOVABLE
-                               : IRQ_ELSEWHERE;
-        }
-        return CPU_ISSET(cpu, &irq->affinity) || effective ? IRQ_MOVABLE : IRQ_ELSEWHERE;
 }
 
 /* Appends up to SEEN_NAMES_MAX of the @n IRQs that are @kind on @cpu. */
@@ -1314,12 +1464,35 @@ static void sb_irqs(StrBuf *sb, const Audit *a, int cpu, IrqHere kind, size_t n)
         }
 }
 
+/* The fix for the IRQs that may be delivered to @cpu and can be moved. */
+static int movable_irqs_fix(const Audit *a, int cpu, StrBuf *out)
+{
+        _cleanup_free_ const Irq **irqs = calloc(a->n_irqs, sizeof(*irqs));
+        _cleanup_fix_ Fix f = {0};
+        size_t n = 0;
+
+        if (!irqs) {
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < a->n_irqs; i++) {
+                if (irq_here(&a->irqs[i], cpu) == IRQ_MOVABLE) {
+                        irqs[n++] = &a->irqs[i];
+                }
+        }
+        audit_fix_irqs(a, irqs, n, &f);
+        fix_into(out, &f);
+        return 0;
+}
+
+/* Long because it counts the IRQs of each kind, names them in "seen" and words each case. */
 static int check_irq_affinity(Audit *a, int cpu)
 {
         _cleanup_strbuf_ StrBuf seen = {0}, fix = {0};
+        _cleanup_fix_ Fix f = {0};
         size_t count[IRQ_UNMOVABLE + 1] = {0};
         AuditSeverity severity;
         const char *why;
+        int r;
 
         if (a->irqs_error < 0) {
                 sb_error(&seen, "/proc/irq", a->irqs_error);
@@ -1354,30 +1527,16 @@ static int check_irq_affinity(Audit *a, int cpu)
                 severity = AUDIT_WARNING;
                 why = "Each interrupt delivered to this CPU runs its handler there (and often "
                       "softirq work after it), for microseconds to milliseconds.";
-                sb_printf(&fix, "for i in");
-                for (size_t i = 0; i < a->n_irqs; i++) {
-                        if (irq_here(&a->irqs[i], cpu) == IRQ_MOVABLE) {
-                                sb_printf(&fix, " %u", a->irqs[i].number);
-                        }
+                r = movable_irqs_fix(a, cpu, &fix);
+                if (r < 0) {
+                        return r;
                 }
-                sb_printf(&fix, "; do echo ");
-                sb_housekeeping(&fix, a);
-                sb_printf(&fix, " > /proc/irq/$i/smp_affinity_list; done. Boot with irqaffinity=");
-                sb_housekeeping(&fix, a);
-                sb_printf(&fix, " so new interrupts start there, and stop irqbalance or set "
-                                "IRQBALANCE_BANNED_CPULIST=");
-                sb_union(&fix, a, NULL);
-                sb_printf(&fix, " in its configuration. Managed interrupts refuse the write "
-                                "(EIO): for them use isolcpus=managed_irq.");
         } else if (count[IRQ_UNMOVABLE] > 0) {
                 severity = AUDIT_INFO;
                 why = "Managed or per-CPU interrupts are delivered to this CPU; the kernel does "
                       "not let user space move them.";
-                sb_printf(&fix, "Boot with isolcpus=managed_irq,domain,");
-                sb_union(&fix, a, &a->cmdline.isolcpus);
-                sb_printf(&fix, " so managed interrupts whose mask also holds a housekeeping "
-                                "CPU are delivered there; otherwise keep the devices behind "
-                                "them idle from this CPU.");
+                audit_fix_managed_irq(a, &f);
+                fix_into(&fix, &f);
         } else if (default_here) {
                 severity = AUDIT_INFO;
                 why = "No interrupt may be delivered here now, but interrupts set up later "
@@ -1415,11 +1574,10 @@ static int check_workqueue(Audit *a, int cpu)
                 severity = AUDIT_WARNING;
                 why = "Unbound workqueue items (writeback, reclaim, crypto, ...) may be run by "
                       "kworkers on this CPU.";
-                sb_printf(&fix, "echo ");
-                sb_housekeeping_mask(&fix, a);
-                sb_printf(&fix, " > /sys/devices/virtual/workqueue/cpumask (at boot, "
-                                "isolcpus=domain and nohz_full= remove CPUs from it on recent "
-                                "kernels).");
+                _cleanup_fix_ Fix f = {0};
+
+                audit_fix_workqueue(a, &f);
+                fix_into(&fix, &f);
         } else {
                 severity = AUDIT_OK;
                 why = "Unbound workqueue items are kept off this CPU.";
@@ -1427,26 +1585,24 @@ static int check_workqueue(Audit *a, int cpu)
         return finding_add(a, "workqueue", cpu, severity, &seen, why, &fix);
 }
 
-typedef enum KthreadKind {
-        KTHREAD_ELSEWHERE, /* not allowed on the CPU */
-        KTHREAD_PER_CPU,   /* bound to just this CPU: expected, and cannot be moved */
-        KTHREAD_FOLLOWER,  /* follows a mask set elsewhere: workqueue cpumask or IRQ affinity */
-        KTHREAD_MOVABLE,   /* could be moved with sched_setaffinity() */
-} KthreadKind;
-
-static KthreadKind kthread_kind(const Kthread *k, int cpu)
+/* The fix for the kernel threads allowed on @cpu that can be moved. */
+static int movable_kthreads_fix(const Audit *a, int cpu, StrBuf *out)
 {
-        if (!CPU_ISSET(cpu, &k->allowed)) {
-                return KTHREAD_ELSEWHERE;
+        _cleanup_free_ const Kthread **k = calloc(a->n_kthreads, sizeof(*k));
+        _cleanup_fix_ Fix f = {0};
+        size_t n = 0;
+
+        if (!k) {
+                return -ENOMEM;
         }
-        if (k->flags & PF_NO_SETAFFINITY) {
-                return CPU_COUNT(&k->allowed) == 1 ? KTHREAD_PER_CPU : KTHREAD_FOLLOWER;
+        for (size_t i = 0; i < a->n_kthreads; i++) {
+                if (kthread_kind(&a->kthreads[i], cpu) == KTHREAD_MOVABLE) {
+                        k[n++] = &a->kthreads[i];
+                }
         }
-        /* Threaded IRQ handlers take the affinity of their interrupt. */
-        if (strncmp(k->comm, "irq/", 4) == 0) {
-                return KTHREAD_FOLLOWER;
-        }
-        return KTHREAD_MOVABLE;
+        audit_fix_kthreads(a, k, n, &f);
+        fix_into(out, &f);
+        return 0;
 }
 
 static int check_kthreads(Audit *a, int cpu)
@@ -1487,20 +1643,11 @@ static int check_kthreads(Audit *a, int cpu)
                 why = "Kernel threads allowed on this CPU (reclaim, compaction, RCU grace-period "
                       "and other housekeeping threads) can be scheduled on it and preempt the "
                       "workload.";
-                sb_printf(&fix, "for p in");
-                for (size_t i = 0; i < a->n_kthreads; i++) {
-                        if (kthread_kind(&a->kthreads[i], cpu) == KTHREAD_MOVABLE) {
-                                sb_printf(&fix, " %d", a->kthreads[i].pid);
-                        }
+                int r = movable_kthreads_fix(a, cpu, &fix);
+
+                if (r < 0) {
+                        return r;
                 }
-                sb_printf(&fix, "; do taskset -pc ");
-                sb_housekeeping(&fix, a);
-                sb_printf(&fix, " $p; done (moving kthreadd, PID 2, makes new kthreads inherit "
-                                "it). At boot, isolcpus=domain,");
-                sb_union(&fix, a, &a->cmdline.isolcpus);
-                sb_printf(&fix, " nohz_full=");
-                sb_union(&fix, a, &a->cmdline.nohz_full);
-                sb_printf(&fix, " keeps kernel threads on housekeeping CPUs.");
         } else if (count[KTHREAD_FOLLOWER] > 0) {
                 severity = AUDIT_INFO;
                 why = "Unbound kworkers follow the workqueue cpumask and threaded IRQ handlers "
@@ -1526,8 +1673,8 @@ static int check_smt_sibling(Audit *a, int cpu)
         const char *why;
         int r;
 
-        r = read_cpulist(a, &siblings,
-                         "/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list", cpu);
+        r = audit_read_cpulist(a, &siblings,
+                               "/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list", cpu);
         if (r < 0) {
                 sb_error(&seen, "topology/thread_siblings_list", r);
                 return finding_add(a, "smt_sibling", cpu, AUDIT_INFO, &seen,
@@ -1563,7 +1710,8 @@ static int check_smt_sibling(Audit *a, int cpu)
                         sb_printf(&seen, " (isolated)");
                 }
         }
-        if (read_text(a, control, sizeof(control), "/sys/devices/system/cpu/smt/control") == 0) {
+        if (audit_read_text(a, control, sizeof(control), "/sys/devices/system/cpu/smt/control") ==
+            0) {
                 sb_printf(&seen, "; SMT control: %s", control);
         }
 
@@ -1596,8 +1744,8 @@ static int check_governor(Audit *a, int cpu)
         char governor[64], driver[64];
         int r;
 
-        r = read_text(a, governor, sizeof(governor),
-                      "/sys/devices/system/cpu/cpu%d/cpufreq/scaling_governor", cpu);
+        r = audit_read_text(a, governor, sizeof(governor),
+                            "/sys/devices/system/cpu/cpu%d/cpufreq/scaling_governor", cpu);
         if (r < 0) {
                 sb_error(&seen, "cpufreq/scaling_governor", r);
                 return finding_add(a, "governor", cpu, AUDIT_INFO, &seen,
@@ -1608,8 +1756,8 @@ static int check_governor(Audit *a, int cpu)
                                    &fix);
         }
         sb_printf(&seen, "governor %s", governor);
-        if (read_text(a, driver, sizeof(driver),
-                      "/sys/devices/system/cpu/cpu%d/cpufreq/scaling_driver", cpu) == 0) {
+        if (audit_read_text(a, driver, sizeof(driver),
+                            "/sys/devices/system/cpu/cpu%d/cpufreq/scaling_driver", cpu) == 0) {
                 sb_printf(&seen, ", driver %s", driver);
         }
         if (strcmp(governor, "performance") == 0) {
@@ -1656,8 +1804,8 @@ static int check_cstates(Audit *a, int cpu)
         struct dirent *de;
         int r;
 
-        if (read_text(a, driver, sizeof(driver), "/sys/devices/system/cpu/cpuidle/current_driver") <
-                    0 ||
+        if (audit_read_text(a, driver, sizeof(driver),
+                            "/sys/devices/system/cpu/cpuidle/current_driver") < 0 ||
             driver[0] == '\0') {
                 snprintf(driver, sizeof(driver), "unknown");
         }
@@ -1681,23 +1829,23 @@ static int check_cstates(Audit *a, int cpu)
                 long v;
 
                 if (strncmp(de->d_name, "state", 5) != 0 || !isdigits(de->d_name + 5) ||
-                    parse_long(de->d_name + 5, &s.index) < 0) {
+                    audit_parse_long(de->d_name + 5, &s.index) < 0) {
                         continue;
                 }
-                if (read_text(a, s.name, sizeof(s.name),
-                              "/sys/devices/system/cpu/cpu%d/cpuidle/state%ld/name", cpu,
-                              s.index) < 0 ||
-                    read_text(a, text, sizeof(text),
-                              "/sys/devices/system/cpu/cpu%d/cpuidle/state%ld/latency", cpu,
-                              s.index) < 0 ||
-                    parse_long(text, &s.latency_us) < 0) {
+                if (audit_read_text(a, s.name, sizeof(s.name),
+                                    "/sys/devices/system/cpu/cpu%d/cpuidle/state%ld/name", cpu,
+                                    s.index) < 0 ||
+                    audit_read_text(a, text, sizeof(text),
+                                    "/sys/devices/system/cpu/cpu%d/cpuidle/state%ld/latency", cpu,
+                                    s.index) < 0 ||
+                    audit_parse_long(text, &s.latency_us) < 0) {
                         continue;
                 }
                 /* "disable" appeared in 3.4; without it every state is enabled. */
-                if (read_text(a, text, sizeof(text),
-                              "/sys/devices/system/cpu/cpu%d/cpuidle/state%ld/disable", cpu,
-                              s.index) == 0 &&
-                    parse_long(text, &v) == 0) {
+                if (audit_read_text(a, text, sizeof(text),
+                                    "/sys/devices/system/cpu/cpu%d/cpuidle/state%ld/disable", cpu,
+                                    s.index) == 0 &&
+                    audit_parse_long(text, &v) == 0) {
                         s.disabled = v != 0;
                 }
                 CState *grown = realloc(states, (n + 1) * sizeof(*states));
@@ -1772,6 +1920,15 @@ static int check_cstates(Audit *a, int cpu)
                            "Every enabled idle state wakes up within the latency bound.", &fix);
 }
 
+static void sysctl_fix(const Audit *a, const char *check, const char *key, const char *value,
+                       StrBuf *out)
+{
+        _cleanup_fix_ Fix f = {0};
+
+        audit_fix_sysctl(a, check, key, value, &f);
+        fix_into(out, &f);
+}
+
 static int check_rt_throttling(Audit *a)
 {
         _cleanup_strbuf_ StrBuf seen = {0}, fix = {0};
@@ -1780,17 +1937,17 @@ static int check_rt_throttling(Audit *a)
         AuditSeverity severity;
         int r;
 
-        r = read_text(a, text, sizeof(text), "/proc/sys/kernel/sched_rt_runtime_us");
+        r = audit_read_text(a, text, sizeof(text), "/proc/sys/kernel/sched_rt_runtime_us");
         if (r == 0) {
-                r = parse_long(text, &runtime);
+                r = audit_parse_long(text, &runtime);
         }
         if (r < 0) {
                 sb_error(&seen, "/proc/sys/kernel/sched_rt_runtime_us", r);
                 return finding_add(a, "rt_throttling", -1, AUDIT_INFO, &seen,
                                    "Whether real-time tasks are throttled is unknown.", &fix);
         }
-        if (read_text(a, text, sizeof(text), "/proc/sys/kernel/sched_rt_period_us") < 0 ||
-            parse_long(text, &period) < 0 || period <= 0) {
+        if (audit_read_text(a, text, sizeof(text), "/proc/sys/kernel/sched_rt_period_us") < 0 ||
+            audit_parse_long(text, &period) < 0 || period <= 0) {
                 period = 1000000;
         }
         sb_printf(&seen, "sched_rt_runtime_us=%ld", runtime);
@@ -1800,8 +1957,7 @@ static int check_rt_throttling(Audit *a)
         }
         sb_printf(&seen, " of sched_rt_period_us=%ld", period);
         severity = a->opt.probe_priority > 0 ? AUDIT_ERROR : AUDIT_WARNING;
-        sb_printf(&fix, "sysctl -w kernel.sched_rt_runtime_us=-1 (and persist it in "
-                        "/etc/sysctl.d/).");
+        sysctl_fix(a, "rt_throttling", "kernel.sched_rt_runtime_us", "-1", &fix);
         return finding_add(a, "rt_throttling", -1, severity, &seen,
                            severity == AUDIT_ERROR
                                    ? "RT throttling takes the CPU from SCHED_FIFO tasks that have "
@@ -1824,16 +1980,17 @@ static int check_clocksource(Audit *a)
         bool can_switch = false;
         int r;
 
-        r = read_text(a, current, sizeof(current),
-                      "/sys/devices/system/clocksource/clocksource0/current_clocksource");
+        r = audit_read_text(a, current, sizeof(current),
+                            "/sys/devices/system/clocksource/clocksource0/current_clocksource");
         if (r < 0) {
                 sb_error(&seen, "current_clocksource", r);
                 return finding_add(a, "clocksource", -1, AUDIT_INFO, &seen,
                                    "The kernel's clocksource is unknown.", &fix);
         }
         sb_printf(&seen, "clocksource %s", current);
-        if (read_text(a, available, sizeof(available),
-                      "/sys/devices/system/clocksource/clocksource0/available_clocksource") == 0) {
+        if (audit_read_text(a, available, sizeof(available),
+                            "/sys/devices/system/clocksource/clocksource0/available_clocksource") ==
+            0) {
                 sb_printf(&seen, " (available: %s)", available);
                 for (char *save = NULL, *t = strtok_r(available, " ", &save); t && expected;
                      t = strtok_r(NULL, " ", &save)) {
@@ -1889,9 +2046,9 @@ static int check_timer_migration(Audit *a)
         long v = 0;
         int r;
 
-        r = read_text(a, text, sizeof(text), "/proc/sys/kernel/timer_migration");
+        r = audit_read_text(a, text, sizeof(text), "/proc/sys/kernel/timer_migration");
         if (r == 0) {
-                r = parse_long(text, &v);
+                r = audit_parse_long(text, &v);
         }
         if (r < 0) {
                 sb_error(&seen, "/proc/sys/kernel/timer_migration", r);
@@ -1905,44 +2062,64 @@ static int check_timer_migration(Audit *a)
                 return finding_add(a, "timer_migration", -1, AUDIT_OK, &seen,
                                    "Timers stay on the CPU that armed them.", &fix);
         }
-        sb_printf(&fix, "sysctl -w kernel.timer_migration=0 (and persist it in /etc/sysctl.d/).");
+        sysctl_fix(a, "timer_migration", "kernel.timer_migration", "0", &fix);
         return finding_add(a, "timer_migration", -1, AUDIT_INFO, &seen,
                            "Timers may be moved between CPUs, so timer expiry work can land on "
                            "a CPU that did not arm it; real-time setups usually turn this off.",
                            &fix);
 }
 
-static void audit_free(Audit *a)
+static int check_vmstat(Audit *a)
 {
-        if (!a) {
-                return;
+        _cleanup_strbuf_ StrBuf seen = {0}, fix = {0};
+        char text[64], value[16];
+        long v = 0;
+        int r;
+
+        r = audit_read_text(a, text, sizeof(text), "/proc/sys/vm/stat_interval");
+        if (r == 0) {
+                r = audit_parse_long(text, &v);
         }
-        free(a->irqs);
-        free(a->kthreads);
-        json_decref(a->findings);
-        free(a);
+        if (r < 0) {
+                sb_error(&seen, "/proc/sys/vm/stat_interval", r);
+                return finding_add(a, "vmstat", -1, AUDIT_INFO, &seen,
+                                   "How often the memory counters of each CPU are folded is "
+                                   "unknown.",
+                                   &fix);
+        }
+        sb_printf(&seen, "vm.stat_interval=%ld", v);
+        if (v >= AUDIT_VMSTAT_INTERVAL_S) {
+                return finding_add(a, "vmstat", -1, AUDIT_OK, &seen,
+                                   "The per-CPU memory counters are folded rarely enough.", &fix);
+        }
+        snprintf(value, sizeof(value), "%d", AUDIT_VMSTAT_INTERVAL_S);
+        sysctl_fix(a, "vmstat", "vm.stat_interval", value, &fix);
+        return finding_add(a, "vmstat", -1, AUDIT_INFO, &seen,
+                           "Every vm.stat_interval seconds, each CPU whose memory counters "
+                           "changed runs vmstat_update from a kworker to fold them; a longer "
+                           "interval does it less often, at the cost of /proc/vmstat lagging "
+                           "that long.",
+                           &fix);
 }
 
-static inline void audit_freep(Audit **a)
+Audit *audit_free(Audit *a)
 {
-        audit_free(*a);
+        if (a) {
+                free(a->irqs);
+                free(a->kthreads);
+                json_decref(a->findings);
+                free(a);
+        }
+        return NULL;
 }
 
-typedef int (*CpuCheck)(Audit *a, int cpu);
-typedef int (*GlobalCheck)(Audit *a);
-
-int audit_run(const char *root, const cpu_set_t *cpus, const AuditOptions *opt, json_t **ret)
+void audit_freep(Audit **a)
 {
-        static const CpuCheck cpu_checks[] = {
-                check_isolcpus,     check_nohz_full, check_rcu_nocbs,
-                check_irq_affinity, check_workqueue, check_kthreads,
-                check_smt_sibling,  check_governor,  check_cstates,
-        };
-        static const GlobalCheck global_checks[] = {
-                check_rt_throttling,
-                check_clocksource,
-                check_timer_migration,
-        };
+        *a = audit_free(*a);
+}
+
+int audit_new(const char *root, const cpu_set_t *cpus, const AuditOptions *opt, Audit **ret)
+{
         __attribute__((cleanup(audit_freep))) Audit *a = NULL;
         size_t len;
         int r;
@@ -1972,17 +2149,41 @@ int audit_run(const char *root, const cpu_set_t *cpus, const AuditOptions *opt, 
                 audit_options_init(&a->opt);
         }
         a->cpus = *cpus;
-        a->findings = json_array();
-        if (!a->findings) {
-                return -ENOMEM;
-        }
-
         r = audit_load(a);
         if (r < 0) {
                 return r;
         }
+        *ret = a;
+        a = NULL;
+        return 0;
+}
+
+typedef int (*CpuCheck)(Audit *a, int cpu);
+typedef int (*GlobalCheck)(Audit *a);
+
+int audit_findings(Audit *a, json_t **ret)
+{
+        static const CpuCheck cpu_checks[] = {
+                check_isolcpus,     check_nohz_full, check_rcu_nocbs,
+                check_irq_affinity, check_workqueue, check_kthreads,
+                check_smt_sibling,  check_governor,  check_cstates,
+        };
+        static const GlobalCheck global_checks[] = {
+                check_rt_throttling,
+                check_clocksource,
+                check_timer_migration,
+                check_vmstat,
+        };
+        json_t *report;
+        int r;
+
+        json_decref(a->findings);
+        a->findings = json_array();
+        if (!a->findings) {
+                return -ENOMEM;
+        }
         for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-                if (!CPU_ISSET(cpu, cpus)) {
+                if (!CPU_ISSET(cpu, &a->cpus)) {
                         continue;
                 }
                 for (size_t i = 0; i < sizeof(cpu_checks) / sizeof(cpu_checks[0]); i++) {
@@ -1998,13 +2199,66 @@ int audit_run(const char *root, const cpu_set_t *cpus, const AuditOptions *opt, 
                         return r;
                 }
         }
-
-        json_t *report = json_pack("{s:O}", "findings", a->findings);
+        report = json_pack("{s:O}", "findings", a->findings);
         if (!report) {
                 return -ENOMEM;
         }
         *ret = report;
         return 0;
+}
+
+int audit_run(const char *root, const cpu_set_t *cpus, const AuditOptions *opt, json_t **ret)
+{
+        __attribute__((cleanup(audit_freep))) Audit *a = NULL;
+        int r;
+
+        if (!ret) {
+                return -EINVAL;
+        }
+        r = audit_new(root, cpus, opt, &a);
+        if (r < 0) {
+                return r;
+        }
+        return audit_findings(a, ret);
+}
+
+int audit_housekeeping(const Audit *a, cpu_set_t *ret)
+{
+        if (!a->housekeeping_known) {
+                return -ENODATA;
+        }
+        *ret = a->housekeeping;
+        return 0;
+}
+
+bool audit_is_virtual(const Audit *a)
+{
+        _cleanup_free_ char *cpuinfo = malloc(65536);
+        const char *line, *flag;
+        char text[64];
+        size_t n;
+
+        if (audit_read_text(a, text, sizeof(text), "/sys/hypervisor/type") == 0 && text[0]) {
+                return true;
+        }
+        /* The first processor's flags are enough: every CPU of a guest has the flag. */
+        if (!cpuinfo || audit_read_text(a, cpuinfo, 65536, "/proc/cpuinfo") < 0) {
+                return false;
+        }
+        line = strstr(cpuinfo, "\nflags");
+        if (!line) {
+                return false;
+        }
+        n = strcspn(line + 1, "\n");
+        for (flag = strstr(line, " hypervisor"); flag && flag < line + 1 + n;
+             flag = strstr(flag + 1, " hypervisor")) {
+                char after = flag[strlen(" hypervisor")];
+
+                if (after == ' ' || after == '\n' || after == '\0') {
+                        return true;
+                }
+        }
+        return false;
 }
 
 int audit_worst_severity(json_t *findings)

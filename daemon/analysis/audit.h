@@ -3,6 +3,7 @@
 #include <jansson.h>
 #include <sched.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* The tuning audit: for each probed CPU, and for the machine as a whole, what in the kernel
@@ -17,7 +18,11 @@
  * Check ids, in report order:
  *   per CPU:  isolcpus, nohz_full, rcu_nocbs, irq_affinity, workqueue, kthreads, smt_sibling,
  *             governor, cstates
- *   global:   rt_throttling, clocksource, timer_migration      ("cpu": null) */
+ *   global:   rt_throttling, clocksource, timer_migration, vmstat   ("cpu": null)
+ *
+ * The same knowledge answers for single causes of interruptions (audit_remedy()): what lets a
+ * given IRQ, task, work item or timer onto a probed CPU and the exact command that moves it
+ * away, worded by the same code as the findings' fixes. */
 
 typedef enum AuditSeverity {
         AUDIT_OK,
@@ -44,6 +49,9 @@ typedef struct AuditOptions {
         const char *expected_clocksource;
 } AuditOptions;
 
+/* What the audit reads of one host, for a set of probed CPUs. */
+typedef struct Audit Audit;
+
 /* Fills @opt with the defaults: SCHED_OTHER probes, AUDIT_CSTATE_LATENCY_MAX_US_DEFAULT,
  * the architecture's clocksource. */
 void audit_options_init(AuditOptions *opt);
@@ -55,6 +63,65 @@ void audit_options_init(AuditOptions *opt);
  * and returns 0. "fix" is non-empty for every warning and error. Returns -EINVAL for a NULL
  * or empty @cpus or a NULL @ret, -ENAMETOOLONG for an over-long @root, -ENOMEM. */
 int audit_run(const char *root, const cpu_set_t *cpus, const AuditOptions *opt, json_t **ret);
+
+/* Reads, below @root (NULL, "" or "/" for the real system), what the audit of the CPUs in @cpus
+ * (non-empty) looks at: the kernel command line, the isolation, the IRQs, the kernel threads,
+ * the workqueue mask. @opt may be NULL for the defaults. What cannot be read is remembered,
+ * never an error. Stores the new object in @ret and returns 0, or -EINVAL (NULL or empty @cpus,
+ * NULL @ret), -ENAMETOOLONG (over-long @root), -ENOMEM. */
+int audit_new(const char *root, const cpu_set_t *cpus, const AuditOptions *opt, Audit **ret);
+
+/* Frees @a; NULL is fine. Returns NULL. */
+Audit *audit_free(Audit *a);
+void audit_freep(Audit **a);
+
+/* Runs the checks on what @a read; stores in @ret the report audit_run() describes. Returns 0
+ * or -ENOMEM. */
+int audit_findings(Audit *a, json_t **ret);
+
+/* The housekeeping CPUs, where the fixes move things: online, neither probed nor isolated (at
+ * least not probed when that leaves none). Returns 0, or -ENODATA when the online CPUs could
+ * not be read. */
+int audit_housekeeping(const Audit *a, cpu_set_t *ret);
+
+/* Whether the host is a virtual machine (the CPU's hypervisor flag, /sys/hypervisor/type). */
+bool audit_is_virtual(const Audit *a);
+
+/* One cause of interruptions on the probed CPUs, as GetCauses names it. */
+typedef struct AuditCause {
+        /* "irq", "vector", "softirq", "task", "timer", "work", "ipi", "no_record",
+         * "unexplained" or "other" */
+        const char *kind;
+        /* the IRQ handler's, vector's, softirq's or function's name; a task's "comm:pid" */
+        const char *name;
+        /* the probed CPUs it took */
+        cpu_set_t cpus;
+        /* A task: when the newest interruption it took part in began, and the window's start,
+         * both CLOCK_BOOTTIME ns (what /proc/PID/stat's start time counts from); 0 when not
+         * known. */
+        uint64_t last_seen_ns;
+        uint64_t window_start_ns;
+        /* A work item: the kworker seen running it ("kworker/u8:2:31963"), or NULL. */
+        const char *worker;
+} AuditCause;
+
+/* The remedy for @cause on @a's host. Stores in @ret a new object:
+ *   "what":     the cause for people ("task python3:4242", "irq 36 virtio1-req.0", "hypervisor")
+ *   "check":    the audit check whose finding the setting is (null when none is)
+ *   "setting":  what lets it onto the CPU (null when not known)
+ *   "when":     "now", "reboot" (kernel arguments), "host" (only the VM's host can) or "none"
+ *               (no fix known)
+ *   "command":  the exact command, or for "reboot" the kernel arguments (null without)
+ *   "persist", "revert": how to keep the fix and how to undo it (null without)
+ *   "note":     what else to know, or why no fix is known (null without)
+ *   "ask_host": for "host", what to ask the host's administrator for (null otherwise)
+ *   "pid", "identity": for a task, its pid and whether it is the task that was seen:
+ *               "checked" (it started before the interruption), "reused" (the pid now belongs
+ *               to a task started after it), "exited", or "unchecked" (it cannot be told); only
+ *               a checked task gets a command that names its pid.
+ * Reads /proc/PID for tasks and the IRQs as audit_new() read them. Returns 0, -EINVAL for a
+ * NULL or unknown kind or name, -ENOMEM. */
+int audit_remedy(Audit *a, const AuditCause *cause, json_t **ret);
 
 /* Returns the highest severity in @findings (the "findings" array, or the report object
  * holding it); AUDIT_OK when it is empty. Returns -EINVAL when @findings is not such an array
