@@ -156,3 +156,6 @@ int jitterctl_export(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 
 /* The trace causes' shares next to the least-squares estimate (jitterctl-explain.c). */
 int jitterctl_explain(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
+
+/* What took the probed CPUs, ranked, with the fix of each (jitterctl-doctor.c). */
+int jitterctl_doctor(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
