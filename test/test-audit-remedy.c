@@ -145,6 +145,15 @@ static void well_formed(json_t *r)
         }
 }
 
+static void reread(Fixture *f, const char *cpus)
+{
+        cpu_set_t set;
+
+        assert_int_equal(cpulist_parse(cpus, &set), 0);
+        f->audit = audit_free(f->audit);
+        assert_int_equal(audit_new(f->root, &set, NULL, &f->audit), 0);
+}
+
 /* ---- IRQs ---- */
 
 static void test_irq(void **state)
@@ -247,6 +256,21 @@ static void test_kthreads(void **state)
         is(r, "revert", "echo 3 > /sys/devices/virtual/workqueue/cpumask");
         has(r, "persist", "w /sys/devices/virtual/workqueue/cpumask - - - - 1");
 
+        /* An unbound kworker confined to CPU 1 by a cpumask of CPU 1 alone is still one. */
+        fixture_tree_put(f->root, "proc/41/stat",
+                         "41 (kworker/u8:2-flush-8:0) S 2 0 0 0 -1 69238880 0 0 0 0 0 0 0 0 20 0 "
+                         "1 0 23 0 0 18446744073709551615 0 0 0 0 0 0 0 2147483647 0 1 0 0");
+        fixture_tree_put(f->root, "proc/41/status",
+                         "Name:\tkworker/u8:2\nTgid:\t41\n"
+                         "Cpus_allowed_list:\t1");
+        fixture_tree_put(f->root, "sys/devices/virtual/workqueue/cpumask", "2");
+        reread(f, "1");
+        r = remedy_seen(f, "task", "kworker/u8:2:41", 1, later, 0, NULL);
+        well_formed(r);
+        is(r, "check", "workqueue");
+        is(r, "command", "echo 1 > /sys/devices/virtual/workqueue/cpumask");
+        is(r, "revert", "echo 2 > /sys/devices/virtual/workqueue/cpumask");
+
         /* ksoftirqd/2 (22) is CPU 2's own. */
         r = remedy_seen(f, "task", "ksoftirqd/2:22", 2, later, 0, NULL);
         well_formed(r);
@@ -271,15 +295,6 @@ static void python_task(Fixture *f, const char *allowed)
                  allowed);
         fixture_tree_put(f->root, "proc/4242/status", status);
         fixture_tree_put(f->root, "proc/4242/cgroup", "0::/system.slice/trader.service");
-}
-
-static void reread(Fixture *f, const char *cpus)
-{
-        cpu_set_t set;
-
-        assert_int_equal(cpulist_parse(cpus, &set), 0);
-        f->audit = audit_free(f->audit);
-        assert_int_equal(audit_new(f->root, &set, NULL, &f->audit), 0);
 }
 
 /* The pid is nowhere in what is said of the task, nor in a command. */
@@ -346,6 +361,13 @@ static void test_task(void **state)
         well_formed(r);
         is(r, "identity", "exited");
         is(r, "what", "task python3 (exited)");
+        assert_true(json_is_null(json_object_get(r, "pid")));
+
+        /* A stat that cannot be read as one: the pid cannot be checked. */
+        fixture_tree_put(f->root, "proc/4244/stat", "4244 (truncated");
+        r = remedy_seen(f, "task", "python3:4244", 1, start + 2 * tick_ns(), 0, NULL);
+        well_formed(r);
+        is(r, "identity", "unchecked");
         assert_true(json_is_null(json_object_get(r, "pid")));
 
         /* Reused on an isolated CPU: nothing is known to do. */

@@ -261,6 +261,10 @@ static inline KthreadKind kthread_kind(const Kthread *k, int cpu)
         if (!CPU_ISSET(cpu, &k->allowed)) {
                 return KTHREAD_ELSEWHERE;
         }
+        /* An unbound kworker follows the workqueue cpumask, even one of a single CPU. */
+        if (strncmp(k->comm, "kworker/u", strlen("kworker/u")) == 0) {
+                return KTHREAD_FOLLOWER;
+        }
         if (k->flags & PF_NO_SETAFFINITY) {
                 return CPU_COUNT(&k->allowed) == 1 ? KTHREAD_PER_CPU : KTHREAD_FOLLOWER;
         }
@@ -336,6 +340,10 @@ typedef enum RcuState {
 } RcuState;
 
 NohzState audit_nohz_state(const Audit *a, int cpu);
+
+/* Whether the scheduler keeps tasks off @cpu: isolcpus= with the domain flag, or a cpuset
+ * that isolates it. */
+bool audit_domain_isolated(const Audit *a, int cpu);
 RcuState audit_rcu_state(const Audit *a, int cpu);
 
 /* The fix builders: each fills @f (empty on entry) with the fix of one setting, for the

@@ -40,17 +40,11 @@ static int first_cpu(const AuditCause *c)
         return -1;
 }
 
-static bool isolated_from_scheduler(const Audit *a, int cpu)
-{
-        return (a->isolated_error == 0 && CPU_ISSET(cpu, &a->isolated)) ||
-               CPU_ISSET(cpu, &a->cpuset_isolated);
-}
-
 /* The fix of a cause that any task landing on the CPU brings: isolate the CPU from the
  * scheduler, when it is not. */
 static void fix_not_isolated(const Audit *a, int cpu, Fix *f)
 {
-        if (isolated_from_scheduler(a, cpu)) {
+        if (audit_domain_isolated(a, cpu)) {
                 sb_sentence(&f->note,
                             "CPU %d is isolated from the scheduler already: what runs "
                             "here was placed here on purpose (its affinity) or is the "
@@ -461,11 +455,17 @@ static int remedy_task(Audit *a, const AuditCause *c, Remedy *r)
         pid = (int)v;
         r->pid = pid;
         snprintf(comm, sizeof(comm), "%.*s", (int)(colon - c->name), c->name);
+        /* A task whose /proc entry cannot be read (hidepid, a malformed stat) cannot be
+         * checked. */
         e = task_read(a, pid, &now);
-        if (e < 0 && e != -ENOENT) {
-                return e == -EINVAL ? -EINVAL : e;
+        if (e == -ENOENT) {
+                r->identity = "exited";
+        } else if (e < 0) {
+                r->identity = "unchecked";
+                snprintf(now.comm, sizeof(now.comm), "unreadable");
+        } else {
+                r->identity = task_identity(&now, c);
         }
-        r->identity = e == -ENOENT ? "exited" : task_identity(&now, c);
         if (strcmp(r->identity, "checked") != 0) {
                 r->pid = 0;
                 remedy_task_gone(a, comm, &now, cpu, r);

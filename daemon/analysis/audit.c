@@ -869,7 +869,7 @@ static void sb_error(StrBuf *sb, const char *what, int error)
         sb_printf(sb, "%s not readable (%s)", what, strerror(-error));
 }
 
-static bool domain_isolated(const Audit *a, int cpu)
+bool audit_domain_isolated(const Audit *a, int cpu)
 {
         return (a->isolated_error == 0 && CPU_ISSET(cpu, &a->isolated)) ||
                CPU_ISSET(cpu, &a->cpuset_isolated) ||
@@ -1295,7 +1295,8 @@ static int check_isolcpus(Audit *a, int cpu)
                 severity = AUDIT_INFO;
                 why = "Neither the kernel command line nor /sys/devices/system/cpu/isolated "
                       "could be read, so whether this CPU is isolated is unknown.";
-        } else if (domain_isolated(a, cpu) && listed && (c->isolcpus_flags & ISOL_MANAGED_IRQ)) {
+        } else if (audit_domain_isolated(a, cpu) && listed &&
+                   (c->isolcpus_flags & ISOL_MANAGED_IRQ)) {
                 severity = AUDIT_OK;
                 why = "The scheduler neither places nor balances tasks onto this CPU, and "
                       "managed interrupts avoid it.";
@@ -1312,7 +1313,7 @@ static int check_isolcpus(Audit *a, int cpu)
                                 "that partition run there. Managed interrupts may still be routed "
                                 "to it, and the isolation ends with the partition or at reboot.";
                 isolcpus_fix(a, &fix);
-        } else if (domain_isolated(a, cpu)) {
+        } else if (audit_domain_isolated(a, cpu)) {
                 severity = AUDIT_INFO;
                 why = "Isolated from scheduling, but without the managed_irq flag the kernel may "
                       "still route managed interrupts (NVMe, multi-queue NIC and virtio queues) "
@@ -1691,7 +1692,7 @@ static int check_smt_sibling(Audit *a, int cpu)
                 }
                 if (CPU_ISSET(s, &a->cpus)) {
                         CPU_SET(s, &probed);
-                } else if (!domain_isolated(a, s)) {
+                } else if (!audit_domain_isolated(a, s)) {
                         CPU_SET(s, &busy);
                 }
         }
