@@ -2,6 +2,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -219,6 +220,14 @@ static inline unsigned __int128 get_u128(Reader *r)
  * never undone: they hold for the totals and the pending period; a window takes its own from
  * the queues of its ring. */
 
+/* The buckets of one histogram a sum has held so far: lo .. lo + n - 1, both multiples of 4.
+ * A real CPU fills a few hundred of its 1920 (values from its loop's period to its longest
+ * interruption), so a sum holds those, grown as needed and never shrunk. */
+typedef struct Range {
+        uint32_t lo, n;
+        uint64_t *c;
+} Range;
+
 typedef struct Sum {
         Res res;
         uint32_t coarser; /* intervals in it kept at a coarser resolution than res */
@@ -229,45 +238,75 @@ typedef struct Sum {
         Stats gap;
         SignedStats dd;
         uint64_t *attrib; /* ATTRIB_MAX_SOURCES counts, by source id */
-        uint64_t *hist;   /* gap, dd negative, dd positive: res_buckets(res) each */
+        Range hist[3];    /* gap, dd negative, dd positive, in buckets of res */
 } Sum;
 
-/* A ProbeSlot's three histograms lie one after the other, so a query merges straight into
- * them as into the histograms of a fine Sum. */
-_Static_assert(offsetof(ProbeSlot, dd_hist) == offsetof(ProbeSlot, gap_hist) + sizeof(Histogram) &&
-                       offsetof(SignedHistogram, pos) == sizeof(Histogram) &&
-                       sizeof(SignedHistogram) == 2 * sizeof(Histogram),
-               "ProbeSlot's histograms are not contiguous");
-
-static inline uint64_t *sum_hist(const Sum *s, unsigned k)
+/* Makes @r hold buckets @lo..@hi (and what it held). Returns 0 or -ENOMEM (@r unchanged). */
+static int range_reserve(Range *r, unsigned lo, unsigned hi)
 {
-        return s->hist + (size_t)k * res_buckets(s->res);
+        unsigned new_lo, new_hi;
+        uint64_t *c;
+
+        if (r->n > 0 && lo >= r->lo && hi < r->lo + r->n) {
+                return 0;
+        }
+        new_lo = lo & ~3u;
+        new_hi = (hi | 3u) + 1;
+        if (r->n > 0) {
+                new_lo = r->lo < new_lo ? r->lo : new_lo;
+                new_hi = r->lo + r->n > new_hi ? r->lo + r->n : new_hi;
+        }
+        c = calloc(new_hi - new_lo, sizeof(uint64_t));
+        if (!c) {
+                return -ENOMEM;
+        }
+        if (r->n > 0) {
+                memcpy(c + (r->lo - new_lo), r->c, r->n * sizeof(uint64_t));
+        }
+        free(r->c);
+        r->c = c;
+        r->lo = new_lo;
+        r->n = new_hi - new_lo;
+        return 0;
 }
 
-/* Empties @s (its arrays too), keeping its resolution and arrays. */
+/* Empties @s, keeping its resolution and the room it has. */
 static void sum_clear(Sum *s)
 {
         Sum keep = *s;
 
-        *s = (Sum){.res = keep.res, .attrib = keep.attrib, .hist = keep.hist};
+        *s = (Sum){.res = keep.res, .attrib = keep.attrib};
+        memcpy(s->hist, keep.hist, sizeof(s->hist));
         stats_init(&s->gap);
         signed_stats_init(&s->dd);
         memset(s->attrib, 0, ATTRIB_MAX_SOURCES * sizeof(uint64_t));
-        memset(s->hist, 0, 3 * res_buckets(s->res) * sizeof(uint64_t));
+        for (unsigned k = 0; k < 3; k++) {
+                if (s->hist[k].n > 0) {
+                        memset(s->hist[k].c, 0, s->hist[k].n * sizeof(uint64_t));
+                }
+        }
 }
 
-/* A sum with its arrays in one allocation (free() frees it all). */
+/* An empty sum; its attribution in the same allocation, its histograms' room added as it is
+ * needed (sum_free() frees it all). */
 static Sum *sum_new(Res res)
 {
-        Sum *s = malloc(sizeof(Sum) +
-                        (ATTRIB_MAX_SOURCES + 3 * res_buckets(res)) * sizeof(uint64_t));
+        Sum *s = malloc(sizeof(Sum) + ATTRIB_MAX_SOURCES * sizeof(uint64_t));
 
         if (s) {
                 *s = (Sum){.res = res, .attrib = (uint64_t *)(s + 1)};
-                s->hist = s->attrib + ATTRIB_MAX_SOURCES;
                 sum_clear(s);
         }
         return s;
+}
+
+static Sum *sum_free(Sum *s)
+{
+        for (unsigned k = 0; s && k < 3; k++) {
+                free(s->hist[k].c);
+        }
+        free(s);
+        return NULL;
 }
 
 /* The fields of a blob before its attribution and histograms. */
@@ -338,8 +377,8 @@ static void sum_apply_header(Sum *s, const BlobHeader *b, uint64_t start_ns, uin
 }
 
 /* Adds the whole of @src into @dst (same resolution): the pending period into a long window
- * rebuilt from a checkpoint. */
-static void sum_add_sum(Sum *dst, const Sum *src)
+ * rebuilt from a checkpoint. Returns 0 or -ENOMEM (@dst unchanged). */
+static int sum_add_sum(Sum *dst, const Sum *src)
 {
         BlobHeader b = {
                 .intervals = src->intervals,
@@ -351,17 +390,29 @@ static void sum_add_sum(Sum *dst, const Sum *src)
                 .gap = src->gap,
                 .dd = src->dd,
         };
-        unsigned nb = res_buckets(src->res);
 
         assert(dst->res == src->res);
+        for (unsigned k = 0; k < 3; k++) {
+                const Range *r = &src->hist[k];
+
+                if (r->n > 0 && range_reserve(&dst->hist[k], r->lo, r->lo + r->n - 1) < 0) {
+                        return -ENOMEM;
+                }
+        }
         sum_apply_header(dst, &b, src->start_ns, src->end_ns, src->duration_ns, false);
         dst->coarser += src->coarser;
         for (unsigned i = 0; i < ATTRIB_MAX_SOURCES; i++) {
                 dst->attrib[i] += src->attrib[i];
         }
-        for (unsigned i = 0; i < 3 * nb; i++) {
-                dst->hist[i] += src->hist[i];
+        for (unsigned k = 0; k < 3; k++) {
+                const Range *r = &src->hist[k];
+                Range *d = &dst->hist[k];
+
+                for (unsigned i = 0; i < r->n; i++) {
+                        d->c[r->lo - d->lo + i] += r->c[i];
+                }
         }
+        return 0;
 }
 
 /* --- interval blobs ------------------------------------------------------------------------ *
@@ -376,15 +427,17 @@ static void sum_add_sum(Sum *dst, const Sum *src)
  *   knows (Interval.res; the totals fine, the pending period coarse).
  * The attribution comes before the histograms so per-interval timelines never scan those. */
 
-static uint8_t *put_hist(uint8_t *p, const uint64_t *counts, unsigned nb)
+/* Encodes the histogram whose buckets @r holds (the others are empty). */
+static uint8_t *put_hist(uint8_t *p, const Range *r)
 {
+        const uint64_t *counts = r->c;
         unsigned next = 0;
 
-        for (unsigned i = 0; i < nb; i++) {
+        for (unsigned i = 0; i < r->n; i++) {
                 uint64_t c = counts[i];
-                unsigned skip;
+                unsigned skip, at = r->lo + i;
 
-                /* Most buckets are empty: skip them four at a time (nb is a multiple of 4). */
+                /* Most buckets are empty: skip them four at a time (n is a multiple of 4). */
                 if ((i & 3) == 0 && (c | counts[i + 1] | counts[i + 2] | counts[i + 3]) == 0) {
                         i += 3;
                         continue;
@@ -392,16 +445,16 @@ static uint8_t *put_hist(uint8_t *p, const uint64_t *counts, unsigned nb)
                 if (c == 0) {
                         continue;
                 }
-                skip = i != next;
+                skip = at != next;
                 if (c < (UINT64_C(1) << 63)) {
                         p = put_u64(p, c << 1 | skip);
                 } else {
                         p = put_u128(p, (unsigned __int128)c << 1 | skip);
                 }
                 if (skip) {
-                        p = put_u64(p, i - next - 1);
+                        p = put_u64(p, at - next - 1);
                 }
-                next = i + 1;
+                next = at + 1;
         }
         *p++ = 0;
         return p;
@@ -428,10 +481,10 @@ static uint8_t *put_header(uint8_t *p, const BlobHeader *b)
 }
 
 /* Encodes @b, the attribution (from @delta, or the dense counts @dense; either may be NULL)
- * and the three histograms @hist of @nb buckets each into @buf, which has the room
- * blob_bound() says (at most BLOB_MAX bytes). Returns the size. */
+ * and the three histograms @hist into @buf, which has the room blob_bound() says (at most
+ * BLOB_MAX bytes). Returns the size. */
 static size_t blob_encode(uint8_t *buf, const BlobHeader *b, const AttribDelta *delta,
-                          const uint64_t *dense, const uint64_t *const hist[3], unsigned nb)
+                          const uint64_t *dense, const Range hist[3])
 {
         uint8_t *p = put_header(buf, b), *count_at;
         size_t n = 0;
@@ -458,7 +511,7 @@ static size_t blob_encode(uint8_t *buf, const BlobHeader *b, const AttribDelta *
         count_at[0] = (uint8_t)((n & 0x7f) | 0x80);
         count_at[1] = (uint8_t)(n >> 7);
         for (unsigned k = 0; k < 3; k++) {
-                p = put_hist(p, hist[k], nb);
+                p = put_hist(p, &hist[k]);
         }
         assert((size_t)(p - buf) <= BLOB_MAX);
         return (size_t)(p - buf);
@@ -478,10 +531,13 @@ static size_t blob_encode_slot(uint8_t *buf, const ProbeSlot *s, bool stalled,
                 .gap = s->gap,
                 .dd = s->dd,
         };
-        const uint64_t *hist[3] = {s->gap_hist.counts, s->dd_hist.neg.counts,
-                                   s->dd_hist.pos.counts};
+        const Range hist[3] = {
+                {0, HIST_BUCKETS, (uint64_t *)s->gap_hist.counts},
+                {0, HIST_BUCKETS, (uint64_t *)s->dd_hist.neg.counts},
+                {0, HIST_BUCKETS, (uint64_t *)s->dd_hist.pos.counts},
+        };
 
-        return blob_encode(buf, &b, attrib, NULL, hist, HIST_BUCKETS);
+        return blob_encode(buf, &b, attrib, NULL, hist);
 }
 
 /* Encodes a sum (the totals, the pending period) at its resolution. */
@@ -497,9 +553,7 @@ static size_t blob_encode_sum(uint8_t *buf, const Sum *s)
                 .gap = s->gap,
                 .dd = s->dd,
         };
-        const uint64_t *hist[3] = {sum_hist(s, 0), sum_hist(s, 1), sum_hist(s, 2)};
-
-        return blob_encode(buf, &b, NULL, s->attrib, hist, res_buckets(s->res));
+        return blob_encode(buf, &b, NULL, s->attrib, s->hist);
 }
 
 /* Non-empty buckets of @counts (@nb of them, a multiple of 4): the tokens put_hist() writes. */
@@ -533,8 +587,12 @@ static size_t slot_bound(const ProbeSlot *s, const AttribDelta *a)
 
 static size_t sum_bound(const Sum *s)
 {
-        return blob_bound(hist_nonzero(s->attrib, ATTRIB_MAX_SOURCES),
-                          hist_nonzero(s->hist, 3 * res_buckets(s->res)));
+        size_t buckets = 0;
+
+        for (unsigned k = 0; k < 3; k++) {
+                buckets += hist_nonzero(s->hist[k].c, s->hist[k].n);
+        }
+        return blob_bound(hist_nonzero(s->attrib, ATTRIB_MAX_SOURCES), buckets);
 }
 
 static void blob_read_header(Reader *r, BlobHeader *b)
@@ -629,26 +687,104 @@ static const uint16_t *res_table(Res from, Res to)
 }
 
 /* Adds (or takes out) @m bucket counts @count at @idx, through @table (NULL: as they are),
- * to the histogram @hist. */
-static void hist_apply(uint64_t *hist, const unsigned *idx, const uint64_t *count, unsigned m,
+ * to the histogram @r, which has room for them (interval_reserve()). */
+static void hist_apply(Range *r, const unsigned *idx, const uint64_t *count, unsigned m,
                        const uint16_t *table, bool subtract)
 {
         uint64_t sign = subtract ? UINT64_MAX : 1; /* -1 or +1 modulo 2^64 */
 
+        if (m == 0) {
+                return;
+        }
+        /* Indexes rise, and so do their mapped ones: the first and last say all are inside. */
+        assert((table ? table[idx[0]] : idx[0]) >= r->lo &&
+               (table ? table[idx[m - 1]] : idx[m - 1]) < r->lo + r->n);
         if (table) {
                 for (unsigned i = 0; i < m; i++) {
-                        hist[table[idx[i]]] += sign * count[i];
+                        r->c[table[idx[i]] - r->lo] += sign * count[i];
                 }
         } else {
                 for (unsigned i = 0; i < m; i++) {
-                        hist[idx[i]] += sign * count[i];
+                        r->c[idx[i] - r->lo] += sign * count[i];
                 }
         }
 }
 
+/* Makes room in the histogram @h of each of the @n sums @sums for the buckets @lo..@hi of
+ * resolution @res. Returns 0 or -ENOMEM (what room was made stays, and is harmless). */
+static int sums_reserve(Sum *const *sums, unsigned n, unsigned h, Res res, unsigned lo, unsigned hi)
+{
+        for (unsigned k = 0; k < n; k++) {
+                const uint16_t *table = res_table(res, sums[k]->res);
+
+                if (range_reserve(&sums[k]->hist[h], table ? table[lo] : lo,
+                                  table ? table[hi] : hi) < 0) {
+                        return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
+/* Makes room in each of the @n sums @sums for the buckets of the interval @iv, before it is
+ * added (taking it out needs none: it is there). Returns 0 or -ENOMEM. */
+static int interval_reserve(const Interval *iv, Sum *const *sums, unsigned n)
+{
+        Reader r = {iv->blob, iv->blob + iv->size, false};
+        const unsigned nb = res_buckets((Res)iv->res);
+        uint64_t n_attrib, count;
+        BlobHeader b;
+
+        blob_read_header(&r, &b);
+        n_attrib = attrib_count(&r);
+        for (uint64_t i = 0; i < 2 * n_attrib; i++) {
+                (void)get_u64(&r);
+        }
+        for (unsigned h = 0; h < 3; h++) {
+                unsigned next = 0, idx, lo = UINT_MAX, hi = 0;
+
+                while (hist_next(&r, &next, nb, &idx, &count)) {
+                        lo = idx < lo ? idx : lo;
+                        hi = idx;
+                }
+                if (lo != UINT_MAX && header_has_data(&b) &&
+                    sums_reserve(sums, n, h, (Res)iv->res, lo, hi) < 0) {
+                        return -ENOMEM;
+                }
+        }
+        assert(!r.bad && r.p == r.end);
+        return 0;
+}
+
+/* The same for a slot about to be added as a fine interval, from its arrays: the first and
+ * last non-empty bucket of each histogram are found from the ends, without decoding. */
+static int slot_reserve(const ProbeSlot *s, Sum *const *sums, unsigned n)
+{
+        const uint64_t *hist[3] = {s->gap_hist.counts, s->dd_hist.neg.counts,
+                                   s->dd_hist.pos.counts};
+
+        if (s->gap.count == 0 && s->events == 0) {
+                return 0; /* no sum takes its histograms (header_has_data()) */
+        }
+        for (unsigned h = 0; h < 3; h++) {
+                unsigned lo = 0, hi = HIST_BUCKETS;
+
+                while (lo < HIST_BUCKETS && hist[h][lo] == 0) {
+                        lo++;
+                }
+                while (hi > lo && hist[h][hi - 1] == 0) {
+                        hi--;
+                }
+                if (lo < hi && sums_reserve(sums, n, h, RES_FINE, lo, hi - 1) < 0) {
+                        return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
 /* Adds the interval @iv to the @n sums @sums (or takes it out of them, with @subtract), its
  * source ids through @map (NULL: unchanged): decoded once for all of them. @iv's blob is ours
- * or was checked by blob_check(). Returns its header in @ret (may be NULL). */
+ * or was checked by blob_check(); the sums have room for it (interval_reserve()). Returns its
+ * header in @ret (may be NULL). */
 static void interval_apply(const Interval *iv, const uint16_t *map, Sum *const *sums, unsigned n,
                            bool subtract, BlobHeader *ret)
 {
@@ -685,7 +821,7 @@ static void interval_apply(const Interval *iv, const uint16_t *map, Sum *const *
                         m++;
                 }
                 for (unsigned k = 0; data && k < n; k++) {
-                        hist_apply(sum_hist(sums[k], h), idx, count, m,
+                        hist_apply(&sums[k]->hist[h], idx, count, m,
                                    res_table((Res)iv->res, sums[k]->res), subtract);
                 }
         }
@@ -752,7 +888,7 @@ static size_t blob_fold(const uint8_t *blob, size_t size, uint8_t *out)
                 while (hist_next(&r, &next, HIST_BUCKETS, &idx, &count)) {
                         acc[fine_to_coarse[idx]] += count;
                 }
-                p = put_hist(p, acc, COARSE_BUCKETS);
+                p = put_hist(p, &(Range){0, COARSE_BUCKETS, acc});
         }
         assert(!r.bad && r.p == r.end && (size_t)(p - out) <= size);
         return (size_t)(p - out);
@@ -1061,10 +1197,10 @@ static CpuHistory *cpu_free(CpuHistory *c)
         free(c->coarse.items);
         free(c->fine.qseq);
         free(c->coarse.qseq);
-        free(c->total);
-        free(c->pending);
+        sum_free(c->total);
+        sum_free(c->pending);
         for (unsigned w = 0; w < WINDOWS; w++) {
-                free(c->win[w].sum);
+                sum_free(c->win[w].sum);
         }
         for (unsigned b = 0; b < HISTORY_BANDS; b++) {
                 free(c->bands[b].ev);
@@ -1267,7 +1403,9 @@ static int band_push(Band *b, uint32_t cap, const StoredEvent *ev)
                 return -ENOMEM;
         }
         if (b->n == b->alloc && b->alloc < cap) {
-                uint32_t n = b->alloc ? b->alloc * 2 : 64;
+                /* Doubling, then 1024 more at a time: a band that fills slowly (the long
+                 * interruptions) wastes at most 16 KiB. */
+                uint32_t n = b->alloc == 0 ? 64 : b->alloc < 1024 ? b->alloc * 2 : b->alloc + 1024;
 
                 /* Short of memory, the band stays as large as it is: the oldest goes. */
                 (void)band_realloc(b, n > cap ? cap : n, b->wide || !band_fits(b, ev));
@@ -1515,6 +1653,11 @@ int history_add_interval(History *h, int cpu, uint64_t start_ns, uint64_t durati
         }
 
         /* Allocate everything before changing anything, so a failure leaves no trace. */
+        sums[0] = c->total;
+        sums[1] = c->pending;
+        for (unsigned w = 0; w < WINDOWS; w++) {
+                sums[2 + w] = c->win[w].sum;
+        }
         fine.end_ns = start_ns + duration_ns;
         r = scratch_reserve(h, slot_bound(slot, attrib));
         if (r < 0) {
@@ -1522,6 +1665,11 @@ int history_add_interval(History *h, int cpu, uint64_t start_ns, uint64_t durati
         }
         r = interval_from_scratch(h, blob_encode_slot(h->scratch, slot, stalled, attrib), &fine);
         if (r < 0) {
+                return r;
+        }
+        r = slot_reserve(slot, sums, 2 + WINDOWS);
+        if (r < 0) {
+                free(fine.blob);
                 return r;
         }
         finish = c->pending->intervals > 0 && start_ns >= c->pending->period_end_ns;
@@ -1553,11 +1701,6 @@ int history_add_interval(History *h, int cpu, uint64_t start_ns, uint64_t durati
         ring_append(c, &c->fine, &fine);
         /* The new interval goes into the totals, the pending period and every window (the
          * long ones hold the pending period); then the windows let go of what is too old. */
-        sums[0] = c->total;
-        sums[1] = c->pending;
-        for (unsigned w = 0; w < WINDOWS; w++) {
-                sums[2 + w] = c->win[w].sum;
-        }
         interval_apply(&fine, NULL, sums, 2 + WINDOWS, false, NULL);
         c->have_last = true;
         c->last_start_ns = start_ns;
@@ -1691,15 +1834,15 @@ static void sum_to_window(const Sum *s, HistoryWindow *ret)
         slot->dd.sum = s->dd.sum;
         slot->dd.sumsq = s->dd.sumsq;
         for (unsigned k = 0; k < 3; k++) {
-                if (s->res == RES_FINE) {
-                        if (sum_hist(s, k) != h[k]->counts) {
-                                memcpy(h[k]->counts, sum_hist(s, k), sizeof(h[k]->counts));
-                        }
-                        continue;
+                const Range *r = &s->hist[k];
+
+                if (r->c == h[k]->counts) {
+                        continue; /* a query's sum, merged in place */
                 }
                 memset(h[k]->counts, 0, sizeof(h[k]->counts));
-                for (unsigned i = 0; i < COARSE_BUCKETS; i++) {
-                        h[k]->counts[coarse_to_fine[i]] = sum_hist(s, k)[i];
+                for (unsigned i = 0; i < r->n; i++) {
+                        h[k]->counts[s->res == RES_FINE ? r->lo + i : coarse_to_fine[r->lo + i]] =
+                                r->c[i];
                 }
         }
         attrib_from_dense(s->attrib, &ret->attrib);
@@ -1805,7 +1948,13 @@ int history_query(History *h, int cpu, uint64_t from_ns, uint64_t to_ns, bool al
         }
         /* A sum whose histograms are the reply's: merged in place, nothing allocated. */
         probe_slot_clear(&ret->slot);
-        sum = (Sum){.res = RES_FINE, .attrib = attrib, .hist = ret->slot.gap_hist.counts};
+        sum = (Sum){
+                .res = RES_FINE,
+                .attrib = attrib,
+                .hist = {{0, HIST_BUCKETS, ret->slot.gap_hist.counts},
+                         {0, HIST_BUCKETS, ret->slot.dd_hist.neg.counts},
+                         {0, HIST_BUCKETS, ret->slot.dd_hist.pos.counts}},
+        };
         stats_init(&sum.gap);
         signed_stats_init(&sum.dd);
         ret->from_ns = ret->to_ns = 0;
@@ -2673,7 +2822,7 @@ static int ring_remap(CpuHistory *c, IntervalRing *ring, const uint16_t *map, ui
  * loaded: each window gets the intervals the header's rule gives it for the newest interval,
  * and fine intervals no fine window holds any more are kept coarse, as if they had been added
  * one by one. */
-static void cpu_rebuild(History *h, CpuHistory *c)
+static int cpu_rebuild(History *h, CpuHistory *c)
 {
         IntervalRing *rings[2] = {&c->fine, &c->coarse};
         uint64_t e = c->last_start_ns + h->opt.interval_ns;
@@ -2698,10 +2847,14 @@ static void cpu_rebuild(History *h, CpuHistory *c)
                         win->first++;
                 }
                 for (uint32_t seq = win->first; seq != r->end_seq; seq++) {
+                        if (interval_reserve(ring_seq(r, seq), &win->sum, 1) < 0) {
+                                return -ENOMEM;
+                        }
                         interval_apply(ring_seq(r, seq), NULL, &win->sum, 1, false, NULL);
                 }
-                if (win->coarse && c->pending->intervals > 0) {
-                        sum_add_sum(win->sum, c->pending);
+                if (win->coarse && c->pending->intervals > 0 &&
+                    sum_add_sum(win->sum, c->pending) < 0) {
+                        return -ENOMEM;
                 }
         }
         if (h->age_window >= 0) {
@@ -2710,6 +2863,7 @@ static void cpu_rebuild(History *h, CpuHistory *c)
                         interval_age(h, c, ring_seq(&c->fine, seq));
                 }
         }
+        return 0;
 }
 
 /* Makes the CPUs read by @l usable: source ids into @map's numbering (NULL: unchanged), sums
@@ -2734,11 +2888,18 @@ static int loader_finish(History *h, Loader *l, const uint16_t *map)
                                 return r;
                         }
                 }
+                if (interval_reserve(&lc->total, &c->total, 1) < 0 ||
+                    interval_reserve(&lc->pending, &c->pending, 1) < 0) {
+                        return -ENOMEM;
+                }
                 interval_apply(&lc->total, map, &c->total, 1, false, NULL);
                 /* A version-1 pending period is folded to the coarse resolution here. */
                 interval_apply(&lc->pending, map, &c->pending, 1, false, NULL);
                 c->pending->period_end_ns = lc->pending.period_end_ns;
-                cpu_rebuild(h, c);
+                r = cpu_rebuild(h, c);
+                if (r < 0) {
+                        return r;
+                }
         }
         return 0;
 }
