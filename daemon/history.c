@@ -88,16 +88,6 @@ static inline unsigned res_bits(Res res)
         return res == RES_FINE ? HIST_SUB_BITS : HISTORY_COARSE_SUB_BITS;
 }
 
-/* Bucket @i of resolution @from as a bucket of resolution @to, which is the same or, from
- * coarse to fine, the highest fine bucket the coarse one spans. */
-static inline unsigned res_map(unsigned i, Res from, Res to)
-{
-        if (from == to) {
-                return i;
-        }
-        return from == RES_FINE ? fine_to_coarse[i] : coarse_to_fine[i];
-}
-
 uint64_t history_bucket_lower(unsigned sub_bits, unsigned index)
 {
         if (sub_bits != HISTORY_COARSE_SUB_BITS || index >= HIST_BUCKETS) {
@@ -1122,7 +1112,7 @@ typedef struct CompactEvent {
 typedef struct Band {
         void *ev; /* alloc CompactEvent, or StoredEvent when wide */
         bool wide;
-        int64_t real_base_ns; /* start_real_ns - start_ns of the first event, as compact */
+        uint64_t real_base_ns; /* start_real_ns - start_ns of the first event (modulo 2^64) */
         uint32_t alloc, head, n;
         uint64_t dropped;
 } Band;
@@ -1332,15 +1322,23 @@ static StoredEvent band_at(const Band *b, uint32_t i)
         e = &((const CompactEvent *)b->ev)[k];
         return (StoredEvent){
                 .start_ns = e->start_ns,
-                .start_real_ns = e->start_ns + (uint64_t)(b->real_base_ns + e->real_delta_ns),
+                .start_real_ns =
+                        e->start_ns + b->real_base_ns + (uint64_t)(int64_t)e->real_delta_ns,
                 .duration_ns = e->duration_ns,
         };
+}
+
+/* @ev's CLOCK_REALTIME as its difference to that of @b's first event, all modulo 2^64 as
+ * they are put back together. */
+static int64_t band_real_delta(const Band *b, const StoredEvent *ev)
+{
+        return (int64_t)(ev->start_real_ns - ev->start_ns - b->real_base_ns);
 }
 
 /* Whether @ev can be stored compact in @b (whose real_base_ns is set). */
 static bool band_fits(const Band *b, const StoredEvent *ev)
 {
-        int64_t delta = (int64_t)(ev->start_real_ns - ev->start_ns) - b->real_base_ns;
+        int64_t delta = band_real_delta(b, ev);
 
         return ev->duration_ns <= UINT32_MAX && delta >= INT32_MIN && delta <= INT32_MAX;
 }
@@ -1363,8 +1361,7 @@ static int band_realloc(Band *b, uint32_t alloc, bool wide)
                         ((CompactEvent *)ev)[i] = (CompactEvent){
                                 .start_ns = e.start_ns,
                                 .duration_ns = (uint32_t)e.duration_ns,
-                                .real_delta_ns = (int32_t)((int64_t)(e.start_real_ns - e.start_ns) -
-                                                           b->real_base_ns),
+                                .real_delta_ns = (int32_t)band_real_delta(b, &e),
                         };
                 }
         }
@@ -1385,8 +1382,7 @@ static void band_put(Band *b, uint32_t k, const StoredEvent *ev)
         ((CompactEvent *)b->ev)[k] = (CompactEvent){
                 .start_ns = ev->start_ns,
                 .duration_ns = (uint32_t)ev->duration_ns,
-                .real_delta_ns =
-                        (int32_t)((int64_t)(ev->start_real_ns - ev->start_ns) - b->real_base_ns),
+                .real_delta_ns = (int32_t)band_real_delta(b, ev),
         };
 }
 
@@ -1396,7 +1392,7 @@ static void band_put(Band *b, uint32_t k, const StoredEvent *ev)
 static int band_push(Band *b, uint32_t cap, const StoredEvent *ev)
 {
         if (b->n == 0 && !b->wide) {
-                b->real_base_ns = (int64_t)(ev->start_real_ns - ev->start_ns);
+                b->real_base_ns = ev->start_real_ns - ev->start_ns;
         }
         if (!b->wide && b->alloc > 0 && !band_fits(b, ev) && band_realloc(b, b->alloc, true) < 0) {
                 b->dropped++;
@@ -2176,6 +2172,36 @@ size_t history_events(History *h, const cpu_set_t *cpus, uint64_t since_ns,
         return n;
 }
 
+size_t history_band_events(History *h, int cpu, unsigned band, uint64_t since_ns, HistoryEvent *ret,
+                           size_t max)
+{
+        const CpuHistory *c = h ? cpu_find(h, cpu) : NULL;
+        const Band *b;
+        size_t n = 0;
+        uint32_t first;
+
+        if (!c || !ret || band >= HISTORY_BANDS) {
+                return 0;
+        }
+        b = &c->bands[band];
+        /* The newest @max at or after @since_ns: count them from the newest back. */
+        for (first = b->n; first > 0 && n < max && band_at(b, first - 1).start_ns >= since_ns;
+             first--) {
+                n++;
+        }
+        for (size_t i = 0; i < n; i++) {
+                StoredEvent e = band_at(b, first + (uint32_t)i);
+
+                ret[i] = (HistoryEvent){
+                        .cpu = cpu,
+                        .start_ns = e.start_ns,
+                        .start_real_ns = e.start_real_ns,
+                        .duration_ns = e.duration_ns,
+                };
+        }
+        return n;
+}
+
 void history_reset(History *h, int cpu)
 {
         if (!h) {
@@ -2727,8 +2753,8 @@ static void load_events_v1(History *h, Loader *l, CpuHistory *c)
         c->dropped_before_unknown = true;
 }
 
-/* Each band's events belong to it and come oldest first; those beyond this history's cap go
- * (oldest first) and are counted with the file's drops. */
+/* Each band's events belong to it; those beyond this history's cap go (the first read first)
+ * and are counted with the file's drops. */
 static void load_events(History *h, Loader *l, CpuHistory *c)
 {
         FileReader *r = &l->r;
@@ -2740,19 +2766,20 @@ static void load_events(History *h, Loader *l, CpuHistory *c)
         c->dropped_before_unknown = flags & FLAG_DROPPED_BEFORE_UNKNOWN;
         for (unsigned b = 0; b < HISTORY_BANDS && r->error == 0; b++) {
                 Band *band = &c->bands[b];
-                uint64_t dropped = r_uint(r, 8), n = r_uint(r, 4), last = 0;
+                uint64_t dropped = r_uint(r, 8), n = r_uint(r, 4);
 
+                /* In the order they came, which is time order but for what the mapping of
+                 * counter to clock moved back between two intervals. */
                 for (uint64_t i = 0; i < n && r->error == 0; i++) {
                         StoredEvent e;
 
                         r_event(r, &e);
-                        if (r->error == 0 && (band_of(e.duration_ns) != b || e.start_ns < last)) {
+                        if (r->error == 0 && band_of(e.duration_ns) != b) {
                                 r_fail(r);
                         } else if (r->error == 0 &&
                                    band_push(band, h->opt.events_per_cpu, &e) < 0) {
                                 r->error = -ENOMEM;
                         }
-                        last = e.start_ns;
                 }
                 band->dropped += dropped;
         }

@@ -219,6 +219,13 @@ int history_foreach_point(History *h, int cpu, uint64_t from_ns, uint64_t to_ns,
 size_t history_events(History *h, const cpu_set_t *cpus, uint64_t since_ns,
                       uint64_t min_duration_ns, HistoryEvent *ret, size_t max);
 
+/* Copies up to @max events of band @band of @cpu that started at or after @since_ns into
+ * @ret, newest last (the newest @max when there are more): what a search within one band (a
+ * periodic theft beside a flood of short interruptions) works on. Returns the number copied:
+ * 0 for a CPU the history has never seen or a band out of range. */
+size_t history_band_events(History *h, int cpu, unsigned band, uint64_t since_ns,
+                           HistoryEvent *ret, size_t max);
+
 /* Forgets everything of @cpu (-1: every CPU): intervals, windows, totals, events and their
  * drop counts. The CPU stays known (queries give empty windows). */
 void history_reset(History *h, int cpu);

@@ -1163,7 +1163,7 @@ static void assert_bands(History *h, int cpu, const EventLog *log, unsigned cap,
         HistoryBand bands[HISTORY_BANDS];
         size_t fed[HISTORY_BANDS] = {0}, seen[HISTORY_BANDS] = {0}, total = 0, got;
         bool *keep = calloc(log->n + 1, sizeof(*keep));
-        HistoryEvent *ev = calloc(log->n + 1, sizeof(*ev));
+        HistoryEvent *ev = calloc(log->n + 4, sizeof(*ev));
         cpu_set_t one;
 
         for (size_t i = 0; i < log->n; i++) {
@@ -1193,6 +1193,29 @@ static void assert_bands(History *h, int cpu, const EventLog *log, unsigned cap,
                 assert_int_equal(bands[b].oldest_ns, oldest);
                 assert_int_equal(bands[b].newest_ns, newest);
         }
+        /* Each band alone, and the newest 3 of it. */
+        for (unsigned b = 0; b < HISTORY_BANDS; b++) {
+                size_t k = 0, n_band = history_band_events(h, cpu, b, 0, ev, log->n + 1);
+
+                assert_int_equal(n_band, bands[b].kept);
+                for (size_t i = 0; i < log->n; i++) {
+                        if (keep[i] && band_of_ref(log->ev[i].duration_ns) == b) {
+                                assert_int_equal(ev[k].start_ns, log->ev[i].start_ns);
+                                assert_int_equal(ev[k].duration_ns, log->ev[i].duration_ns);
+                                k++;
+                        }
+                }
+                assert_int_equal(k, n_band);
+                if (n_band >= 3) {
+                        uint64_t newest = ev[n_band - 1].start_ns;
+
+                        assert_int_equal(history_band_events(h, cpu, b, 0, ev, 3), 3);
+                        assert_int_equal(ev[2].start_ns, newest);
+                        assert_int_equal(history_band_events(h, cpu, b, newest, ev, 3), 1);
+                }
+        }
+        assert_int_equal(history_band_events(h, cpu, HISTORY_BANDS, 0, ev, 1), 0);
+        assert_int_equal(history_band_events(h, cpu + 100, 0, 0, ev, 1), 0);
         CPU_ZERO(&one);
         CPU_SET(cpu, &one);
         got = history_events(h, &one, 0, 0, ev, log->n + 1);
@@ -1269,6 +1292,16 @@ static void bands_checkpoint(History *h, const EventLog *log)
         size_t size = 0;
         FILE *f;
 
+        /* Events a little out of order (the counter's mapping to the clock moved back a few
+         * ns between two intervals), and real times far from the monotonic ones, are kept as
+         * they are and saved in a file that loads. */
+        for (unsigned i = 0; i < 4; i++) {
+                e = (HistoryEvent){.cpu = 5,
+                                   .start_ns = 1000 - i % 2 * 10 + i * 3,
+                                   .start_real_ns = i < 2 ? i : UINT64_MAX - i,
+                                   .duration_ns = 50000};
+                assert_int_equal(history_add_event(h, &e), 0);
+        }
         assert_int_equal(attrib_table_new(&t), 0);
         f = open_memstream(&data, &size);
         assert_int_equal(history_save(h, t, 1000000000ULL, f), 0);
@@ -1278,6 +1311,24 @@ static void bands_checkpoint(History *h, const EventLog *log)
         assert_int_equal(history_load(h2, t, 1000000000ULL, f), 0);
         fclose(f);
         assert_bands(h2, 2, log, 8, 0);
+        {
+                HistoryEvent got[8];
+                cpu_set_t five;
+
+                CPU_ZERO(&five);
+                CPU_SET(5, &five);
+                assert_int_equal(history_events(h2, &five, 0, 0, got, 8), 4);
+                for (unsigned i = 0; i < 4; i++) {
+                        bool found = false;
+
+                        for (unsigned k = 0; k < 4; k++) {
+                                found = found ||
+                                        (got[k].start_ns == 1000 - i % 2 * 10 + i * 3 &&
+                                         got[k].start_real_ns == (i < 2 ? i : UINT64_MAX - i));
+                        }
+                        assert_true(found);
+                }
+        }
         history_free(h2);
         o.events_per_cpu = 4;
         assert_int_equal(history_new(&o, &h2), 0);
