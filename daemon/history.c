@@ -1170,10 +1170,11 @@ static void ring_clear(CpuHistory *c, IntervalRing *r)
         ring_clear_queues(r);
 }
 
+/* Forgets @b's events and count; a band made wide is compact again. */
 static void band_clear(Band *b)
 {
-        b->head = b->n = 0;
-        b->dropped = 0;
+        free(b->ev);
+        *b = (Band){0};
 }
 
 static CpuHistory *cpu_free(CpuHistory *c)

@@ -34,10 +34,12 @@
  * a bucket) are never below the true value; GetHistogram-like callers widen a bucket's lower
  * edge with history_bucket_lower().
  *
- * Memory per CPU is bounded by the retention and flat once it is full: the running sums and
- * queues are allocated with the CPU, intervals are stored sparse (only non-empty buckets and
- * moved attribution counters, varint encoded) and freed as they leave, and each band of
- * interruptions stops growing at its cap. history_memory_bytes() says how much.
+ * Memory per CPU is bounded by the retention and flat once it is full: the queues and the
+ * running sums are allocated with the CPU (a sum's histograms hold the range of buckets it has
+ * seen, grown when an interval reaches past it, never shrunk), intervals are stored sparse
+ * (only non-empty buckets and moved attribution counters, varint encoded) and freed as they
+ * leave, and each band of interruptions stops growing at its cap. history_memory_bytes() says
+ * how much, history_event_bytes() how much of it the interruptions take.
  *
  * Interruptions are kept per CPU in HISTORY_BANDS bands of their duration (below 100 us,
  * 100 us to 1 ms, 1 to 10 ms, 10 ms and more), each holding its newest events_per_cpu, so rare
@@ -223,8 +225,8 @@ size_t history_events(History *h, const cpu_set_t *cpus, uint64_t since_ns,
  * @ret, newest last (the newest @max when there are more): what a search within one band (a
  * periodic theft beside a flood of short interruptions) works on. Returns the number copied:
  * 0 for a CPU the history has never seen or a band out of range. */
-size_t history_band_events(History *h, int cpu, unsigned band, uint64_t since_ns,
-                           HistoryEvent *ret, size_t max);
+size_t history_band_events(History *h, int cpu, unsigned band, uint64_t since_ns, HistoryEvent *ret,
+                           size_t max);
 
 /* Forgets everything of @cpu (-1: every CPU): intervals, windows, totals, events and their
  * drop counts. The CPU stays known (queries give empty windows). */
