@@ -213,7 +213,7 @@ static void assert_range(const char *what, Day *d, const HistoryWindow *w, size_
                 fail_msg("%s: %" PRIu64 " samples in %u intervals [%" PRIu64 ", %" PRIu64
                          "], expected %" PRIu64 " in %u [%" PRIu64 ", %" PRIu64 "]",
                          what, w->slot.gap.count, w->intervals, w->from_ns, w->to_ns, e->count,
-                         stored, T0 + a * IV, T0 + b * IV);
+                         stored, (uint64_t)(T0 + a * IV), (uint64_t)(T0 + b * IV));
         }
         assert_int_equal(w->duration_ns, (b - a) * IV);
         assert_int_equal(w->slot.gap.min, gap_min);
