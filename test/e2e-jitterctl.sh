@@ -29,6 +29,11 @@ case_() {
 start_daemon
 # A few intervals, so that windows, timelines and Monitor have something to say.
 sleep 2
+# READY=1 came after the preheat, so the probe runs. "stalled" (no acknowledged interval for
+# two intervals) is what other tasks on CPU 1 can make of it for a moment: the state must be
+# "running" within a bounded wait, and the text must then say so.
+wait_until 10 eval '[[ $(jctl --json status | jq -r ".probes[0].state") == running ]]' \
+    || fail "the probe of CPU 1 is not running 10 s after READY=1: $(jctl --json status | jq -c .probes)"
 
 # Dispatch, usage and help.
 case_ 2 'Usage: jitterctl .*COMMAND'
@@ -44,7 +49,7 @@ case_ 1 "cannot connect to $T/nowhere: No such file or directory — is jitterd 
 # status
 case_ 0 '^jitterd [0-9.]+, up ' status
 case_ 0 'counter: +(tsc|cntvct|clock) at' status
-case_ 0 '^ +1  (running|preheating|stalled) ' status
+case_ 0 '^ +1  running ' status
 case_ 0 '"uptime_ns"' --json status
 case_ 0 '"probes"' status --json
 
@@ -64,10 +69,27 @@ case_ 0 '"buckets"' --json hist 1
 case_ 2 'expected one CPU number' hist
 case_ 1 'no probe on CPU 7' hist 7
 
-# events
-case_ 0 'TIME +CPU +DURATION|no interruptions' events --limit 5
-case_ 0 '^\[' --json events --cpu 1 --since 1m
-case_ 0 'no interruptions recorded that match|TIME' events --min 10s
+# events: three thefts of 3 ms by a thief make three events of at least that long, so that
+# events lists them, and no gap of 10 s or more was ever seen (the worst gap since the start,
+# by GetStats, says so), so that --min 10s matches none.
+"$THIEF" --cpu 1 --delay 50ms --period 100ms --durations 3ms --count 3 > "$T/thefts" \
+    || fail "jitter-thief could not run on CPU 1"
+wait_until 10 eval '(( $(jctl --json events --cpu 1 --min 3ms | jq length) >= 3 ))' \
+    || fail "the three thefts of 3 ms are not among the events within 10 s"
+case_ 0 '^TIME +CPU +DURATION' events --limit 5
+case_ 0 '^[0-9-]+ [0-9:.]+ +1 +[0-9.]+ ms' events --min 3ms
+n_rows=$(jctl events --min 3ms --limit 2 | grep -cE '^[0-9-]+ [0-9:.]+ +1 ' || true)
+(( n_rows == 2 )) || { echo "FAIL: events --limit 2 printed $n_rows rows" >&2; failures=$((failures + 1)); }
+jctl --json events --cpu 1 --since 1m > "$T/events.json" \
+    && jq -e 'all(.[]; .cpu == 1) and ([.[] | select(.duration_ns >= 3000000)] | length) >= 3' \
+        "$T/events.json" > /dev/null \
+    || { echo "FAIL: --json events --cpu 1 lacks the thefts" >&2; failures=$((failures + 1)); }
+worst_ns=$(jctl --json stats --cpu 1 --window all | jq '.cpus[0].gap.max_ns')
+if (( worst_ns < 10000000000 )); then
+    case_ 0 '^\(no interruptions recorded that match\)$' events --min 10s
+else
+    fail "a gap of $worst_ns ns since the start: CPU 1 was taken away for over 10 s"
+fi
 case_ 2 'invalid duration "1x"' events --min 1x
 case_ 2 'invalid limit' events --limit 0
 
@@ -117,7 +139,44 @@ sleep 1
 case_ 0 'not significant' compare "$T/a.json" "$T/a.json"
 case_ 0 'Mann-Whitney U = [0-9.]+, z = -?[0-9.]+, p = ' compare "$T/a.json" "$T/b.json"
 case_ 0 'n +[0-9]+ +[0-9]+' compare "$T/a.json" "$T/b.json"
-case_ 0 '"significant": (true|false)' --json compare "$T/a.json" "$T/b.json"
+case_ 0 '"significant": false' --json compare "$T/a.json" "$T/a.json"
+# A snapshot after a theft in every interval, twice as long as the worst gap of 80 % of a's
+# intervals (at least 5 ms, so that a quiet host is held to a clear case; other tasks on CPU 1
+# make it longer): the worst gap of each interval with a theft is then above those of 80 % of
+# a's, so the Mann-Whitney test must find "after" higher, significantly. A host so noisy that
+# this needs over 60 ms spoils the comparison: a is taken again, three times at most.
+p80() {
+    jq '[.cpus[0].timeline.points[] | select(.max_gap_ns > 0) | .max_gap_ns] | sort
+        | .[(length * 0.8 | floor)]' "$1"
+}
+for try in 1 2 3; do
+    theft_ns=$(( $(p80 "$T/a.json") * 2 ))
+    (( theft_ns >= 5000000 )) || theft_ns=5000000
+    (( theft_ns > 60000000 )) || break
+    (( try < 3 )) || fail "in three snapshots, 20 % of the intervals had a gap above" \
+        "$(( theft_ns / 2000000 )) ms (other tasks on CPU 1): too noisy to compare"
+    echo "snapshot a spoilt by noise (p80 of its worst gaps $(p80 "$T/a.json") ns): again"
+    sleep 2
+    "$JITTERCTL" --socket "$SOCK" snapshot --output "$T/a.json" || fail "snapshot --output"
+done
+echo "thefts of $theft_ns ns against snapshot a"
+"$THIEF" --cpu 1 --delay 50ms --period 100ms --durations "$((theft_ns / 1000))us" --count 60 \
+    > /dev/null || fail "jitter-thief could not run on CPU 1"
+sleep 0.5
+"$JITTERCTL" --socket "$SOCK" snapshot > "$T/c.json" \
+    || { echo "FAIL: snapshot after thefts" >&2; failures=$((failures + 1)); }
+n_a=$(jq '.cpus[0].timeline.points | length' "$T/a.json")
+n_high=$(jq --argjson t "$theft_ns" '[.cpus[0].timeline.points[] | select(.max_gap_ns >= $t)] | length' \
+    "$T/c.json")
+(( n_high >= 10 && n_a >= 5 )) \
+    || fail "the timelines hold $n_a intervals before and $n_high with a theft: too few to compare"
+jq -e '.cpus[0].interval_worst_gaps.after.n > .cpus[0].interval_worst_gaps.before.n
+       and .cpus[0].mann_whitney.significant == true and .cpus[0].mann_whitney.z < 0' \
+    <("$JITTERCTL" --json compare "$T/a.json" "$T/c.json") > /dev/null \
+    || { echo "FAIL: compare does not find the intervals with thefts higher, significantly:" \
+              "$("$JITTERCTL" --json compare "$T/a.json" "$T/c.json" | head -c 600)" >&2
+         failures=$((failures + 1)); }
+case_ 0 'significant.*after is higher' compare "$T/a.json" "$T/c.json"
 case_ 1 'cannot read' compare "$T/a.json" "$T/missing.json"
 echo '{"cpus": []}' > "$T/other.json"
 case_ 1 'not a jitterctl snapshot' compare "$T/a.json" "$T/other.json"
