@@ -220,6 +220,10 @@ case_ 0 '"interfaces"' call org.varlink.service.GetInfo
 case_ 0 '"window": "10s"' call GetStats '{"window": "10s"}'
 case_ 1 'InvalidParameter' call GetStats '{"bogus": 1}'
 case_ 2 'must be a JSON object' call GetStats '[1]'
+# A method the real daemon lacks: its MethodNotFound names it (e2e-jitterctl-older has every
+# command against a daemon that lacks what they call).
+case_ 1 '^jitterctl: io\.jitterd\.Frobnicate: org\.varlink\.service\.MethodNotFound \{"method": ?"io\.jitterd\.Frobnicate"\}$' \
+    call io.jitterd.Frobnicate
 
 # No colour when the output is not a terminal.
 if "$JITTERCTL" --socket "$SOCK" stats | grep -q $'\033'; then
