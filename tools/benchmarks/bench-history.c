@@ -169,7 +169,7 @@ int main(void)
                 .events_per_cpu = 10000,
         };
         const unsigned seconds = 86400;
-        uint64_t t0 = 1000 * NSEC_PER_SEC, t_add = 0, samples = 0, start;
+        uint64_t t0 = 1000 * NSEC_PER_SEC, t_add = 0, start;
         unsigned gap_buckets = 0, dd_buckets = 0;
         size_t empty_bytes, bytes;
         HistoryWindow *w = malloc(sizeof(*w));
@@ -200,7 +200,6 @@ int main(void)
                         dd_buckets += count_buckets(&slot->dd_hist.neg) +
                                       count_buckets(&slot->dd_hist.pos);
                 }
-                samples += slot->gap.count;
                 start = now_ns(CLOCK_MONOTONIC);
                 r = history_add_interval(h, 0, t, NSEC_PER_SEC, slot, false, a);
                 t_add += now_ns(CLOCK_MONOTONIC) - start;
