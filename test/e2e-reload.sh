@@ -47,32 +47,23 @@ policy() {
 events_since() {
     jctl --json events --cpu 1 --since 1m --limit 10000 | jq -c --argjson t "$1" '[.[] | select(.start_ns >= $t)]'
 }
-# thefts DURATION COUNT: COUNT thefts of DURATION, 100 ms apart; their record in $T/thefts.
+# thefts DURATION COUNT: COUNT thefts of DURATION, 100 ms apart; their record in $T/thefts,
+# the worst gap of the 10 s before them in $noise.
 thefts() {
+    noise=$(noise_ns)
     "$THIEF" --cpu 1 --delay 20ms --period 100ms --durations "$1" --count "$2" --due > "$T/thefts" \
         || fail "jitter-thief could not run on CPU 1"
 }
-# seen_thefts [MIN]: how many thefts of $T/thefts an event matches from both sides, once the
-# last theft is harvested. The probe loses the CPU when the thief's timer is due and gets it
-# back once the thief sleeps again, so an event that is a theft starts between the thief's due
-# time and its first read of the clock, and ends after its last read, by no more than the
-# wake-up the thief measured (start - due: interrupt, wake-up, switch) and 50 us: the switch
-# back is the shorter path of the two. Both within the clocks' slack (clock_slack_ns), and the
-# start within 10 us before the due time too: the timer's interrupt comes that early (the
-# clockevent device is programmed in its own ticks; 3-5 us measured on a KVM guest). Only
-# events of MIN or more (default 100us) are asked for, so that this host's own short events do
-# not crowd the thefts out of the reply.
+# seen_thefts [MIN]: how many thefts of $T/thefts an event matches from both sides (THEFT_JQ),
+# once the last theft is harvested. Only events of MIN or more (default 100us) are asked for, so
+# that this host's own short events do not crowd the thefts out of the reply.
 seen_thefts() {
-    local th
-    th=$(jq -R -s -c 'split("\n") | map(select(length > 0) | split(" ") | map(tonumber))' "$T/thefts")
     sleep 0.6 # three intervals: the last theft harvested
-    jctl --json events --cpu 1 --since 1m --min "${1:-100us}" --limit 10000 | jq --argjson th "$th" \
-        --argjson slack "$slack" '
-        . as $ev | [$th[] | . as [$s, $e, $due]
-                    | select(any($ev[]; .start_ns >= $due - 10000 - $slack and .start_ns <= $s + $slack
-                                 and .start_ns + .duration_ns >= $e - $slack
-                                 and .start_ns + .duration_ns
-                                     <= $e + ($s - $due) + 50000 + $slack))] | length'
+    jctl --json events --cpu 1 --since 1m --min "${1:-100us}" --limit 10000 \
+        | jq --argjson th "$(thefts_json "$T/thefts")" --argjson slack "$slack" \
+            --argjson noise "$noise" "$THEFT_JQ"'
+            . as $ev | [$th[] | . as [$s, $e, $due]
+                        | select(any($ev[]; is_theft($s; $e; $due; $slack; $noise)))] | length'
 }
 # thefts_seen DURATION COUNT: thefts of DURATION until COUNT of them are seen as events; a
 # round in which other tasks on CPU 1 merged a theft with their own time is run again, three
@@ -101,6 +92,7 @@ t_reload=$(mono_ns)
 [[ $(jctl --json status | jq .config.threshold_ns) == 1000000 ]] \
     || fail "GetStatus does not say the threshold of 1 ms after the reload"
 thefts 300us 3
+noise=0 # no event of exactly a theft's shape: with no room for noise merged into it
 if (( $(seen_thefts) != 0 )); then
     cat "$T/thefts" >&2
     jctl --json events --cpu 1 --since 1m --min 100us | jq -c '.[-10:][]' >&2
@@ -118,6 +110,7 @@ grep -q 'keeping the running configuration' "$T/daemon.log" \
     || fail "a bad threshold is not refused: $(cat "$T/daemon.log")"
 grep -q 'jitterd.conf:2' "$T/daemon.log" || fail "the error does not name jitterd.conf:2"
 thefts 300us 3
+noise=0
 (( $(seen_thefts) == 0 )) || fail "after a bad reload, 300 us thefts are events again"
 thefts_seen 2ms 2 || fail "after a bad reload, 2 ms thefts are not events"
 pass "reload with a bad threshold: refused by file and line, the threshold of 1 ms kept"
