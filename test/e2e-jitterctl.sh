@@ -1,7 +1,17 @@
 # jitterctl end to end against the real daemon: every command as a case of command line,
 # expected exit status and a pattern its output (stdout and stderr) must match.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/cset.sh"
 need_cpu1
+# The shield (compare, below) goes first, then lib.sh's cleanup, whatever failed.
+jitterctl_exit() {
+    local rc=$?
+    set +e
+    cset_unshield
+    (exit $rc)
+    cleanup
+}
+trap jitterctl_exit EXIT
 
 cat > "$T/jitterd.conf" <<CONF
 [probe]
@@ -140,43 +150,51 @@ case_ 0 'not significant' compare "$T/a.json" "$T/a.json"
 case_ 0 'Mann-Whitney U = [0-9.]+, z = -?[0-9.]+, p = ' compare "$T/a.json" "$T/b.json"
 case_ 0 'n +[0-9]+ +[0-9]+' compare "$T/a.json" "$T/b.json"
 case_ 0 '"significant": false' --json compare "$T/a.json" "$T/a.json"
-# A snapshot after a theft in every interval, twice as long as the worst gap of 80 % of a's
-# intervals (at least 5 ms, so that a quiet host is held to a clear case; other tasks on CPU 1
-# make it longer): the worst gap of each interval with a theft is then above those of 80 % of
-# a's, so the Mann-Whitney test must find "after" higher, significantly. A host so noisy that
-# this needs over 60 ms spoils the comparison: a is taken again, three times at most.
+# compare against a change the test makes: CPU 1 shielded with cset (other tasks off it for
+# the while), the history Reset, a snapshot q of the quiet CPU, then a theft in every interval,
+# twice as long as the worst gap of 80 % of q's intervals (at least 5 ms), and a snapshot c.
+# The worst gap of each interval with a theft is then above those of 80 % of q's, so the
+# Mann-Whitney test must find "after" higher, significantly. A q spoilt by noise all the same
+# (a theft of over 60 ms would be needed) is taken again, three times at most, then it fails.
 p80() {
     jq '[.cpus[0].timeline.points[] | select(.max_gap_ns > 0) | .max_gap_ns] | sort
         | .[(length * 0.8 | floor)]' "$1"
 }
-for try in 1 2 3; do
-    theft_ns=$(( $(p80 "$T/a.json") * 2 ))
-    (( theft_ns >= 5000000 )) || theft_ns=5000000
-    (( theft_ns > 60000000 )) || break
-    (( try < 3 )) || fail "in three snapshots, 20 % of the intervals had a gap above" \
-        "$(( theft_ns / 2000000 )) ms (other tasks on CPU 1): too noisy to compare"
-    echo "snapshot a spoilt by noise (p80 of its worst gaps $(p80 "$T/a.json") ns): again"
-    sleep 2
-    "$JITTERCTL" --socket "$SOCK" snapshot --output "$T/a.json" || fail "snapshot --output"
-done
-echo "thefts of $theft_ns ns against snapshot a"
-"$THIEF" --cpu 1 --delay 50ms --period 100ms --durations "$((theft_ns / 1000))us" --count 60 \
-    > /dev/null || fail "jitter-thief could not run on CPU 1"
-sleep 0.5
-"$JITTERCTL" --socket "$SOCK" snapshot > "$T/c.json" \
-    || { echo "FAIL: snapshot after thefts" >&2; failures=$((failures + 1)); }
-n_a=$(jq '.cpus[0].timeline.points | length' "$T/a.json")
-n_high=$(jq --argjson t "$theft_ns" '[.cpus[0].timeline.points[] | select(.max_gap_ns >= $t)] | length' \
-    "$T/c.json")
-(( n_high >= 10 && n_a >= 5 )) \
-    || fail "the timelines hold $n_a intervals before and $n_high with a theft: too few to compare"
-jq -e '.cpus[0].interval_worst_gaps.after.n > .cpus[0].interval_worst_gaps.before.n
-       and .cpus[0].mann_whitney.significant == true and .cpus[0].mann_whitney.z < 0' \
-    <("$JITTERCTL" --json compare "$T/a.json" "$T/c.json") > /dev/null \
-    || { echo "FAIL: compare does not find the intervals with thefts higher, significantly:" \
-              "$("$JITTERCTL" --json compare "$T/a.json" "$T/c.json" | head -c 600)" >&2
-         failures=$((failures + 1)); }
-case_ 0 'significant.*after is higher' compare "$T/a.json" "$T/c.json"
+if cset_usable; then
+    cset_shield 1
+    jctl call Reset '{}' > /dev/null || fail "Reset"
+    for try in 1 2 3; do
+        sleep 3
+        jctl snapshot --output "$T/q.json" || fail "snapshot --output"
+        theft_ns=$(( $(p80 "$T/q.json") * 2 ))
+        (( theft_ns >= 5000000 )) || theft_ns=5000000
+        (( theft_ns > 60000000 )) || break
+        (( try < 3 )) || fail "with CPU 1 shielded, 20 % of the intervals of three snapshots" \
+            "had a gap above $(( theft_ns / 2000000 )) ms: too noisy to compare"
+        echo "snapshot q spoilt by noise (p80 of its worst gaps $(p80 "$T/q.json") ns): again"
+    done
+    echo "thefts of $theft_ns ns against snapshot q"
+    "$THIEF" --cpu 1 --delay 50ms --period 100ms --durations "$((theft_ns / 1000))us" \
+        --count 30 > /dev/null || fail "jitter-thief could not run on CPU 1"
+    sleep 0.5
+    jctl snapshot > "$T/c.json" || fail "snapshot after the thefts"
+    cset_unshield
+    n_q=$(jq '.cpus[0].timeline.points | length' "$T/q.json")
+    n_high=$(jq --argjson t "$theft_ns" \
+        '[.cpus[0].timeline.points[] | select(.max_gap_ns >= $t)] | length' "$T/c.json")
+    (( n_high >= 10 && n_q >= 10 )) \
+        || fail "the timelines hold $n_q quiet intervals and $n_high with a theft: too few"
+    "$JITTERCTL" --json compare "$T/q.json" "$T/c.json" > "$T/qc.json" || fail "compare --json"
+    jq -e '.cpus[0].mann_whitney.significant == true and .cpus[0].mann_whitney.z < 0' \
+        "$T/qc.json" > /dev/null \
+        || { echo "FAIL: compare does not find the intervals with thefts higher," \
+                  "significantly: $(jq -c '.cpus[0] | {mann_whitney, interval_worst_gaps}' \
+                  "$T/qc.json")" >&2
+             failures=$((failures + 1)); }
+    case_ 0 'significant.*after is higher' compare "$T/q.json" "$T/c.json"
+else
+    skip_part "compare of a quiet CPU 1 with one under thefts" "$CSET_WHY"
+fi
 case_ 1 'cannot read' compare "$T/a.json" "$T/missing.json"
 echo '{"cpus": []}' > "$T/other.json"
 case_ 1 'not a jitterctl snapshot' compare "$T/a.json" "$T/other.json"
