@@ -159,6 +159,7 @@ vm() { awk -v k="$1:" '$1 == k {print $2}' /proc/"$DAEMON_PID"/status; } # kB
 # be still enough that a halved rate stands out (60 % allowed at least); 2 s spoilt by other
 # tasks on CPU 1 are measured again, three times at most, and then the test fails.
 for try in 1 2 3; do
+    (( ! SANITIZED )) || break
     before=$(rate_last 10)
     quiet_low=$(jctl --json call io.jitterd.GetTimeline '{"cpu": 1, "window": "1m"}' |
         jq '.points[-10:] | map(.samples / .duration_ns) | (add / length) as $m | min / $m * 100
@@ -219,9 +220,15 @@ pct2=$(rate_pct "$during2" "$before")
 floor_pct=$((100 - 2 * (100 - quiet_low) - 5))
 echo "probe sample rate during the attack: $pct % and $pct2 % of before" \
      "(at rest an interval fell to $quiet_low % of the mean; $floor_pct % allowed)"
-(( pct >= floor_pct && pct2 >= floor_pct )) \
-    || fail "the probe's sample rate dropped under the attack: $pct % / $pct2 % of before"
-pass "the probe's sample rate held during the attack ($pct %, $pct2 %; $floor_pct % allowed)"
+if (( SANITIZED )); then
+    skip_part "the probe's sample rate under the attack" \
+        "sanitizer build: its instrumented probe loop's rate at rest varies by a third between" \
+        "intervals, as much as a manager sharing its CPU would take"
+else
+    (( pct >= floor_pct && pct2 >= floor_pct )) \
+        || fail "the probe's sample rate dropped under the attack: $pct % / $pct2 % of before"
+    pass "the probe's sample rate held during the attack ($pct %, $pct2 %; $floor_pct % allowed)"
+fi
 
 sleep 0.5
 jctl --json status | jq -e '.probes[0].state == "running"' >/dev/null \

@@ -164,7 +164,7 @@ if cset_usable; then
     cset_shield 1
     jctl call Reset '{}' > /dev/null || fail "Reset"
     for try in 1 2 3; do
-        sleep 3
+        sleep 4
         jctl snapshot --output "$T/q.json" || fail "snapshot --output"
         theft_ns=$(( $(p80 "$T/q.json") * 2 ))
         (( theft_ns >= 5000000 )) || theft_ns=5000000
@@ -175,14 +175,14 @@ if cset_usable; then
     done
     echo "thefts of $theft_ns ns against snapshot q"
     "$THIEF" --cpu 1 --delay 50ms --period 100ms --durations "$((theft_ns / 1000))us" \
-        --count 30 > /dev/null || fail "jitter-thief could not run on CPU 1"
+        --count 60 > /dev/null || fail "jitter-thief could not run on CPU 1"
     sleep 0.5
     jctl snapshot > "$T/c.json" || fail "snapshot after the thefts"
     cset_unshield
     n_q=$(jq '.cpus[0].timeline.points | length' "$T/q.json")
     n_high=$(jq --argjson t "$theft_ns" \
         '[.cpus[0].timeline.points[] | select(.max_gap_ns >= $t)] | length' "$T/c.json")
-    (( n_high >= 10 && n_q >= 10 )) \
+    (( n_high >= 20 && n_q >= 15 )) \
         || fail "the timelines hold $n_q quiet intervals and $n_high with a theft: too few"
     "$JITTERCTL" --json compare "$T/q.json" "$T/c.json" > "$T/qc.json" || fail "compare --json"
     jq -e '.cpus[0].mann_whitney.significant == true and .cpus[0].mann_whitney.z < 0' \

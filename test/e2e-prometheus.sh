@@ -121,7 +121,7 @@ pass "node_exporter serves the textfile: no scrape error, every metric the rules
 # raw histogram, summed here: GetHistogram (window all) A before and B after. Counts only
 # grow, so for every le, the gaps of the buckets wholly at or below it in A <= Prometheus'
 # value <= the gaps of the buckets that start at or below it in B; likewise _count against
-# the totals and _sum against the buckets' edges.
+# the totals and _sum against the buckets' edges (whole nanoseconds: each 1 ns wider).
 mkdir -p "$T/ctl-textfile"
 port2=
 for _ in 1 2 3 4 5; do
@@ -184,8 +184,8 @@ for job in node ctl; do
            | select(.v < $a[0].total or .v > $b[0].total)
            | "_count \(.v) not within [\($a[0].total), \($b[0].total)]"]
         + [$s[] | select(.name == "jitter_gap_seconds_sum")
-           | ([$ba[] | .count * .lower_ns] | add / 1e9) as $lo
-           | ([$bb[] | .count * .upper_ns] | add / 1e9) as $hi
+           | ([$ba[] | .count * (.lower_ns - 1)] | add / 1e9) as $lo
+           | ([$bb[] | .count * (.upper_ns + 1)] | add / 1e9) as $hi
            | select(.v < $lo * 0.999999 or .v > $hi * 1.000001)
            | "_sum \(.v) not within [\($lo), \($hi)]"]
         + (if ($buckets | length) < 20 then ["only \($buckets | length) buckets"] else [] end)
