@@ -159,12 +159,12 @@ vm() { awk -v k="$1:" '$1 == k {print $2}' /proc/"$DAEMON_PID"/status; } # kB
 # be still enough that a halved rate stands out (60 % allowed at least); 2 s spoilt by other
 # tasks on CPU 1 are measured again, three times at most, and then the test fails.
 for try in 1 2 3; do
-    (( ! SANITIZED )) || break
     before=$(rate_last 10)
     quiet_low=$(jctl --json call io.jitterd.GetTimeline '{"cpu": 1, "window": "1m"}' |
         jq '.points[-10:] | map(.samples / .duration_ns) | (add / length) as $m | min / $m * 100
             | floor')
-    (( 100 - 2 * (100 - quiet_low) - 5 >= 60 )) && break
+    # (the sanitizer build's rate is not judged: below)
+    (( SANITIZED || 100 - 2 * (100 - quiet_low) - 5 >= 60 )) && break
     (( try < 3 )) || fail "at rest the probe's rate fell to $quiet_low % of its mean in an" \
         "interval, in three tries of 2 s (other tasks on CPU 1): a halved rate could not be told"
     echo "at rest an interval fell to $quiet_low % of the mean (noise): measuring again"
