@@ -904,6 +904,14 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
                    !config_equal(&c, &m->config, "server")) {
                 log_notice("changes to [history] and [server] take effect at the next start");
         }
+        /* The history and every probe's slots count in the running counter's ticks: another
+         * counter would mix two units in one histogram. */
+        if (c.probe_counter != m->config.probe_counter) {
+                log_notice("[probe] counter = %s takes effect at the next start; still %s",
+                           counter_source_name(c.probe_counter),
+                           counter_source_name(m->config.probe_counter));
+                c.probe_counter = m->config.probe_counter;
+        }
         trace_restart =
                 !config_equal(&c, &m->config, "trace") || !config_equal(&c, &m->config, "probe");
         restart = !config_equal(&c, &m->config, "probe");
