@@ -100,11 +100,11 @@ cset_remove() {
 
 # cset_shield CPU: makes CPU quiet for the test that needs it, as `cset shield` would: the
 # sets of cset_isolate (the other CPUs housekeeping, CPU exclusive, no load balancing), and every
-# task of the root set moved to the housekeeping set, except kernel threads and this test's own
+# task of the root set moved to the housekeeping set, except kernel threads, this test's own
 # process tree (the daemon, and what it starts later, which may pin itself to CPU: the test's
-# shell stays in the root set, kept off CPU by its affinity instead). Moving a task into a
-# v1 cpuset resets its affinity, and moving it back resets it again: each task's affinity is
-# kept in $CSET_AFFINITY and given back by cset_unshield, which also removes the sets.
+# shell stays in the root set, kept off CPU by its affinity instead) and its ancestors. Moving a
+# task into a v1 cpuset resets its affinity, and moving it back resets it again: each task's
+# affinity is kept in $CSET_AFFINITY and given back by cset_unshield, which also removes the sets.
 CSET_AFFINITY=
 cset_shield() {
     local cpu=$1 hk tid tgid flags mine
@@ -120,7 +120,11 @@ print(",".join(str(x) for x in sorted(cpus - {int(sys.argv[1])})))' "$cpu" \
     mine=" $(ps -e -o pid=,ppid= | awk -v root=$$ '{ parent[$1] = $2 }
         END { for (p in parent) { q = p; while (q != "" && q != 1 && q != root) q = parent[q]
                                   if (q == root) printf "%s ", p }
-              print root }') "
+              printf "%s ", root
+              # and its ancestors (CTest, tools/check, whatever started them): they sleep
+              # while the test runs, and a test killed before cset_unshield must not leave
+              # the suite that started it confined to the housekeeping CPUs.
+              for (q = parent[root]; q != "" && q > 1; q = parent[q]) printf "%s ", q }')"
     cset_isolate "$hk" "$cpu"
     taskset -pc "$hk" $$ > /dev/null
     CSET_AFFINITY=$T/cset-affinity
