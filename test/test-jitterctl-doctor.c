@@ -392,6 +392,81 @@ static void test_two_cpus(void **state)
         assert_true(json_is_null(json_object_get(e, "finding")));
 }
 
+static char *print(Fixture *f, double min_share);
+static void contains(const char *text, const char *part);
+
+/* The shares of the diagnosis add up to 1. */
+static void check_sum_is_one(Fixture *f)
+{
+        double sum = 0;
+        json_t *e;
+        size_t i;
+
+        json_array_foreach(json_object_get(f->d, "causes"), i, e)
+        {
+                sum += num(e, "share");
+        }
+        near(sum, 1.0);
+}
+
+/* A daemon that accounts for every nanosecond: traced_ns is what the parts add up to, and
+ * explained leaves out the interruptions without a record; the steal time and SMI count stand
+ * beside the hypervisor, the overhead beside the handler's time. */
+static void test_account(void **state)
+{
+        Fixture *f = *state;
+        json_t *e, *c;
+        double sum = 0;
+        char *text;
+        size_t i;
+
+        make_host(f, "1");
+        /* 600 + 300 (its overhead) + 100 + 400 + 200 + 150 = 1750 traced of 2000: 250 untraced. */
+        f->causes = load("{\"trace\": \"recording\", \"cpus\": [{\"cpu\": 1, \"since_ns\": 0, "
+                         "\"interruptions\": 20, \"interruptions_ns\": 2000, \"traced\": 18, "
+                         "\"traced_ns\": 1750, \"explained\": 15, \"explained_ns\": 1350, "
+                         "\"trace_lost\": 2, \"trace_lost_ns\": 40, \"causes\": ["
+                         "{\"kind\": \"vector\", \"name\": \"local_timer\", \"ns\": 600, "
+                         "\"overhead_ns\": 300, \"count\": 15, \"counter\": \"irq:LOC\"},"
+                         "{\"kind\": \"softirq\", \"name\": \"RCU\", \"ns\": 100, "
+                         "\"overhead_ns\": 0, \"count\": 2, \"counter\": null}], "
+                         "\"other_ns\": 200, \"overhead_ns\": 300, \"no_record\": 3, "
+                         "\"no_record_ns\": 400, \"unexplained_ns\": 150, \"steal_ns\": 5000, "
+                         "\"smi\": null, \"woken_by\": {}}]}");
+        f->stats = load("{\"cpus\": [{\"cpu\": 1, \"duration_ns\": 10000000000}]}");
+        diagnose(f, "10s");
+        e = entry(f, "vector", "local_timer");
+        assert_int_equal(json_integer_value(json_object_get(e, "ns")), 900);
+        assert_int_equal(json_integer_value(json_object_get(e, "overhead_ns")), 300);
+        e = entry(f, "untraced", "");
+        assert_int_equal(json_integer_value(json_object_get(e, "ns")), 250);
+        assert_int_equal(json_integer_value(json_object_get(e, "count")), 2);
+        e = entry(f, "no_record", "");
+        assert_int_equal(json_integer_value(json_object_get(e, "ns")), 400);
+        assert_int_equal(json_integer_value(json_object_get(e, "count")), 3);
+        is(e, "what", "hypervisor");
+        is(e, "when", "host");
+        assert_non_null(str(e, "ask_host"));
+        assert_int_equal(json_integer_value(json_object_get(e, "steal_ns")), 5000);
+        assert_true(json_is_null(json_object_get(e, "smi")));
+        check_sum_is_one(f);
+        json_array_foreach(json_object_get(f->d, "causes"), i, c)
+        {
+                sum += (double)json_integer_value(json_object_get(c, "ns"));
+        }
+        near(sum, 2000);
+        c = json_array_get(json_object_get(f->d, "cpus"), 0);
+        assert_int_equal(json_integer_value(json_object_get(c, "trace_lost_ns")), 40);
+        assert_int_equal(json_integer_value(json_object_get(c, "steal_ns")), 5000);
+
+        text = print(f, 0);
+        contains(text, "       overhead:       300 ns of it the way into the kernel and out\n");
+        contains(text, "       steal time:     5.00 \xc2\xb5s in the window");
+        contains(text, "       the trace lost records in 2 of them: 40 ns of their time is "
+                       "unexplained for it\n");
+        free(text);
+}
+
 /* What the replies get wrong is left out; what is missing is said as unknown. */
 static void test_malformed(void **state)
 {
@@ -488,6 +563,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_ranking, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_matching, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_two_cpus, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_account, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_print, setup, teardown),
         };

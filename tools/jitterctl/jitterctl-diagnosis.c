@@ -26,6 +26,17 @@ static bool get_u64(json_t *o, const char *key, uint64_t *ret)
         return true;
 }
 
+/* Copies the count or time @key of @from into @to, null when @from lacks it (a daemon
+ * that does not read it). */
+static int copy_u64(json_t *to, json_t *from, const char *key)
+{
+        uint64_t v;
+
+        return json_object_set_new(to, key,
+                                   get_u64(from, key, &v) ? json_integer((json_int_t)v)
+                                                          : json_null());
+}
+
 /* The entry of CPU @cpu in a reply's "cpus" array, or NULL. */
 static json_t *cpu_entry(json_t *reply, json_int_t cpu)
 {
@@ -49,6 +60,7 @@ static json_t *cpu_summary(json_int_t cpu, json_t *c, json_t *s)
         uint64_t window_ns = 0, count = 0, kept, ns, lost_ns = 0, trace_lost;
         double available = -1;
         bool have_stats = s && get_u64(s, "duration_ns", &window_ns);
+        json_t *o;
 
         get_u64(c, "interruptions", &kept);
         get_u64(c, "interruptions_ns", &ns);
@@ -58,18 +70,27 @@ static json_t *cpu_summary(json_int_t cpu, json_t *c, json_t *s)
                 get_u64(s, "lost_ns", &lost_ns);
                 json_get_double(s, "cpu_available_pct", &available);
         }
-        return json_pack("{s:I, s:o, s:o, s:I, s:I, s:o, s:o, s:I}", "cpu", cpu, "window_ns",
-                         have_stats ? json_integer((json_int_t)window_ns) : json_null(),
-                         "interruptions", s ? json_integer((json_int_t)count) : json_null(), "kept",
-                         (json_int_t)kept, "interruptions_ns", (json_int_t)ns, "lost_ns",
-                         s ? json_integer((json_int_t)lost_ns) : json_null(), "cpu_available_pct",
-                         available >= 0 ? json_real(available) : json_null(), "trace_lost",
-                         (json_int_t)trace_lost);
+        o = json_pack("{s:I, s:o, s:o, s:I, s:I, s:o, s:o, s:I}", "cpu", cpu, "window_ns",
+                      have_stats ? json_integer((json_int_t)window_ns) : json_null(),
+                      "interruptions", s ? json_integer((json_int_t)count) : json_null(), "kept",
+                      (json_int_t)kept, "interruptions_ns", (json_int_t)ns, "lost_ns",
+                      s ? json_integer((json_int_t)lost_ns) : json_null(), "cpu_available_pct",
+                      available >= 0 ? json_real(available) : json_null(), "trace_lost",
+                      (json_int_t)trace_lost);
+        /* What the daemon reads beside the time without a record, where it has them: the
+         * trace's lost time, the CPU's steal time and SMI count. */
+        if (o && (copy_u64(o, c, "trace_lost_ns") < 0 || copy_u64(o, c, "steal_ns") < 0 ||
+                  copy_u64(o, c, "smi") < 0)) {
+                json_decref(o);
+                o = NULL;
+        }
+        return o;
 }
 
-/* Adds @ns (in @count interruptions) of cause (@kind, @name) on @cpu to @by_key. */
+/* Adds @ns (in @count interruptions) of cause (@kind, @name) on @cpu to @by_key, @overhead_ns
+ * of it its entry and exit. */
 static int entry_add(json_t *by_key, const char *kind, const char *name, json_int_t cpu,
-                     uint64_t ns, uint64_t count)
+                     uint64_t ns, uint64_t overhead_ns, uint64_t count)
 {
         char key[256];
         json_t *e;
@@ -80,8 +101,9 @@ static int entry_add(json_t *by_key, const char *kind, const char *name, json_in
         snprintf(key, sizeof(key), "%s\x1f%s", kind, name);
         e = json_object_get(by_key, key);
         if (!e) {
-                e = json_pack("{s:s, s:s, s:[], s:I, s:I}", "kind", kind, "name", name, "cpus",
-                              "ns", (json_int_t)0, "count", (json_int_t)0);
+                e = json_pack("{s:s, s:s, s:[], s:I, s:I, s:I}", "kind", kind, "name", name,
+                              "cpus", "ns", (json_int_t)0, "overhead_ns", (json_int_t)0, "count",
+                              (json_int_t)0);
                 if (!e || json_object_set_new(by_key, key, e) < 0) {
                         return -ENOMEM;
                 }
@@ -90,6 +112,9 @@ static int entry_add(json_t *by_key, const char *kind, const char *name, json_in
             json_object_set_new(e, "ns",
                                 json_integer(json_integer_value(json_object_get(e, "ns")) +
                                              (json_int_t)ns)) < 0 ||
+            json_object_set_new(e, "overhead_ns",
+                                json_integer(json_integer_value(json_object_get(e, "overhead_ns")) +
+                                             (json_int_t)overhead_ns)) < 0 ||
             json_object_set_new(e, "count",
                                 json_integer(json_integer_value(json_object_get(e, "count")) +
                                              (json_int_t)count)) < 0) {
@@ -100,10 +125,14 @@ static int entry_add(json_t *by_key, const char *kind, const char *name, json_in
 
 /* The causes of one CPU's GetCauses entry @c into @by_key: the named ones (with their
  * overhead where given), time without a kernel record, the unexplained rest, the causes past
- * those kept per interruption, and interruptions without a trace. */
+ * those kept per interruption, and interruptions without a trace. A daemon that accounts for
+ * every nanosecond gives traced_ns, the time those parts add up to (explained_ns leaves out
+ * the time without a record there); an older one gives explained_ns only, with no overhead,
+ * no_record or unexplained parts of its own, and each missing part counts as none. */
 static int collect_cpu(json_t *by_key, json_int_t cpu, json_t *c)
 {
-        uint64_t v, ns, count, explained, total;
+        uint64_t v, ns, count, traced, total;
+        bool have_traced;
         json_t *cause;
         size_t i;
         int r = 0;
@@ -118,26 +147,31 @@ static int collect_cpu(json_t *by_key, json_int_t cpu, json_t *c)
                 }
                 get_u64(cause, "overhead_ns", &v);
                 get_u64(cause, "count", &count);
-                r = entry_add(by_key, kind, name, cpu, ns + v, count);
+                r = entry_add(by_key, kind, name, cpu, ns + v, v, count);
                 if (r < 0) {
                         return r;
                 }
         }
         if (get_u64(c, "no_record_ns", &v)) {
                 get_u64(c, "no_record", &count);
-                r = entry_add(by_key, KIND_NO_RECORD, "", cpu, v, count);
+                r = entry_add(by_key, KIND_NO_RECORD, "", cpu, v, 0, count);
         }
         if (r == 0 && get_u64(c, "unexplained_ns", &v)) {
-                r = entry_add(by_key, KIND_UNEXPLAINED, "", cpu, v, 0);
+                r = entry_add(by_key, KIND_UNEXPLAINED, "", cpu, v, 0, 0);
         }
         if (r == 0 && get_u64(c, "other_ns", &v)) {
-                r = entry_add(by_key, KIND_OTHER, "", cpu, v, 0);
+                r = entry_add(by_key, KIND_OTHER, "", cpu, v, 0, 0);
         }
-        if (r == 0 && get_u64(c, "explained_ns", &explained) &&
-            get_u64(c, "interruptions_ns", &total) && total > explained) {
-                get_u64(c, "interruptions", &count);
+        have_traced = get_u64(c, "traced_ns", &traced);
+        if (have_traced) {
+                get_u64(c, "traced", &v);
+        } else if (get_u64(c, "explained_ns", &traced)) {
+                have_traced = true;
                 get_u64(c, "explained", &v);
-                r = entry_add(by_key, KIND_UNTRACED, "", cpu, total - explained,
+        }
+        if (r == 0 && have_traced && get_u64(c, "interruptions_ns", &total) && total > traced) {
+                get_u64(c, "interruptions", &count);
+                r = entry_add(by_key, KIND_UNTRACED, "", cpu, total - traced, 0,
                               count > v ? count - v : 0);
         }
         return r;
@@ -315,6 +349,37 @@ static uint64_t entry_window_ns(json_t *d, json_t *e)
         return sum;
 }
 
+/* @key ("steal_ns", "smi") of the CPUs @e took (from "cpus" of the diagnosis @d), summed;
+ * null when one of them does not have it. */
+static json_t *entry_cpus_sum(json_t *d, json_t *e, const char *key)
+{
+        uint64_t sum = 0, v;
+        json_t *cpu;
+        size_t i;
+
+        json_array_foreach(json_object_get(e, "cpus"), i, cpu)
+        {
+                if (!get_u64(cpu_entry(d, json_integer_value(cpu)), key, &v)) {
+                        return json_null();
+                }
+                sum += v;
+        }
+        return json_integer((json_int_t)sum);
+}
+
+/* Beside the time without a kernel record, what tells who took it: the steal time the host
+ * reports on those CPUs and their SMI count over the window. */
+static int entry_host_figures(json_t *d, json_t *e)
+{
+        if (strcmp(json_get_string(e, "kind", ""), KIND_NO_RECORD) != 0) {
+                return 0;
+        }
+        return json_object_set_new(e, "steal_ns", entry_cpus_sum(d, e, "steal_ns")) < 0 ||
+                               json_object_set_new(e, "smi", entry_cpus_sum(d, e, "smi")) < 0
+                       ? -ENOMEM
+                       : 0;
+}
+
 /* Ranks the entries of @by_key into the "causes" of @d, with their shares and gains. */
 static int rank_entries(json_t *d, json_t *by_key, uint64_t total_ns)
 {
@@ -418,6 +483,9 @@ int diagnosis_build(const DiagnosisInput *in, json_t **ret)
         json_object_foreach(by_key, key, e)
         {
                 r = entry_remedy(in, e, last_seen, workers, window_start_ns);
+                if (r == 0) {
+                        r = entry_host_figures(d, e);
+                }
                 if (r < 0) {
                         return r;
                 }
@@ -468,6 +536,31 @@ static void print_cpu(FILE *f, json_t *c)
                         format_count(a, sizeof(a), kept), format_count(b, sizeof(b), count));
         }
         fputc('\n', f);
+        if (get_u64(c, "trace_lost", &count) && count > 0) {
+                fprintf(f, "       the trace lost records in %s of them",
+                        format_count(n, sizeof(n), count));
+                if (get_u64(c, "trace_lost_ns", &ns)) {
+                        fprintf(f, ": %s of their time is unexplained for it",
+                                format_ns(a, sizeof(a), (double)ns));
+                }
+                fputc('\n', f);
+        }
+}
+
+/* The steal time and SMI count beside the time without a record, where they were read. */
+static void print_host_figures(FILE *f, json_t *e)
+{
+        char t[FORMAT_MAX], n[FORMAT_MAX];
+        uint64_t v;
+
+        if (get_u64(e, "steal_ns", &v)) {
+                fprintf(f, "       %-15s %s in the window, as the host reports it (/proc/stat)\n",
+                        "steal time:", format_ns(t, sizeof(t), (double)v));
+        }
+        if (get_u64(e, "smi", &v)) {
+                fprintf(f, "       %-15s %s in the window (MSR 0x34)\n", "SMIs:",
+                        format_count(n, sizeof(n), v));
+        }
 }
 
 static void print_entry(FILE *f, json_t *e, bool color)
@@ -482,6 +575,7 @@ static void print_entry(FILE *f, json_t *e, bool color)
         json_t *finding = json_object_get(e, "finding");
         char t[FORMAT_MAX], s[FORMAT_MAX], g[FORMAT_MAX];
         double share = 0, gain;
+        uint64_t overhead;
 
         json_get_double(e, "share", &share);
         fprintf(f, "%3" JSON_INTEGER_FORMAT ". %s%s%s  %s, %s %% of the interruptions' time",
@@ -494,6 +588,11 @@ static void print_entry(FILE *f, json_t *e, bool color)
                         format_pct(g, sizeof(g), gain));
         }
         fputc('\n', f);
+        if (get_u64(e, "overhead_ns", &overhead) && overhead > 0) {
+                fprintf(f, "       %-15s %s of it the way into the kernel and out\n",
+                        "overhead:", format_ns(t, sizeof(t), (double)overhead));
+        }
+        print_host_figures(f, e);
         print_part(f, e, "setting", "let in by:");
         if (json_is_object(finding)) {
                 fprintf(f, "       %-15s %s %s: %s\n", "audit:", json_get_string(e, "check", "?"),

@@ -29,14 +29,17 @@ typedef struct DiagnosisInput {
 
 /* Builds the diagnosis into @ret: {"window", "trace", "housekeeping" (CPU list or null),
  * "interruptions_ns" (of all the CPUs), "cpus": [{"cpu", "window_ns", "interruptions",
- * "kept", "interruptions_ns", "lost_ns", "cpu_available_pct", "trace_lost"}], "causes": [one
- * per cause, longest first: {"rank", "kind", "name", "what", "cpus", "ns", "count", "share"
- * (of the interruptions' time), "gain_pct" (the share of the CPUs' time it would give back),
+ * "kept", "interruptions_ns", "lost_ns", "cpu_available_pct", "trace_lost", "trace_lost_ns",
+ * "steal_ns", "smi" (the last three null where the daemon does not give them)}], "causes":
+ * [one per cause, longest first: {"rank", "kind", "name", "what", "cpus", "ns",
+ * "overhead_ns" (the part of ns that is its entry and exit), "count", "share" (of the
+ * interruptions' time), "gain_pct" (the share of the CPUs' time it would give back),
  * "ns_per_s", and audit_remedy()'s "check", "setting", "when", "command", "persist", "revert",
  * "note", "ask_host" (and for tasks "identity", "pid"), "finding" (the daemon's finding of
- * that check on that CPU: {"severity", "seen"}, or null)}]}. A cause takes the time of its
- * own and, where GetCauses gives one, its "overhead_ns". Malformed parts of the replies are
- * left out. Returns 0, -EINVAL when @in has no causes or no host, -ENOMEM. */
+ * that check on that CPU: {"severity", "seen"}, or null); for the time without a kernel
+ * record also "steal_ns" and "smi" of its CPUs (null where not read)}]}. A cause takes the
+ * time of its own and, where GetCauses gives one, its "overhead_ns". Malformed parts of the
+ * replies are left out. Returns 0, -EINVAL when @in has no causes or no host, -ENOMEM. */
 int diagnosis_build(const DiagnosisInput *in, json_t **ret);
 
 /* Prints the diagnosis @d as text to @f: a line per CPU, then each cause with at least
