@@ -1210,14 +1210,12 @@ int trace_recorder_explain(TraceRecorder *t, int cpu, int probe_pid, uint64_t st
         to = end + t->slack_ticks;
         i0 = causes_lower_bound(c->win, c->n, from);
         i1 = causes_lower_bound(c->win, c->n, to + 1);
-        (void)causes_analyze(c->win + i0, i1 - i0, start_ticks, end, probe_pid, ret);
         lost = start_ticks < c->complete_from || end > c->horizon;
         for (size_t i = 0; i < c->n_losses && !lost; i++) {
                 lost = c->losses[i].from_ticks < end && c->losses[i].to_ticks > start_ticks;
         }
-        if (lost) {
-                ret->flags |= CAUSES_LOST;
-        }
+        (void)causes_analyze(c->win + i0, i1 - i0, start_ticks, end, probe_pid,
+                             lost ? CAUSES_LOST : 0, ret);
         return 0;
 }
 
