@@ -95,6 +95,8 @@ struct Manager {
         Ksyms *ksyms;
         char trace_reason[TRACE_REASON_MAX];
         bool trace_read_failing;
+        /* Reads the trace between harvests when it records much (manager-trace.c). */
+        sd_event_source *trace_read_source;
 
         /* Called after every harvest, in the order they were added (main.c adds the API's
          * Monitor and the textfile). */
@@ -121,10 +123,12 @@ void manager_trace_start(Manager *m);
 /* Stops recording (and removes the tracing instance); accepts a manager that does not. */
 void manager_trace_stop(Manager *m);
 
-/* Reads what the kernel recorded since the last call (each interval); logs a failure once. */
+/* Reads what the kernel recorded since the last call (each interval); logs a failure once.
+ * When the trace records much, reads again before the next interval, as often as its kernel
+ * buffers need, and takes the probes' interruptions then (manager_drain_events()). */
 void manager_trace_read(Manager *m);
 
-/* Explains the interruption of @p that began at @start_ticks (@start_ns) and stores its
- * causes for GetEvents. Does nothing when not recording. */
-void manager_trace_explain(Manager *m, const ProbeCtl *p, uint64_t start_ticks,
-                           uint64_t duration_ticks, uint64_t start_ns);
+/* Takes the interruptions @p's probe reported since the last call into the history, with
+ * their trace causes when recording (at each harvest, and between harvests after a read of a
+ * busy trace, while the recorder's window still holds their records). */
+void manager_drain_events(Manager *m, ProbeCtl *p);

@@ -1,5 +1,6 @@
-/* The manager's side of the trace causes: the recorder's life, its read each interval, the
- * causes of each interruption into the store, and what GetStatus and GetEvents show of them.
+/* The manager's side of the trace causes: the recorder's life, its read each interval (and
+ * sooner when it records much), the interruptions the probes report taken into the history
+ * with their causes into the store, and what GetStatus, GetEvents and GetCauses show of them.
  * The matching itself is in causes.c, the recording in trace.c. */
 
 #include <errno.h>
@@ -112,6 +113,52 @@ void manager_trace_stop(Manager *m)
         privileges_dac(true);
         m->trace = trace_recorder_free(m->trace);
         privileges_dac(false);
+        m->trace_read_source = sd_event_source_disable_unref(m->trace_read_source);
+}
+
+/* A read between harvests: the interruptions it explains are taken now too, while the
+ * recorder's window still holds their records. */
+static int on_trace_read(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        Manager *m = userdata;
+
+        (void)s;
+        (void)usec;
+        manager_trace_read(m);
+        for (size_t i = 0; i < m->n_probes; i++) {
+                manager_drain_events(m, &m->probes[i]);
+        }
+        return 0;
+}
+
+/* The next read before the harvest's, when the recorder asks for one sooner. */
+static void plan_trace_read(Manager *m)
+{
+        uint64_t period = trace_recorder_read_period_ns(m->trace);
+        int r = 0;
+
+        if (period >= m->config.history_interval_ns) {
+                if (m->trace_read_source) {
+                        (void)sd_event_source_set_enabled(m->trace_read_source, SD_EVENT_OFF);
+                }
+                return;
+        }
+        if (!m->trace_read_source) {
+                r = sd_event_add_time(m->event, &m->trace_read_source, CLOCK_MONOTONIC, UINT64_MAX,
+                                      1000, on_trace_read, m);
+        }
+        if (r >= 0) {
+                r = sd_event_source_set_time(m->trace_read_source,
+                                             (now_ns(CLOCK_MONOTONIC) + period) / 1000);
+        }
+        if (r >= 0) {
+                r = sd_event_source_set_enabled(m->trace_read_source, SD_EVENT_ONESHOT);
+        }
+        if (r < 0) {
+                /* Read once an interval then; a busy CPU may lose records. */
+                log_warning("cannot read the trace between intervals: %s", strerror(-r));
+                m->trace_read_source = sd_event_source_disable_unref(m->trace_read_source);
+        }
 }
 
 void manager_trace_read(Manager *m)
@@ -122,6 +169,7 @@ void manager_trace_read(Manager *m)
                 return;
         }
         r = trace_recorder_read(m->trace);
+        plan_trace_read(m);
         if (r < 0 && !m->trace_read_failing) {
                 log_warning("%s; trace causes are missing until it recovers",
                             trace_recorder_reason(m->trace));
@@ -132,8 +180,10 @@ void manager_trace_read(Manager *m)
         }
 }
 
-void manager_trace_explain(Manager *m, const ProbeCtl *p, uint64_t start_ticks,
-                           uint64_t duration_ticks, uint64_t start_ns)
+/* Explains the interruption of @p that began at @start_ticks (@start_ns) and stores its
+ * causes for GetEvents. Does nothing when not recording. */
+static void trace_explain(Manager *m, const ProbeCtl *p, uint64_t start_ticks,
+                          uint64_t duration_ticks, uint64_t start_ns)
 {
         CauseList l;
 
@@ -143,6 +193,21 @@ void manager_trace_explain(Manager *m, const ProbeCtl *p, uint64_t start_ticks,
                 return;
         }
         (void)cause_store_add(m->cause_store, p->cpu, start_ns, &l, &m->counter.conv);
+}
+
+void manager_drain_events(Manager *m, ProbeCtl *p)
+{
+        uint64_t start, dur;
+
+        while (ring_pop(probe_ring(p->probe), &p->reader, &start, &dur) == 1) {
+                HistoryEvent ev = {.cpu = p->cpu};
+
+                clock_pair_map(&m->clock_ref, &m->counter.conv, start, &ev.start_ns,
+                               &ev.start_real_ns);
+                ev.duration_ns = tickconv_to_ns(&m->counter.conv, dur);
+                (void)history_add_event(m->history, &ev);
+                trace_explain(m, p, start, dur, ev.start_ns);
+        }
 }
 
 void manager_trace_reset(Manager *m, int cpu)

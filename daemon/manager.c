@@ -407,21 +407,6 @@ static void pin_manager(Manager *m)
 
 /* --- the interval ------------------------------------------------------------------------- */
 
-static void drain_events(Manager *m, ProbeCtl *p)
-{
-        uint64_t start, dur;
-
-        while (ring_pop(probe_ring(p->probe), &p->reader, &start, &dur) == 1) {
-                HistoryEvent ev = {.cpu = p->cpu};
-
-                clock_pair_map(&m->clock_ref, &m->counter.conv, start, &ev.start_ns,
-                               &ev.start_real_ns);
-                ev.duration_ns = tickconv_to_ns(&m->counter.conv, dur);
-                (void)history_add_event(m->history, &ev);
-                manager_trace_explain(m, p, start, dur, ev.start_ns);
-        }
-}
-
 static void harvest_probe(Manager *m, ProbeCtl *p)
 {
         ProbeSlot *slot = &p->last;
@@ -461,7 +446,7 @@ static void harvest_probe(Manager *m, ProbeCtl *p)
                 p->harvest_epoch++;
         }
         p->have_last = got;
-        drain_events(m, p);
+        manager_drain_events(m, p);
 }
 
 static void update_status(Manager *m)

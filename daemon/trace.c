@@ -113,6 +113,7 @@ typedef struct TraceCpu {
         size_t n;
         uint64_t complete_from; /* the window has every record from here on */
         uint64_t horizon;       /* every record before this has been read */
+        unsigned pages_since;   /* sub-buffers read since the last trace_recorder_read() */
         uint64_t last_ticks;
         bool have_last;
         Loss losses[LOSSES_MAX];
@@ -139,7 +140,9 @@ struct TraceRecorder {
         size_t n_cpus;
         size_t window;
         unsigned buffer_kb;
-        Ksyms *ksyms; /* NULL: functions are named by address */
+        uint64_t last_read_ns;   /* CLOCK_MONOTONIC of the last trace_recorder_read() */
+        uint64_t read_period_ns; /* trace_recorder_read_period_ns() */
+        Ksyms *ksyms;            /* NULL: functions are named by address */
         bool own_ksyms;
 
         /* Trace clock → counter ticks. */
@@ -1128,6 +1131,7 @@ static int read_cpu(TraceRecorder *t, TraceCpu *c)
                         break;
                 }
                 t->stats.subbuffers++;
+                c->pages_since++;
                 if (kbuffer_load_subbuffer(t->kbuf, t->page) < 0) {
                         continue;
                 }
@@ -1147,6 +1151,28 @@ static int read_cpu(TraceRecorder *t, TraceCpu *c)
         /* Stopped by the bound: what was read ends at the last record. */
         c->horizon = pages < t->max_pages ? horizon : c->have_last ? c->last_ticks : c->horizon;
         return (int)(t->stats.records - added);
+}
+
+/* From the sub-buffers the busiest CPU filled since the last read: how long until its kernel
+ * buffer is a quarter full again at that rate. */
+static void plan_next_read(TraceRecorder *t, uint64_t now)
+{
+        unsigned most = 0, quarter = t->buffer_kb * 1024u / (unsigned)t->page_size / 4;
+
+        for (size_t i = 0; i < t->n_cpus; i++) {
+                most = t->cpus[i].pages_since > most ? t->cpus[i].pages_since : most;
+                t->cpus[i].pages_since = 0;
+        }
+        if (most == 0 || t->last_read_ns == 0 || now <= t->last_read_ns) {
+                t->read_period_ns = UINT64_MAX;
+        } else {
+                double period = (double)(now - t->last_read_ns) * (quarter ? quarter : 1) / most;
+
+                t->read_period_ns = period < TRACE_READ_PERIOD_MIN_NS ? TRACE_READ_PERIOD_MIN_NS
+                                    : period > 1e18                   ? UINT64_MAX
+                                                                      : (uint64_t)period;
+        }
+        t->last_read_ns = now;
 }
 
 int trace_recorder_read(TraceRecorder *t)
@@ -1169,6 +1195,7 @@ int trace_recorder_read(TraceRecorder *t)
                 t->stats.symbol_passes++;
                 patch_names(t);
         }
+        plan_next_read(t, t0);
         dt = now_ns(CLOCK_MONOTONIC) - t0;
         t->stats.reads++;
         t->stats.read_ns += dt;
@@ -1229,6 +1256,11 @@ const TraceRecord *trace_recorder_records(const TraceRecorder *t, int cpu, size_
         }
         *ret_n = c->n;
         return c->win;
+}
+
+uint64_t trace_recorder_read_period_ns(const TraceRecorder *t)
+{
+        return t->read_period_ns ? t->read_period_ns : UINT64_MAX; /* 0: not read yet */
 }
 
 const char *trace_recorder_clock(const TraceRecorder *t)

@@ -102,6 +102,16 @@ TraceRecorder *trace_recorder_free(TraceRecorder *t);
  * read failed (then trace_recorder_reason() says why; the windows keep what they had). */
 int trace_recorder_read(TraceRecorder *t);
 
+/* The shortest time between reads: a busier CPU loses records rather than the reader
+ * spinning. */
+#define TRACE_READ_PERIOD_MIN_NS 10000000ULL
+
+/* How soon to read again so that no probed CPU's kernel buffer fills beyond a quarter, at the
+ * rate the busiest one filled between the last two reads of trace_recorder_read(): at least
+ * TRACE_READ_PERIOD_MIN_NS; UINT64_MAX when nothing was read then. A quiet CPU asks for no
+ * read of its own: reading often is only for CPUs that record much. */
+uint64_t trace_recorder_read_period_ns(const TraceRecorder *t);
+
 /* Explains the interruption of @cpu that began at @start_ticks and lasted @duration_ticks,
  * from the window of @cpu; @probe_pid is the probe thread's tid (-1: unknown). Reads that CPU
  * again first when the interruption ends after what was read. Sets CAUSES_LOST when records
