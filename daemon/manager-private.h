@@ -128,6 +128,11 @@ void manager_trace_stop(Manager *m);
  * buffers need, and takes the probes' interruptions then (manager_drain_events()). */
 void manager_trace_read(Manager *m);
 
+/* After each harvest while recording: notes each probed CPU's steal time and the SMIs of the
+ * interval it handed over, at the interval's end, for GetCauses to show beside the
+ * interruptions with no record. */
+void manager_trace_harvested(Manager *m);
+
 /* Takes the interruptions @p's probe reported since the last call into the history, with
  * their trace causes when recording (at each harvest, and between harvests after a read of a
  * busy trace, while the recorder's window still holds their records). */

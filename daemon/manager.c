@@ -479,6 +479,7 @@ static int on_harvest(sd_event_source *s, uint64_t usec, void *userdata)
         for (size_t i = 0; i < m->n_probes; i++) {
                 harvest_probe(m, &m->probes[i]);
         }
+        manager_trace_harvested(m);
         for (size_t i = 0; i < m->n_hooks; i++) {
                 m->hooks[i].func(m, m->hooks[i].userdata);
         }
