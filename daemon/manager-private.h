@@ -124,8 +124,9 @@ void manager_trace_start(Manager *m);
 void manager_trace_stop(Manager *m);
 
 /* Reads what the kernel recorded since the last call (each interval); logs a failure once.
- * When the trace records much, reads again before the next interval, as often as its kernel
- * buffers need, and takes the probes' interruptions then (manager_drain_events()). */
+ * Reads again before the next interval when the recorder asks for it (at least every
+ * TRACE_READ_PERIOD_MAX_NS, sooner as its kernel buffers need), and takes the probes'
+ * interruptions then (manager_drain_events()). */
 void manager_trace_read(Manager *m);
 
 /* After each harvest while recording: notes each probed CPU's steal time and the SMIs of the

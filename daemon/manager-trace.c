@@ -1,7 +1,7 @@
-/* The manager's side of the trace causes: the recorder's life, its read each interval (and
- * sooner when it records much), the interruptions the probes report taken into the history
- * with their causes into the store, and what GetStatus, GetEvents and GetCauses show of them.
- * The matching itself is in causes.c, the recording in trace.c. */
+/* The manager's side of the trace causes: the recorder's life, its reads (each interval, and
+ * between harvests as its buffers need), the interruptions the probes report taken into the
+ * history with their causes into the store, and what GetStatus, GetEvents and GetCauses show
+ * of them. The matching itself is in causes.c, the recording in trace.c. */
 
 #include <errno.h>
 #include <stdio.h>
@@ -159,7 +159,8 @@ static int on_trace_read(sd_event_source *s, uint64_t usec, void *userdata)
         return 0;
 }
 
-/* The next read before the harvest's, when the recorder asks for one sooner. */
+/* The next read before the harvest's, when the recorder asks for one sooner (within
+ * TRACE_READ_PERIOD_MAX_NS it always does). */
 static void plan_trace_read(Manager *m)
 {
         uint64_t period = trace_recorder_read_period_ns(m->trace);

@@ -1154,24 +1154,22 @@ static int read_cpu(TraceRecorder *t, TraceCpu *c)
 }
 
 /* From the sub-buffers the busiest CPU filled since the last read: how long until its kernel
- * buffer is a quarter full again at that rate. */
+ * buffer is a quarter full again at that rate, within the bounds. */
 static void plan_next_read(TraceRecorder *t, uint64_t now)
 {
         unsigned most = 0, quarter = t->buffer_kb * 1024u / (unsigned)t->page_size / 4;
+        double period = TRACE_READ_PERIOD_MAX_NS;
 
         for (size_t i = 0; i < t->n_cpus; i++) {
                 most = t->cpus[i].pages_since > most ? t->cpus[i].pages_since : most;
                 t->cpus[i].pages_since = 0;
         }
-        if (most == 0 || t->last_read_ns == 0 || now <= t->last_read_ns) {
-                t->read_period_ns = UINT64_MAX;
-        } else {
-                double period = (double)(now - t->last_read_ns) * (quarter ? quarter : 1) / most;
-
-                t->read_period_ns = period < TRACE_READ_PERIOD_MIN_NS ? TRACE_READ_PERIOD_MIN_NS
-                                    : period > 1e18                   ? UINT64_MAX
-                                                                      : (uint64_t)period;
+        if (most > 0 && t->last_read_ns > 0 && now > t->last_read_ns) {
+                period = (double)(now - t->last_read_ns) * (quarter ? quarter : 1) / most;
         }
+        t->read_period_ns = period < TRACE_READ_PERIOD_MIN_NS   ? TRACE_READ_PERIOD_MIN_NS
+                            : period > TRACE_READ_PERIOD_MAX_NS ? TRACE_READ_PERIOD_MAX_NS
+                                                                : (uint64_t)period;
         t->last_read_ns = now;
 }
 
@@ -1260,7 +1258,7 @@ const TraceRecord *trace_recorder_records(const TraceRecorder *t, int cpu, size_
 
 uint64_t trace_recorder_read_period_ns(const TraceRecorder *t)
 {
-        return t->read_period_ns ? t->read_period_ns : UINT64_MAX; /* 0: not read yet */
+        return t->read_period_ns ? t->read_period_ns : TRACE_READ_PERIOD_MAX_NS; /* 0: not read */
 }
 
 const char *trace_recorder_clock(const TraceRecorder *t)
