@@ -43,6 +43,10 @@ struct ProbeCtl {
         uint64_t last_duration_ns;
         ProbeSlot last;
         AttribDelta last_attrib;
+        /* The counters over every interval the last harvest took: several when the manager
+         * fell behind, so that the counts noted once a harvest (the SMIs beside the trace's
+         * account) miss none. */
+        AttribDelta harvested_attrib;
         bool have_last;
 };
 

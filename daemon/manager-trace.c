@@ -69,7 +69,8 @@ void manager_trace_harvested(Manager *m)
                 (void)cause_store_note_host(
                         m->cause_store, p->cpu, p->last_start_ns + p->last_duration_ns,
                         have[i] ? steal[i] : UINT64_MAX,
-                        smi >= 0 ? attrib_delta_get(&p->last_attrib, (unsigned)smi) : UINT64_MAX);
+                        smi >= 0 ? attrib_delta_get(&p->harvested_attrib, (unsigned)smi)
+                                 : UINT64_MAX);
         }
 }
 

@@ -432,6 +432,7 @@ static void harvest_probe(Manager *m, ProbeCtl *p)
         ProbeSlot *slot = &p->last;
         bool got = false;
 
+        attrib_delta_clear(&p->harvested_attrib);
         while (p->harvest_epoch < probe_acked_epoch(p->probe)) {
                 if (probe_harvest(p->probe, p->harvest_epoch, slot) == 0 && slot->gap.count > 0) {
                         uint64_t start_ns, start_real_ns;
@@ -443,6 +444,7 @@ static void harvest_probe(Manager *m, ProbeCtl *p)
                                                              slot->end_ticks - slot->start_ticks);
                         attrib_delta_copy(&p->last_attrib,
                                           &p->epoch_attrib[p->harvest_epoch % PROBE_SLOTS]);
+                        attrib_delta_add(&p->harvested_attrib, &p->last_attrib);
                         (void)history_add_interval(m->history, p->cpu, p->last_start_ns,
                                                    p->last_duration_ns, slot, p->stall_pending,
                                                    &p->last_attrib);
