@@ -43,6 +43,10 @@ struct ProbeCtl {
         uint64_t last_duration_ns;
         ProbeSlot last;
         AttribDelta last_attrib;
+        /* The counters over every interval the last harvest took: several when the manager
+         * fell behind, so that the counts noted once a harvest (the SMIs beside the trace's
+         * account) miss none. */
+        AttribDelta harvested_attrib;
         bool have_last;
 };
 
@@ -95,6 +99,8 @@ struct Manager {
         Ksyms *ksyms;
         char trace_reason[TRACE_REASON_MAX];
         bool trace_read_failing;
+        /* Reads the trace between harvests when it records much (manager-trace.c). */
+        sd_event_source *trace_read_source;
 
         /* Called after every harvest, in the order they were added (main.c adds the API's
          * Monitor and the textfile). */
@@ -121,10 +127,18 @@ void manager_trace_start(Manager *m);
 /* Stops recording (and removes the tracing instance); accepts a manager that does not. */
 void manager_trace_stop(Manager *m);
 
-/* Reads what the kernel recorded since the last call (each interval); logs a failure once. */
+/* Reads what the kernel recorded since the last call (each interval); logs a failure once.
+ * Reads again before the next interval when the recorder asks for it (at least every
+ * TRACE_READ_PERIOD_MAX_NS, sooner as its kernel buffers need), and takes the probes'
+ * interruptions then (manager_drain_events()). */
 void manager_trace_read(Manager *m);
 
-/* Explains the interruption of @p that began at @start_ticks (@start_ns) and stores its
- * causes for GetEvents. Does nothing when not recording. */
-void manager_trace_explain(Manager *m, const ProbeCtl *p, uint64_t start_ticks,
-                           uint64_t duration_ticks, uint64_t start_ns);
+/* After each harvest while recording: notes each probed CPU's steal time and the SMIs of the
+ * interval it handed over, at the interval's end, for GetCauses to show beside the
+ * interruptions with no record. */
+void manager_trace_harvested(Manager *m);
+
+/* Takes the interruptions @p's probe reported since the last call into the history, with
+ * their trace causes when recording (at each harvest, and between harvests after a read of a
+ * busy trace, while the recorder's window still holds their records). */
+void manager_drain_events(Manager *m, ProbeCtl *p);

@@ -1,6 +1,7 @@
-/* The manager's side of the trace causes: the recorder's life, its read each interval, the
- * causes of each interruption into the store, and what GetStatus and GetEvents show of them.
- * The matching itself is in causes.c, the recording in trace.c. */
+/* The manager's side of the trace causes: the recorder's life, its reads (each interval, and
+ * between harvests as its buffers need), the interruptions the probes report taken into the
+ * history with their causes into the store, and what GetStatus, GetEvents and GetCauses show
+ * of them. The matching itself is in causes.c, the recording in trace.c. */
 
 #include <errno.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include "log.h"
 #include "manager-private.h"
 #include "privileges.h"
+#include "steal.h"
 
 /* Room for what the recorder leaves out: its missing, refused and unnamed lists, and words. */
 #define SHORTFALL_MAX 1280
@@ -42,6 +44,34 @@ static const char *trace_shortfall(const TraceRecorder *t, char *buf, size_t siz
 static bool trace_possible_later(void)
 {
         return privileges_have(CAP_SYSLOG) && (geteuid() == 0 || privileges_have(CAP_DAC_OVERRIDE));
+}
+
+void manager_trace_harvested(Manager *m)
+{
+        int cpus[CPU_SETSIZE];
+        uint64_t steal[CPU_SETSIZE];
+        bool have[CPU_SETSIZE];
+        int smi = attrib_table_find(m->attrib, "smi");
+
+        if (!m->trace || !m->cause_store) {
+                return;
+        }
+        for (size_t i = 0; i < m->n_probes; i++) {
+                cpus[i] = m->probes[i].cpu;
+        }
+        (void)steal_read(m->config.audit_root, cpus, m->n_probes, steal, have);
+        for (size_t i = 0; i < m->n_probes; i++) {
+                const ProbeCtl *p = &m->probes[i];
+
+                if (!p->have_last) {
+                        continue;
+                }
+                (void)cause_store_note_host(
+                        m->cause_store, p->cpu, p->last_start_ns + p->last_duration_ns,
+                        have[i] ? steal[i] : UINT64_MAX,
+                        smi >= 0 ? attrib_delta_get(&p->harvested_attrib, (unsigned)smi)
+                                 : UINT64_MAX);
+        }
 }
 
 void manager_trace_start(Manager *m)
@@ -112,6 +142,53 @@ void manager_trace_stop(Manager *m)
         privileges_dac(true);
         m->trace = trace_recorder_free(m->trace);
         privileges_dac(false);
+        m->trace_read_source = sd_event_source_disable_unref(m->trace_read_source);
+}
+
+/* A read between harvests: the interruptions it explains are taken now too, while the
+ * recorder's window still holds their records. */
+static int on_trace_read(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        Manager *m = userdata;
+
+        (void)s;
+        (void)usec;
+        manager_trace_read(m);
+        for (size_t i = 0; i < m->n_probes; i++) {
+                manager_drain_events(m, &m->probes[i]);
+        }
+        return 0;
+}
+
+/* The next read before the harvest's, when the recorder asks for one sooner (within
+ * TRACE_READ_PERIOD_MAX_NS it always does). */
+static void plan_trace_read(Manager *m)
+{
+        uint64_t period = trace_recorder_read_period_ns(m->trace);
+        int r = 0;
+
+        if (period >= m->config.history_interval_ns) {
+                if (m->trace_read_source) {
+                        (void)sd_event_source_set_enabled(m->trace_read_source, SD_EVENT_OFF);
+                }
+                return;
+        }
+        if (!m->trace_read_source) {
+                r = sd_event_add_time(m->event, &m->trace_read_source, CLOCK_MONOTONIC, UINT64_MAX,
+                                      1000, on_trace_read, m);
+        }
+        if (r >= 0) {
+                r = sd_event_source_set_time(m->trace_read_source,
+                                             (now_ns(CLOCK_MONOTONIC) + period) / 1000);
+        }
+        if (r >= 0) {
+                r = sd_event_source_set_enabled(m->trace_read_source, SD_EVENT_ONESHOT);
+        }
+        if (r < 0) {
+                /* Read once an interval then; a busy CPU may lose records. */
+                log_warning("cannot read the trace between intervals: %s", strerror(-r));
+                m->trace_read_source = sd_event_source_disable_unref(m->trace_read_source);
+        }
 }
 
 void manager_trace_read(Manager *m)
@@ -122,6 +199,7 @@ void manager_trace_read(Manager *m)
                 return;
         }
         r = trace_recorder_read(m->trace);
+        plan_trace_read(m);
         if (r < 0 && !m->trace_read_failing) {
                 log_warning("%s; trace causes are missing until it recovers",
                             trace_recorder_reason(m->trace));
@@ -132,8 +210,10 @@ void manager_trace_read(Manager *m)
         }
 }
 
-void manager_trace_explain(Manager *m, const ProbeCtl *p, uint64_t start_ticks,
-                           uint64_t duration_ticks, uint64_t start_ns)
+/* Explains the interruption of @p that began at @start_ticks (@start_ns) and stores its
+ * causes for GetEvents. Does nothing when not recording. */
+static void trace_explain(Manager *m, const ProbeCtl *p, uint64_t start_ticks,
+                          uint64_t duration_ticks, uint64_t start_ns)
 {
         CauseList l;
 
@@ -143,6 +223,21 @@ void manager_trace_explain(Manager *m, const ProbeCtl *p, uint64_t start_ticks,
                 return;
         }
         (void)cause_store_add(m->cause_store, p->cpu, start_ns, &l, &m->counter.conv);
+}
+
+void manager_drain_events(Manager *m, ProbeCtl *p)
+{
+        uint64_t start, dur;
+
+        while (ring_pop(probe_ring(p->probe), &p->reader, &start, &dur) == 1) {
+                HistoryEvent ev = {.cpu = p->cpu};
+
+                clock_pair_map(&m->clock_ref, &m->counter.conv, start, &ev.start_ns,
+                               &ev.start_real_ns);
+                ev.duration_ns = tickconv_to_ns(&m->counter.conv, dur);
+                (void)history_add_event(m->history, &ev);
+                trace_explain(m, p, start, dur, ev.start_ns);
+        }
 }
 
 void manager_trace_reset(Manager *m, int cpu)
@@ -219,15 +314,17 @@ int manager_trace_event_to_json(Manager *m, const HistoryEvent *ev, json_t *o)
                 return -ENOMEM;
         }
         for (size_t i = 0; i < c->n; i++) {
-                json_array_append_new(arr, json_pack("{ss ss sI}", "kind",
-                                                     cause_kind_name(c->causes[i].kind), "name",
-                                                     c->causes[i].name, "ns",
-                                                     (json_int_t)c->causes[i].ns));
+                json_array_append_new(
+                        arr, json_pack("{ss ss sI sI}", "kind", cause_kind_name(c->causes[i].kind),
+                                       "name", c->causes[i].name, "ns", (json_int_t)c->causes[i].ns,
+                                       "overhead_ns", (json_int_t)c->causes[i].overhead_ns));
         }
         if (json_object_set_new(o, "causes", arr) < 0 ||
             json_object_set_new(o, "unexplained_ns", json_integer(c->unexplained_ns)) < 0 ||
             json_object_set_new(o, "other_ns", json_integer(c->other_ns)) < 0 ||
-            json_object_set_new(o, "trace_lost", json_boolean(c->flags & CAUSES_LOST)) < 0) {
+            json_object_set_new(o, "trace_lost", json_boolean(c->flags & CAUSES_LOST)) < 0 ||
+            json_object_set_new(o, "overhead_ns", json_integer(c->overhead_ns)) < 0 ||
+            json_object_set_new(o, "no_record_ns", json_integer(c->no_record_ns)) < 0) {
                 return -ENOMEM;
         }
         return 0;
@@ -241,15 +338,17 @@ typedef struct WindowCause {
         uint8_t kind;
         char name[CAUSE_NAME_MAX];
         uint64_t ns;
+        uint64_t overhead_ns;
         uint64_t count;
 } WindowCause;
 
 static int cmp_window_cause(const void *a, const void *b)
 {
         const WindowCause *x = a, *y = b;
+        uint64_t tx = x->ns + x->overhead_ns, ty = y->ns + y->overhead_ns;
 
-        if (x->ns != y->ns) {
-                return x->ns < y->ns ? 1 : -1;
+        if (tx != ty) {
+                return tx < ty ? 1 : -1;
         }
         if (x->kind != y->kind) {
                 return x->kind < y->kind ? -1 : 1;
@@ -257,12 +356,13 @@ static int cmp_window_cause(const void *a, const void *b)
         return strcmp(x->name, y->name);
 }
 
-/* Adds @ns of (@kind, @name) to @w (@n of them). Returns false when @w is full. */
-static bool window_cause_add(WindowCause *w, size_t *n, uint8_t kind, const char *name, uint64_t ns)
+/* Adds stored cause @c to @w (@n of them). Returns false when @w is full. */
+static bool window_cause_add(WindowCause *w, size_t *n, const StoredCause *c)
 {
         for (size_t i = 0; i < *n; i++) {
-                if (w[i].kind == kind && strcmp(w[i].name, name) == 0) {
-                        w[i].ns += ns;
+                if (w[i].kind == c->kind && strcmp(w[i].name, c->name) == 0) {
+                        w[i].ns += c->ns;
+                        w[i].overhead_ns += c->overhead_ns;
                         w[i].count++;
                         return true;
                 }
@@ -270,8 +370,9 @@ static bool window_cause_add(WindowCause *w, size_t *n, uint8_t kind, const char
         if (*n == WINDOW_CAUSES_MAX) {
                 return false;
         }
-        w[*n] = (WindowCause){.kind = kind, .ns = ns, .count = 1};
-        snprintf(w[*n].name, sizeof(w[*n].name), "%s", name);
+        w[*n] = (WindowCause){
+                .kind = c->kind, .ns = c->ns, .overhead_ns = c->overhead_ns, .count = 1};
+        snprintf(w[*n].name, sizeof(w[*n].name), "%s", c->name);
         (*n)++;
         return true;
 }
@@ -305,6 +406,59 @@ static void add_woken(json_t *woken, const StoredCauses *c)
                          json_integer_value(json_object_get(v, "count")) + 1);
 }
 
+/* What the account adds to a window's causes: interruptions with trace causes at all, the
+ * causes' overhead, the interruptions with no record (never counted as explained), and the
+ * unexplained time of those whose records were lost. */
+typedef struct WindowAccount {
+        uint64_t traced, traced_ns;
+        uint64_t overhead_ns;
+        uint64_t no_record, no_record_ns;
+        uint64_t lost_ns;
+} WindowAccount;
+
+/* Adds @c, of an interruption of @duration_ns, to @a. Returns whether it had no record. */
+static bool account_add(WindowAccount *a, const StoredCauses *c, uint64_t duration_ns)
+{
+        a->traced++;
+        a->traced_ns += duration_ns;
+        a->overhead_ns += c->overhead_ns;
+        a->lost_ns += c->flags & CAUSES_LOST ? c->unexplained_ns : 0;
+        if (c->no_record_ns == 0) {
+                return false;
+        }
+        a->no_record++;
+        a->no_record_ns += c->no_record_ns;
+        return true;
+}
+
+static json_t *json_or_null(bool have, uint64_t v)
+{
+        return have ? json_integer((json_int_t)v) : json_null();
+}
+
+/* Adds @a to @o, with the steal time and SMI count of @cpu from @since_ns on. */
+static int account_to_json(Manager *m, int cpu, uint64_t since_ns, const WindowAccount *a,
+                           json_t *o)
+{
+        HostSpan h = {0};
+        bool have = m->cause_store && cause_store_host(m->cause_store, cpu, since_ns, &h) == 0;
+
+        if (json_object_set_new(o, "traced", json_integer((json_int_t)a->traced)) < 0 ||
+            json_object_set_new(o, "traced_ns", json_integer((json_int_t)a->traced_ns)) < 0 ||
+            json_object_set_new(o, "overhead_ns", json_integer((json_int_t)a->overhead_ns)) < 0 ||
+            json_object_set_new(o, "no_record", json_integer((json_int_t)a->no_record)) < 0 ||
+            json_object_set_new(o, "no_record_ns", json_integer((json_int_t)a->no_record_ns)) < 0 ||
+            json_object_set_new(o, "trace_lost_ns", json_integer((json_int_t)a->lost_ns)) < 0 ||
+            json_object_set_new(o, "steal_ns", json_or_null(have && h.have_steal, h.steal_ns)) <
+                    0 ||
+            json_object_set_new(o, "smi", json_or_null(have && h.have_smi, h.smi)) < 0 ||
+            json_object_set_new(o, "host_from_ns", json_or_null(have, h.from_ns)) < 0 ||
+            json_object_set_new(o, "host_to_ns", json_or_null(have, h.to_ns)) < 0) {
+                return -ENOMEM;
+        }
+        return 0;
+}
+
 json_t *manager_trace_window_causes(Manager *m, int cpu, const char *window, uint64_t since_ns)
 {
         size_t max = m->config.history_events_per_cpu, n, n_causes = 0;
@@ -313,6 +467,7 @@ json_t *manager_trace_window_causes(Manager *m, int cpu, const char *window, uin
         WindowCause *causes = calloc(WINDOW_CAUSES_MAX, sizeof(*causes));
         HistoryEvent *ev = calloc(max ? max : 1, sizeof(*ev));
         json_t *arr = json_array(), *woken = json_object(), *o = NULL;
+        WindowAccount acc = {0};
         cpu_set_t set;
 
         if (!causes || !ev || !arr || !woken) {
@@ -327,7 +482,7 @@ json_t *manager_trace_window_causes(Manager *m, int cpu, const char *window, uin
                                        : NULL;
 
                 events_ns += ev[i].duration_ns;
-                if (!c) {
+                if (!c || account_add(&acc, c, ev[i].duration_ns)) {
                         continue;
                 }
                 explained++;
@@ -337,9 +492,8 @@ json_t *manager_trace_window_causes(Manager *m, int cpu, const char *window, uin
                 unexplained_ns += c->unexplained_ns;
                 add_woken(woken, c);
                 for (size_t k = 0; k < c->n; k++) {
-                        if (!window_cause_add(causes, &n_causes, c->causes[k].kind,
-                                              c->causes[k].name, c->causes[k].ns)) {
-                                other_ns += c->causes[k].ns;
+                        if (!window_cause_add(causes, &n_causes, &c->causes[k])) {
+                                other_ns += c->causes[k].ns + c->causes[k].overhead_ns;
                         }
                 }
         }
@@ -350,11 +504,12 @@ json_t *manager_trace_window_causes(Manager *m, int cpu, const char *window, uin
                         cause_counter(causes[i].kind, causes[i].name, buf, sizeof(buf));
 
                 if (json_array_append_new(
-                            arr,
-                            json_pack("{ss ss sI sI so}", "kind", cause_kind_name(causes[i].kind),
-                                      "name", causes[i].name, "ns", (json_int_t)causes[i].ns,
-                                      "count", (json_int_t)causes[i].count, "counter",
-                                      counter ? json_string(counter) : json_null())) < 0) {
+                            arr, json_pack("{ss ss sI sI sI so}", "kind",
+                                           cause_kind_name(causes[i].kind), "name", causes[i].name,
+                                           "ns", (json_int_t)causes[i].ns, "overhead_ns",
+                                           (json_int_t)causes[i].overhead_ns, "count",
+                                           (json_int_t)causes[i].count, "counter",
+                                           counter ? json_string(counter) : json_null())) < 0) {
                         goto out;
                 }
         }
@@ -365,6 +520,10 @@ json_t *manager_trace_window_causes(Manager *m, int cpu, const char *window, uin
                       "causes", arr, "other_ns", (json_int_t)other_ns, "unexplained_ns",
                       (json_int_t)unexplained_ns, "woken_by", woken);
         arr = NULL;
+        if (o && account_to_json(m, cpu, since_ns, &acc, o) < 0) {
+                json_decref(o);
+                o = NULL;
+        }
 out:
         json_decref(woken);
         json_decref(arr);
@@ -378,14 +537,12 @@ json_t *manager_trace_kind_totals(Manager *m)
         json_t *arr = json_array();
 
         for (size_t i = 0; arr && m->cause_store && i < m->n_probes; i++) {
-                uint64_t ns[CAUSE_KIND_MAX + 1];
+                uint64_t ns[CAUSE_TOTALS];
                 json_t *kinds = json_object();
 
                 cause_store_totals(m->cause_store, m->probes[i].cpu, ns);
-                for (unsigned k = 0; kinds && k <= CAUSE_KIND_MAX; k++) {
-                        json_object_set_new(kinds,
-                                            k < CAUSE_KIND_MAX ? cause_kind_name((CauseKind)k)
-                                                               : "unexplained",
+                for (unsigned k = 0; kinds && k < CAUSE_TOTALS; k++) {
+                        json_object_set_new(kinds, cause_total_name(k),
                                             json_integer((json_int_t)ns[k]));
                 }
                 if (!kinds ||

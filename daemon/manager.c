@@ -427,26 +427,12 @@ static void pin_manager(Manager *m)
 
 /* --- the interval ------------------------------------------------------------------------- */
 
-static void drain_events(Manager *m, ProbeCtl *p)
-{
-        uint64_t start, dur;
-
-        while (ring_pop(probe_ring(p->probe), &p->reader, &start, &dur) == 1) {
-                HistoryEvent ev = {.cpu = p->cpu};
-
-                clock_pair_map(&m->clock_ref, &m->counter.conv, start, &ev.start_ns,
-                               &ev.start_real_ns);
-                ev.duration_ns = tickconv_to_ns(&m->counter.conv, dur);
-                (void)history_add_event(m->history, &ev);
-                manager_trace_explain(m, p, start, dur, ev.start_ns);
-        }
-}
-
 static void harvest_probe(Manager *m, ProbeCtl *p)
 {
         ProbeSlot *slot = &p->last;
         bool got = false;
 
+        attrib_delta_clear(&p->harvested_attrib);
         while (p->harvest_epoch < probe_acked_epoch(p->probe)) {
                 if (probe_harvest(p->probe, p->harvest_epoch, slot) == 0 && slot->gap.count > 0) {
                         uint64_t start_ns, start_real_ns;
@@ -458,6 +444,7 @@ static void harvest_probe(Manager *m, ProbeCtl *p)
                                                              slot->end_ticks - slot->start_ticks);
                         attrib_delta_copy(&p->last_attrib,
                                           &p->epoch_attrib[p->harvest_epoch % PROBE_SLOTS]);
+                        attrib_delta_add(&p->harvested_attrib, &p->last_attrib);
                         (void)history_add_interval(m->history, p->cpu, p->last_start_ns,
                                                    p->last_duration_ns, slot, p->stall_pending,
                                                    &p->last_attrib);
@@ -481,7 +468,7 @@ static void harvest_probe(Manager *m, ProbeCtl *p)
                 p->harvest_epoch++;
         }
         p->have_last = got;
-        drain_events(m, p);
+        manager_drain_events(m, p);
 }
 
 static void update_status(Manager *m)
@@ -514,6 +501,7 @@ static int on_harvest(sd_event_source *s, uint64_t usec, void *userdata)
         for (size_t i = 0; i < m->n_probes; i++) {
                 harvest_probe(m, &m->probes[i]);
         }
+        manager_trace_harvested(m);
         for (size_t i = 0; i < m->n_hooks; i++) {
                 m->hooks[i].func(m, m->hooks[i].userdata);
         }

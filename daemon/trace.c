@@ -113,6 +113,7 @@ typedef struct TraceCpu {
         size_t n;
         uint64_t complete_from; /* the window has every record from here on */
         uint64_t horizon;       /* every record before this has been read */
+        unsigned pages_since;   /* sub-buffers read since the last trace_recorder_read() */
         uint64_t last_ticks;
         bool have_last;
         Loss losses[LOSSES_MAX];
@@ -139,7 +140,9 @@ struct TraceRecorder {
         size_t n_cpus;
         size_t window;
         unsigned buffer_kb;
-        Ksyms *ksyms; /* NULL: functions are named by address */
+        uint64_t last_read_ns;   /* CLOCK_MONOTONIC of the last trace_recorder_read() */
+        uint64_t read_period_ns; /* trace_recorder_read_period_ns() */
+        Ksyms *ksyms;            /* NULL: functions are named by address */
         bool own_ksyms;
 
         /* Trace clock → counter ticks. */
@@ -1130,6 +1133,7 @@ static int read_cpu(TraceRecorder *t, TraceCpu *c)
                         break;
                 }
                 t->stats.subbuffers++;
+                c->pages_since++;
                 if (kbuffer_load_subbuffer(t->kbuf, t->page) < 0) {
                         continue;
                 }
@@ -1149,6 +1153,26 @@ static int read_cpu(TraceRecorder *t, TraceCpu *c)
         /* Stopped by the bound: what was read ends at the last record. */
         c->horizon = pages < t->max_pages ? horizon : c->have_last ? c->last_ticks : c->horizon;
         return (int)(t->stats.records - added);
+}
+
+/* From the sub-buffers the busiest CPU filled since the last read: how long until its kernel
+ * buffer is a quarter full again at that rate, within the bounds. */
+static void plan_next_read(TraceRecorder *t, uint64_t now)
+{
+        unsigned most = 0, quarter = t->buffer_kb * 1024u / (unsigned)t->page_size / 4;
+        double period = TRACE_READ_PERIOD_MAX_NS;
+
+        for (size_t i = 0; i < t->n_cpus; i++) {
+                most = t->cpus[i].pages_since > most ? t->cpus[i].pages_since : most;
+                t->cpus[i].pages_since = 0;
+        }
+        if (most > 0 && t->last_read_ns > 0 && now > t->last_read_ns) {
+                period = (double)(now - t->last_read_ns) * (quarter ? quarter : 1) / most;
+        }
+        t->read_period_ns = period < TRACE_READ_PERIOD_MIN_NS   ? TRACE_READ_PERIOD_MIN_NS
+                            : period > TRACE_READ_PERIOD_MAX_NS ? TRACE_READ_PERIOD_MAX_NS
+                                                                : (uint64_t)period;
+        t->last_read_ns = now;
 }
 
 int trace_recorder_read(TraceRecorder *t)
@@ -1171,6 +1195,7 @@ int trace_recorder_read(TraceRecorder *t)
                 t->stats.symbol_passes++;
                 patch_names(t);
         }
+        plan_next_read(t, t0);
         dt = now_ns(CLOCK_MONOTONIC) - t0;
         t->stats.reads++;
         t->stats.read_ns += dt;
@@ -1212,14 +1237,12 @@ int trace_recorder_explain(TraceRecorder *t, int cpu, int probe_pid, uint64_t st
         to = end + t->slack_ticks;
         i0 = causes_lower_bound(c->win, c->n, from);
         i1 = causes_lower_bound(c->win, c->n, to + 1);
-        (void)causes_analyze(c->win + i0, i1 - i0, start_ticks, end, probe_pid, ret);
         lost = start_ticks < c->complete_from || end > c->horizon;
         for (size_t i = 0; i < c->n_losses && !lost; i++) {
                 lost = c->losses[i].from_ticks < end && c->losses[i].to_ticks > start_ticks;
         }
-        if (lost) {
-                ret->flags |= CAUSES_LOST;
-        }
+        (void)causes_analyze(c->win + i0, i1 - i0, start_ticks, end, probe_pid,
+                             lost ? CAUSES_LOST : 0, ret);
         return 0;
 }
 
@@ -1233,6 +1256,11 @@ const TraceRecord *trace_recorder_records(const TraceRecorder *t, int cpu, size_
         }
         *ret_n = c->n;
         return c->win;
+}
+
+uint64_t trace_recorder_read_period_ns(const TraceRecorder *t)
+{
+        return t->read_period_ns ? t->read_period_ns : TRACE_READ_PERIOD_MAX_NS; /* 0: not read */
 }
 
 const char *trace_recorder_clock(const TraceRecorder *t)

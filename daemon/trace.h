@@ -102,6 +102,18 @@ TraceRecorder *trace_recorder_free(TraceRecorder *t);
  * read failed (then trace_recorder_reason() says why; the windows keep what they had). */
 int trace_recorder_read(TraceRecorder *t);
 
+/* The shortest time between reads: a busier CPU loses records rather than the reader
+ * spinning. */
+#define TRACE_READ_PERIOD_MIN_NS 10000000ULL
+/* The longest: a CPU that begins to record much is read within it, so a burst overflows the
+ * default buffer only beyond 2.5 MB/s (about 12 000 task wake-ups a second). */
+#define TRACE_READ_PERIOD_MAX_NS 100000000ULL
+
+/* How soon to read again so that no probed CPU's kernel buffer fills beyond a quarter, at the
+ * rate the busiest one filled between the last two reads of trace_recorder_read(): between
+ * TRACE_READ_PERIOD_MIN_NS and TRACE_READ_PERIOD_MAX_NS. */
+uint64_t trace_recorder_read_period_ns(const TraceRecorder *t);
+
 /* Explains the interruption of @cpu that began at @start_ticks and lasted @duration_ticks,
  * from the window of @cpu; @probe_pid is the probe thread's tid (-1: unknown). Reads that CPU
  * again first when the interruption ends after what was read. Sets CAUSES_LOST when records

@@ -89,7 +89,7 @@ expect 'jitterctl status' 0 re '^jitterd '"$num"', up ' re '^counter: +(tsc|cntv
 expect 'jitterctl stats*' 0 re '^window [0-9a-z]+ \('"$num"' [a-zµ]+\), ' \
     re '^ CPU +Avg +Min +Max +Samples +p99 +p99\.99 +Int/s +Lost %' re '^ +1 +-?'"$num"' [nµm]?s '
 expect 'jitterctl explain*' 0 re '^CPU 1, window [0-9a-z]+: time lost ' \
-    re '^ +EXACT CAUSE +SHARE +TIME +COUNT'
+    re '^ +EXACT CAUSE +SHARE +TIME +\+IN/OUT +COUNT'
 expect 'jitterctl doctor*' 0 \
     re '^window [0-9a-z]+, trace [a-z]+; fixes move things to the housekeeping CPUs: ' \
     re '^doctor changes nothing: '

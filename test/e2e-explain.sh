@@ -193,7 +193,7 @@ done
 # The daemon's textfile (written at each interval) and jitterctl export, both with every kind.
 for f in "$T/export.prom" "$T/jitterd.prom"; do
     kinds=$(grep -c '^jitter_cause_lost_seconds_total{cpu="1",kind=' "$f" || true)
-    (( kinds == 8 )) || fail "$kinds kinds of jitter_cause_lost_seconds_total in $f, not 8"
+    (( kinds == 10 )) || fail "$kinds kinds of jitter_cause_lost_seconds_total in $f, not 10"
 done
 task_s=$(awk '/^jitter_cause_lost_seconds_total\{cpu="1",kind="task"\}/ {print $2}' "$T/export.prom")
 awk -v c="$task_s" -v t="$stolen" -v k="$slack" -v lo="$others_before" -v hi="$others_after" '

@@ -1,7 +1,8 @@
 # The trace causes end to end: jitterd with [trace] enabled on CPU 1 and a SCHED_FIFO
 # jitter-thief taking known durations there. jitterctl status says it records, GetEvents
 # carries the causes and jitterctl events shows the thief (comm and pid) as the main cause of
-# its thefts, for at least 95 % of them. Then the daemon as a user that may not trace (nobody,
+# its thefts, for at least 95 % of them (a run where another program took CPU 1 for longer in a
+# theft is tried again, at most 3 times). Then the daemon as a user that may not trace (nobody,
 # with only CAP_IPC_LOCK to lock its memory): status says why and how to fix it, and the rest
 # (status, stats, events) works as before, and status says a restart is needed once granted. A
 # daemon of another user granted CAP_DAC_OVERRIDE records, and turns tracing on at a reload
@@ -10,6 +11,7 @@ source "$(dirname "$0")/lib.sh"
 need_cpu1
 command -v jq > /dev/null || fail "needs jq (tools/dev/deps test)"
 command -v setpriv > /dev/null || fail "needs setpriv (util-linux)"
+command -v taskset > /dev/null || fail "needs taskset (util-linux)"
 
 need_tracefs
 
@@ -28,47 +30,88 @@ grep -Eq '^trace: +recording in /.*/instances/jitterd, clock x86-tsc' "$T/status
 [[ $(jctl --json status | jq -r .trace.state) == recording ]] || fail "GetStatus trace.state"
 pass "status: $(grep '^trace:' "$T/status.txt")"
 
-# 16 thefts of 1.5 and 2.5 ms, 100 ms apart, from 300 ms on.
+# The test and what it starts stay on CPU 0: the probe shares CPU 1 with every SCHED_OTHER task
+# that lands there. The thief pins its own thread.
+ALLOWED=$(taskset -cp $$ | sed 's/.*: //')
+taskset -cp 0 $$ > /dev/null || fail "cannot keep the test on CPU 0"
 THEFTS=16
-"$THIEF" --cpu 1 --delay 300ms --period 100ms --durations 1500us,2500us --count $THEFTS \
-    > "$T/thefts" &
-thief=$!
-CLEANUP_PIDS+=("$thief")
-wait "$thief" || fail "jitter-thief failed"
-(( $(wc -l < "$T/thefts") == THEFTS )) || fail "jitter-thief reported $(wc -l < "$T/thefts") thefts"
 # explained START END: GetEvents has the interruption over the theft [START, END], with causes.
 explained() {
     jctl --json events --min 1ms | jq -e --argjson s "$1" --argjson e "$2" '
         any(.[]; .start_ns <= $s + 2000 and .start_ns + .duration_ns + 2000 >= $e
                  and has("causes"))' > /dev/null
 }
-# The last theft harvested and explained: two intervals, normally.
-read -r last_start last_end < <(tail -1 "$T/thefts")
-wait_until 10 explained "$last_start" "$last_end" || fail "the last theft is not explained in 10 s"
-
-# The thief's exit can fall into the interruption of its last theft (in a sanitizer build the
-# leak checker runs then, as a task of the same name), so the main cause is asserted on the
-# thefts before the last; the thief must be among the causes of every one.
-jctl --json events --min 1ms > "$T/events.json"
-named=0 main=0 k=0
-while read -r start end; do
-    k=$((k + 1))
-    # The interruption that covers the theft (start_ns is CLOCK_MONOTONIC, as the thief's).
-    got=$(jq -r --argjson s "$start" --argjson e "$end" --arg task "jitter-thief:$thief" '
-        [.[] | select(.start_ns <= $s + 2000 and .start_ns + .duration_ns + 2000 >= $e)]
-        | first | if . == null then "none" else
-          [(.causes[0] | .kind == "task" and .name == $task),
-           any(.causes[]; .kind == "task" and .name == $task)] | map(tostring) | join(" ")
-          end' "$T/events.json")
-    [[ $got == none ]] && fail "theft at $start has no interruption in GetEvents"
-    [[ $got == *" true" ]] && named=$((named + 1))
-    [[ $got == "true "* && $k -lt $THEFTS ]] && main=$((main + 1))
-done < "$T/thefts"
+# steal_and_judge: 16 thefts of 1.5 and 2.5 ms, 100 ms apart, from 300 ms on; sets named (the
+# thefts whose interruption names the thief), main (those of the first 15 whose main cause it
+# is), foreign (those whose main cause is another task: a program of someone else's that
+# landed on CPU 1, which spoils the run) and wide (those of the first 15 whose interruption is
+# not bounded from both sides by the thief's record with the run's slack, THEFT_JQ: noise
+# merged with it, which spoils the run too, or an event at the wrong time or of the wrong
+# length). The last theft is held to its lower bounds only: the thief's thread exits on CPU 1
+# right after it.
+steal_and_judge() {
+    local start end due k=0 got noise
+    noise=$(noise_ns)
+    "$THIEF" --cpu 1 --delay 300ms --period 100ms --durations 1500us,2500us --count $THEFTS \
+        --due > "$T/thefts" &
+    thief=$!
+    CLEANUP_PIDS+=("$thief")
+    wait "$thief" || fail "jitter-thief failed"
+    (( $(wc -l < "$T/thefts") == THEFTS )) || fail "jitter-thief reported $(wc -l < "$T/thefts") thefts"
+    # The last theft harvested and explained: two intervals, normally.
+    read -r start end _ < <(tail -1 "$T/thefts")
+    wait_until 10 explained "$start" "$end" || fail "the last theft is not explained in 10 s"
+    # The thief's exit can fall into the interruption of its last theft (in a sanitizer build
+    # the leak checker runs then, as a task of the same name), so the main cause is asserted on
+    # the thefts before the last; the thief must be among the causes of every one.
+    jctl --json events --min 1ms > "$T/events.json"
+    named=0 main=0 foreign=0 wide=0
+    while read -r start end due; do
+        k=$((k + 1))
+        # The interruption that covers the theft (start_ns is CLOCK_MONOTONIC, as the thief's),
+        # and whether it is the theft, bounded from both sides.
+        got=$(jq -r --argjson s "$start" --argjson e "$end" --argjson due "$due" \
+            --argjson slack "$slack_ns" --argjson noise "$noise" --argjson last $((k == THEFTS)) \
+            --arg task "jitter-thief:$thief" "$THEFT_JQ"'
+            [.[] | select(.start_ns <= $s + 2000 and .start_ns + .duration_ns + 2000 >= $e)]
+            | first | if . == null then "none"
+              elif $last == 0 and (is_theft($s; $e; $due; $slack; $noise) | not) then
+                "wide \(.start_ns - $due) \(.duration_ns)"
+              else
+              [(.causes[0] | .kind == "task" and .name == $task),
+               any(.causes[]; .kind == "task" and .name == $task),
+               (.causes[0] | .kind == "task" and .name != $task)] | map(tostring) | join(" ")
+              end' "$T/events.json")
+        [[ $got == none ]] && fail "theft at $start has no interruption in GetEvents"
+        if [[ $got == wide* ]]; then
+            read -r _ from_due dur <<< "$got"
+            echo "theft of $((end - start)) ns, due at $due, woken $((start - due)) ns later:" \
+                "its interruption starts $from_due ns after the due time and lasts $dur ns" \
+                "(slack $slack_ns ns, noise $noise ns)"
+            wide=$((wide + 1))
+            continue
+        fi
+        [[ $got == *" true "* ]] && named=$((named + 1))
+        [[ $got == "true "* && $k -lt $THEFTS ]] && main=$((main + 1))
+        [[ $got == *" true" && $k -lt $THEFTS ]] && foreign=$((foreign + 1))
+    done < "$T/thefts"
+    return 0
+}
+slack_ns=$(clock_slack_ns)
+for try in 1 2 3; do
+    steal_and_judge
+    (( foreign == 0 && wide == 0 )) && break
+    echo "run $try: $wide thefts not bounded from both sides; another task took CPU 1 longer" \
+        "than the thief in $foreign thefts:" \
+        "$(jq -c '[.[] | .causes[0] | select(.kind == "task") | .name] | unique' "$T/events.json")"
+done
+(( wide == 0 )) || fail "$wide thefts' interruptions not bounded from both sides in all 3 runs"
+(( foreign == 0 )) || fail "other tasks took CPU 1 in all 3 runs"
 (( named * 100 >= THEFTS * 95 )) || fail "only $named of $THEFTS thefts name jitter-thief:$thief"
 (( main * 100 >= (THEFTS - 1) * 95 )) ||
     fail "jitter-thief:$thief is the main cause of only $main of $((THEFTS - 1)) thefts"
 pass "GetEvents: $named of $THEFTS thefts name task jitter-thief:$thief, the main cause of" \
-    "$main of the first $((THEFTS - 1))"
+    "$main of the first $((THEFTS - 1)), each bounded from both sides (slack $slack_ns ns)"
 
 jctl events --min 1ms > "$T/events.txt"
 grep -q 'MAIN CAUSE' "$T/events.txt" || fail "jitterctl events has no MAIN CAUSE column"
@@ -79,6 +122,8 @@ pass "jitterctl events shows the thief as main cause in $rows rows"
 stop_daemon || fail "the daemon did not stop cleanly"
 [[ ! -e $TRACEFS/instances/jitterd ]] || fail "the tracing instance is left behind"
 pass "the tracing instance is gone after stop"
+# The daemons below are started from here: they need CPU 1 in their affinity.
+taskset -cp "$ALLOWED" $$ > /dev/null || fail "cannot give the test its CPUs back"
 
 # Tracing refused: the daemon as nobody. Its files must be reachable for that user.
 chmod 0777 "$T"

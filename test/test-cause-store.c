@@ -1,5 +1,6 @@
-/* Unit tests of the store of per-interruption causes: lookup by start, conversion to ns,
- * the bound per CPU, order, reset. */
+/* Unit tests of the store of per-interruption causes: lookup by start, conversion to ns (the
+ * parts of an interruption adding up to its ns), the bound per CPU, order, reset, the totals
+ * by part; the host readings (steal, SMI) over windows, fine and coarse. */
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,7 +18,8 @@
 
 static TickConv conv;
 
-/* A list of @n causes named c0.. with 1000 * (n - i) ticks each, and 7 ticks unexplained. */
+/* A list of @n causes named c0.. with 1000 * (n - i) ticks each and 100 ticks of overhead,
+ * 3 other and 7 ticks unexplained. */
 static CauseList list_of(size_t n, unsigned flags)
 {
         CauseList l = {.n = n, .unexplained_ticks = 7, .other_ticks = 3, .flags = flags};
@@ -26,6 +28,8 @@ static CauseList list_of(size_t n, unsigned flags)
                 l.causes[i].kind = i % 2 ? CAUSE_TASK : CAUSE_VECTOR;
                 snprintf(l.causes[i].name, sizeof(l.causes[i].name), "c%zu", i);
                 l.causes[i].ticks = 1000 * (n - i);
+                l.causes[i].overhead_ticks = 100;
+                l.overhead_ticks += 100;
         }
         return l;
 }
@@ -54,11 +58,17 @@ static void test_add_find(void **state)
         assert_string_equal(e->causes[0].name, "c0");
         assert_int_equal(e->causes[0].kind, CAUSE_VECTOR);
         assert_int_equal(e->causes[0].ns, 3000);
+        assert_int_equal(e->causes[0].overhead_ns, 50);
         assert_int_equal(e->causes[1].kind, CAUSE_TASK);
         assert_int_equal(e->causes[3].ns, 1500);
-        /* Causes 4 and 5 (2000 and 1000 ticks) join the list's other 3 ticks. */
-        assert_int_equal(e->other_ns, (2000 + 1000 + 3) / 2);
-        assert_int_equal(e->unexplained_ns, 3);
+        /* Causes 4 and 5 (2000 and 1000 ticks, 100 of overhead each) join the list's other 3
+         * ticks: 3203 ticks after 18400 are 10801 ns after 9200 (1601.5 ns, the half carried
+         * on). */
+        assert_int_equal(e->other_ns, 1601);
+        /* The last 7 ticks: 21610 ticks are 10805 ns in all. */
+        assert_int_equal(e->unexplained_ns, 4);
+        assert_int_equal(e->no_record_ns, 0);
+        assert_int_equal(e->overhead_ns, 300);
         assert_int_equal(e->flags, CAUSES_LOST | CAUSES_CLIPPED);
         assert_string_equal(cause_counter_of_code(e->woken_by), "irq:RES");
         e = cause_store_find(s, 3, 6000);
@@ -119,10 +129,45 @@ static void test_saturates(void **state)
         cause_store_free(s);
 }
 
-/* The totals by kind count every interruption added, the forgotten ones too, until a reset. */
+/* At 3 GHz a tick is a third of a ns: every part of an interruption rounded down on its own
+ * would lose up to a ns each. They add up to the interruption's ns, each within a ns of its
+ * own. */
+static void test_parts_add_up(void **state)
+{
+        CauseStore *s;
+        CauseList l = list_of(6, 0);
+        const StoredCauses *e;
+        uint64_t total = 0, sum = 0, no_record = 0;
+
+        (void)state;
+        tickconv_init(&conv, 3000000000ULL);
+        assert_int_equal(cause_store_new(4, &s), 0);
+        for (size_t i = 0; i < l.n; i++) {
+                l.causes[i].ticks += 1;
+                l.causes[i].overhead_ticks += i;
+                l.overhead_ticks += i;
+                total += l.causes[i].ticks + l.causes[i].overhead_ticks;
+        }
+        l.no_record_ticks = 2;
+        total += l.other_ticks + l.no_record_ticks + l.unexplained_ticks;
+        assert_int_equal(cause_store_add(s, 0, 1, &l, &conv), 0);
+        e = cause_store_find(s, 0, 1);
+        for (size_t i = 0; i < e->n; i++) {
+                sum += e->causes[i].ns + e->causes[i].overhead_ns;
+                assert_true(e->causes[i].ns + 1 >= tickconv_to_ns(&conv, l.causes[i].ticks));
+                assert_true(e->causes[i].ns <= tickconv_to_ns(&conv, l.causes[i].ticks) + 1);
+        }
+        sum += e->other_ns + e->no_record_ns + e->unexplained_ns;
+        no_record = e->no_record_ns;
+        assert_int_equal(sum, tickconv_to_ns(&conv, total));
+        assert_true(no_record <= 1);
+        cause_store_free(s);
+}
+
+/* The totals by part count every interruption added, the forgotten ones too, until a reset. */
 static void test_totals(void **state)
 {
-        uint64_t ns[CAUSE_KIND_MAX + 1];
+        uint64_t ns[CAUSE_TOTALS];
         CauseStore *s;
         CauseList l = list_of(1, 0);
 
@@ -130,6 +175,8 @@ static void test_totals(void **state)
         tickconv_init(&conv, 2000000000ULL);
         l.kind_ticks[CAUSE_VECTOR] = 1000;
         l.kind_ticks[CAUSE_IRQ] = 400;
+        l.overhead_ticks = 60;
+        l.no_record_ticks = 0;
         assert_int_equal(cause_store_new(4, &s), 0);
         for (uint64_t t = 1; t <= 10; t++) {
                 assert_int_equal(cause_store_add(s, 2, t, &l, &conv), 0);
@@ -138,24 +185,89 @@ static void test_totals(void **state)
         assert_int_equal(ns[CAUSE_VECTOR], 10 * 500);
         assert_int_equal(ns[CAUSE_IRQ], 10 * 200);
         assert_int_equal(ns[CAUSE_TASK], 0);
-        assert_int_equal(ns[CAUSE_KIND_MAX], 10 * 3); /* 7 ticks unexplained each, 3.5 ns */
+        assert_int_equal(ns[CAUSE_TOTAL_OVERHEAD], 10 * 30);
+        assert_int_equal(ns[CAUSE_TOTAL_NO_RECORD], 0);
+        /* 7 ticks unexplained each, 3.5 ns: 1467 ticks are 733 ns, 3 after the 730 before. */
+        assert_int_equal(ns[CAUSE_TOTAL_UNEXPLAINED], 10 * 3);
         cause_store_totals(s, 3, ns);
         assert_int_equal(ns[CAUSE_VECTOR], 0);
         cause_store_totals(s, -1, ns);
-        assert_int_equal(ns[CAUSE_KIND_MAX], 0);
+        assert_int_equal(ns[CAUSE_TOTAL_UNEXPLAINED], 0);
+        assert_string_equal(cause_total_name(CAUSE_IRQ), "irq");
+        assert_string_equal(cause_total_name(CAUSE_TOTAL_OVERHEAD), "overhead");
+        assert_string_equal(cause_total_name(CAUSE_TOTAL_NO_RECORD), "no_record");
+        assert_string_equal(cause_total_name(CAUSE_TOTAL_UNEXPLAINED), "unexplained");
+        assert_null(cause_total_name(CAUSE_TOTALS));
         cause_store_reset(s, 2);
         cause_store_totals(s, 2, ns);
         assert_int_equal(ns[CAUSE_VECTOR], 0);
         cause_store_free(s);
 }
 
+/* Host readings noted every second for 3 hours: a window's steal time and SMI count are the
+ * difference of the notes that bound it, from the fine notes over the last 1024 s and the
+ * coarse ones (a minute apart) before; before the oldest note, from it; an unknown reading
+ * at either end gives none. */
+static void test_host(void **state)
+{
+        const uint64_t s_ns = 1000000000ULL;
+        CauseStore *s;
+        HostSpan h;
+
+        (void)state;
+        assert_int_equal(cause_store_new(4, &s), 0);
+        assert_int_equal(cause_store_host(s, 1, 0, &h), -ENODATA);
+        /* steal: 2 ms a second; one SMI every 10 s */
+        for (uint64_t t = 1; t <= 3 * 3600; t++) {
+                assert_int_equal(
+                        cause_store_note_host(s, 1, t * s_ns, 2000000 * t, t % 10 == 0 ? 1 : 0), 0);
+        }
+        assert_int_equal(cause_store_note_host(s, 1, 5 * s_ns, 0, 0), -EINVAL);
+        assert_int_equal(cause_store_note_host(s, -1, 5 * s_ns, 0, 0), -EINVAL);
+        /* The last 10 s: fine notes. */
+        assert_int_equal(cause_store_host(s, 1, (3 * 3600 - 10) * s_ns, &h), 0);
+        assert_int_equal(h.from_ns, (3 * 3600 - 10) * s_ns);
+        assert_int_equal(h.to_ns, 3 * 3600 * s_ns);
+        assert_true(h.have_steal && h.have_smi);
+        assert_int_equal(h.steal_ns, 10 * 2000000);
+        assert_int_equal(h.smi, 1);
+        /* Between two notes: from the one before. */
+        assert_int_equal(cause_store_host(s, 1, (3 * 3600 - 10) * s_ns + 1, &h), 0);
+        assert_int_equal(h.from_ns, (3 * 3600 - 10) * s_ns);
+        /* An hour back: beyond the fine notes, from the coarse note at or before. */
+        assert_int_equal(cause_store_host(s, 1, (2 * 3600 + 30) * s_ns, &h), 0);
+        assert_int_equal(h.from_ns % (60 * s_ns), 1 * s_ns); /* noted at 1 s, 61 s... */
+        assert_true(h.from_ns <= (2 * 3600 + 30) * s_ns);
+        assert_true(h.from_ns > (2 * 3600 + 30 - 60) * s_ns);
+        assert_int_equal(h.steal_ns, (3 * 3600 * s_ns - h.from_ns) / 500);
+        /* Before everything: from the oldest note. */
+        assert_int_equal(cause_store_host(s, 1, 0, &h), 0);
+        assert_int_equal(h.from_ns, 1 * s_ns);
+        assert_int_equal(h.smi, 3 * 3600 / 10);
+        /* Unknown at the end: none. */
+        assert_int_equal(cause_store_note_host(s, 1, (3 * 3600 + 1) * s_ns, UINT64_MAX, UINT64_MAX),
+                         0);
+        assert_int_equal(cause_store_host(s, 1, (3 * 3600 - 10) * s_ns, &h), 0);
+        assert_false(h.have_steal);
+        assert_false(h.have_smi);
+        assert_int_equal(cause_store_host(s, 2, 0, &h), -ENODATA);
+        /* After a reset: from the note at the reset on, whatever the window. */
+        cause_store_reset(s, 1);
+        assert_int_equal(cause_store_note_host(s, 1, (3 * 3600 + 2) * s_ns, 7, 3), 0);
+        assert_int_equal(cause_store_host(s, 1, 0, &h), 0);
+        assert_int_equal(h.from_ns, (3 * 3600 + 1) * s_ns);
+        assert_int_equal(h.to_ns, (3 * 3600 + 2) * s_ns);
+        assert_false(h.have_steal);
+        assert_true(cause_store_memory_bytes(s) >= CAUSE_STORE_HOST_BYTES);
+        cause_store_free(s);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_add_find),
-                cmocka_unit_test(test_bound_and_reset),
-                cmocka_unit_test(test_saturates),
-                cmocka_unit_test(test_totals),
+                cmocka_unit_test(test_add_find),  cmocka_unit_test(test_bound_and_reset),
+                cmocka_unit_test(test_saturates), cmocka_unit_test(test_parts_add_up),
+                cmocka_unit_test(test_totals),    cmocka_unit_test(test_host),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -62,12 +62,13 @@ static void fixture_init(Fixture *fx)
 
         /* The trace records CPU 2: its interruptions' time by cause kind. */
         json_object_set_new(fx->status, "trace",
-                            json_pack("{ss s[{si s{sI sI sI sI sI sI sI sI}}]}", "state",
+                            json_pack("{ss s[{si s{sI sI sI sI sI sI sI sI sI sI}}]}", "state",
                                       "recording", "cpus", "cpu", 2, "lost_ns", "irq",
                                       (json_int_t)0, "vector", (json_int_t)2500, "softirq",
                                       (json_int_t)7, "task", (json_int_t)1500000000, "timer",
                                       (json_int_t)100, "work", (json_int_t)0, "ipi", (json_int_t)1,
-                                      "unexplained", (json_int_t)12345));
+                                      "overhead", (json_int_t)4200, "no_record",
+                                      (json_int_t)770000, "unexplained", (json_int_t)12345));
 
         /* CPU 2: 1024 gaps with a mean of 1000.5 ns; CPU 3 never measured. */
         cpu2 = stats_entry(2, 1024, 90000000000, 0, 1000.5, 2060000000, 99.9);
@@ -378,7 +379,7 @@ static void test_names_and_units(void **state)
                             "0.995");
         /* Time by cause kind: every kind of the traced CPU, even at 0, and none of the other. */
         assert_string_equal(family(e, "jitter_cause_lost_seconds_total")->type, "counter");
-        assert_int_equal(family(e, "jitter_cause_lost_seconds_total")->n, 8);
+        assert_int_equal(family(e, "jitter_cause_lost_seconds_total")->n, 10);
         assert_string_equal(value_of(e, "jitter_cause_lost_seconds_total", "2", "kind", "task"),
                             "1.5");
         assert_string_equal(value_of(e, "jitter_cause_lost_seconds_total", "2", "kind", "vector"),
@@ -388,6 +389,11 @@ static void test_names_and_units(void **state)
         assert_string_equal(
                 value_of(e, "jitter_cause_lost_seconds_total", "2", "kind", "unexplained"),
                 "0.000012345");
+        assert_string_equal(value_of(e, "jitter_cause_lost_seconds_total", "2", "kind", "overhead"),
+                            "0.0000042");
+        assert_string_equal(
+                value_of(e, "jitter_cause_lost_seconds_total", "2", "kind", "no_record"),
+                "0.00077");
         assert_null(value_of(e, "jitter_cause_lost_seconds_total", "3", NULL, NULL));
 
         /* Probe state: up for the running probe only, one state of the enum set. */

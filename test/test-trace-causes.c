@@ -62,6 +62,9 @@ typedef struct Run {
         size_t n;
         size_t overflow;
         size_t lost;
+        /* The account over the interruptions explained: their time, and its parts. */
+        uint64_t total_ticks, overhead_ticks, no_record_ticks, unexplained_ticks;
+        size_t no_record;
 } Run;
 
 static CounterInfo counter;
@@ -125,6 +128,28 @@ static void run_start(Run *run, uint64_t threshold_ns)
         }
 }
 
+/* Adds the account of @l to @run's: its parts add up to the interruption, and where no record
+ * was lost every tick is a cause's own time or overhead, or the whole is no_record (no rule
+ * leaves anything unexplained on this kernel's records). */
+static void account(Run *run, const CauseList *l)
+{
+        uint64_t sum = l->other_ticks + l->no_record_ticks + l->unexplained_ticks;
+
+        for (size_t i = 0; i < l->n; i++) {
+                sum += l->causes[i].ticks + l->causes[i].overhead_ticks;
+        }
+        assert_int_equal(sum, l->total_ticks);
+        if (!(l->flags & CAUSES_LOST)) {
+                assert_int_equal(l->unexplained_ticks, 0);
+                assert_true(l->no_record_ticks == 0 || l->no_record_ticks == l->total_ticks);
+        }
+        run->total_ticks += l->total_ticks;
+        run->overhead_ticks += l->overhead_ticks;
+        run->no_record_ticks += l->no_record_ticks;
+        run->unexplained_ticks += l->unexplained_ticks;
+        run->no_record += l->no_record_ticks > 0;
+}
+
 /* Reads the trace and explains what the ring holds, as the daemon does each interval. */
 static void run_collect(Run *run)
 {
@@ -147,6 +172,7 @@ static void run_collect(Run *run)
                                                         start, dur, &e->causes),
                                  0);
                 run->lost += (e->causes.flags & CAUSES_LOST) != 0;
+                account(run, &e->causes);
         }
 }
 
@@ -181,6 +207,12 @@ static void run_stop(Run *run)
                " reads, longest %.1f ms\n",
                run->n, run->lost, run->overflow, st.records, st.losses, st.reads,
                (double)st.max_read_ns / 1e6);
+        printf("  account: %.2f ms, entry and exit %.2f ms, no record %zu (%.2f ms), unexplained "
+               "%.3f ms\n",
+               (double)ticks_ns(run->total_ticks) / 1e6,
+               (double)ticks_ns(run->overhead_ticks) / 1e6, run->no_record,
+               (double)ticks_ns(run->no_record_ticks) / 1e6,
+               (double)ticks_ns(run->unexplained_ticks) / 1e6);
         probe_free(run->probe);
         trace_recorder_free(run->trace);
         free(run->ev);

@@ -335,6 +335,90 @@ static void test_losses(void **state)
         drop(t);
 }
 
+static uint64_t bounded(uint64_t period_ns)
+{
+        return period_ns < TRACE_READ_PERIOD_MIN_NS   ? TRACE_READ_PERIOD_MIN_NS
+               : period_ns > TRACE_READ_PERIOD_MAX_NS ? TRACE_READ_PERIOD_MAX_NS
+                                                      : period_ns;
+}
+
+/* The next read asked for after one that read @pages sub-buffers, begun between @lo_ns and
+ * @hi_ns after the one before (as the test timed the calls): the time a quarter of the kernel
+ * buffer (@quarter sub-buffers) takes at that rate, within the minimum and the maximum. */
+static void check_period(TraceRecorder *t, unsigned pages, unsigned quarter, uint64_t lo_ns,
+                         uint64_t hi_ns)
+{
+        uint64_t got = trace_recorder_read_period_ns(t);
+        uint64_t lo = bounded(lo_ns * quarter / (pages ? pages : 1));
+        uint64_t hi = bounded(hi_ns * quarter / (pages ? pages : 1));
+
+        printf("  %u sub-buffers in %.1f to %.1f ms: next read in %.1f ms (%.1f to %.1f ms by "
+               "the test)\n",
+               pages, (double)lo_ns / 1e6, (double)hi_ns / 1e6, (double)got / 1e6, (double)lo / 1e6,
+               (double)hi / 1e6);
+        assert_true(got >= TRACE_READ_PERIOD_MIN_NS && got <= TRACE_READ_PERIOD_MAX_NS);
+        if (pages == 0) {
+                assert_int_equal(got, TRACE_READ_PERIOD_MAX_NS);
+                return;
+        }
+        assert_true(got >= lo);
+        assert_true(got <= hi);
+}
+
+/* How soon to read again: the longest period before a first read; after a read 100 ms after
+ * the one before, on the CPU as it is and then after about half a kernel buffer of markers, in
+ * the time a quarter of the buffer takes at the rate the test counts (sub-buffers read, the
+ * reads timed), within the bounds: with the markers, sooner than the time between the reads. */
+static void test_read_period(void **state)
+{
+        int cpus[] = {CPU};
+        TraceOptions o;
+        TraceRecorder *t;
+        TraceStats st0, st1;
+        uint64_t t0, t1, t2, t3;
+        unsigned quarter;
+        char text[256];
+        int fd;
+
+        (void)state;
+        options(&o, cpus);
+        o.buffer_kb = 64;
+        quarter = o.buffer_kb / 4 / 4; /* 4 KiB sub-buffers */
+        t = new_recorder(&o);
+        assert_int_equal(trace_recorder_read_period_ns(t), TRACE_READ_PERIOD_MAX_NS);
+        t0 = now_ns(CLOCK_MONOTONIC);
+        (void)trace_recorder_read(t);
+        t1 = now_ns(CLOCK_MONOTONIC);
+        trace_recorder_stats(t, &st0);
+        usleep(100000);
+        t2 = now_ns(CLOCK_MONOTONIC);
+        (void)trace_recorder_read(t);
+        t3 = now_ns(CLOCK_MONOTONIC);
+        trace_recorder_stats(t, &st1);
+        check_period(t, (unsigned)(st1.subbuffers - st0.subbuffers), quarter, t2 - t1, t3 - t0);
+
+        fd = open_marker(t);
+        pin(CPU);
+        memset(text, 'x', sizeof(text));
+        for (int k = 0; k < 100; k++) {
+                assert_int_equal(write(fd, text, sizeof(text)), (ssize_t)sizeof(text));
+        }
+        close(fd);
+        pin(0);
+        usleep(100000);
+        t0 = t2;
+        t1 = t3;
+        t2 = now_ns(CLOCK_MONOTONIC);
+        (void)trace_recorder_read(t);
+        t3 = now_ns(CLOCK_MONOTONIC);
+        trace_recorder_stats(t, &st0);
+        assert_true(st0.subbuffers - st1.subbuffers > quarter);
+        check_period(t, (unsigned)(st0.subbuffers - st1.subbuffers), quarter, t2 - t1, t3 - t0);
+        /* More than a quarter since the read before: sooner than that came. */
+        assert_true(trace_recorder_read_period_ns(t) < t3 - t0);
+        drop(t);
+}
+
 /* The enable switch of @event ("sched/sched_switch") in the instance @dir: 1, 0, or -1. */
 static int enabled(const char *dir, const char *event)
 {
@@ -572,6 +656,7 @@ int main(void)
                 cmocka_unit_test_teardown(test_mapped_clock, teardown),
                 cmocka_unit_test_teardown(test_other_cpu_not_recorded, teardown),
                 cmocka_unit_test_teardown(test_losses, teardown),
+                cmocka_unit_test_teardown(test_read_period, teardown),
                 cmocka_unit_test_teardown(test_missing_event, teardown),
                 cmocka_unit_test(test_refused_event),
                 cmocka_unit_test(test_privileges),

@@ -8,8 +8,10 @@
  * kept; the time of any beyond (rare: an interruption is a few contexts) goes to other_ticks. */
 #define WORK_MAX 64
 
-#define SLOT_UNEXPLAINED (-1)
 #define SLOT_OTHER (-2)
+/* The probe's own time: it runs in the kernel (or below it) with no context open, which is
+ * pending until a rule charges it (causes.h). As an owner: none yet. */
+#define SLOT_PROBE (-3)
 
 static const char *const kind_names[CAUSE_KIND_MAX] = {
         [CAUSE_IRQ] = "irq",   [CAUSE_VECTOR] = "vector", [CAUSE_SOFTIRQ] = "softirq",
@@ -132,9 +134,16 @@ typedef struct Walk {
         uint64_t start, end, t;
         int32_t probe_pid;
         int32_t current; /* the task that runs */
-        int base_slot;   /* where the current task's own time goes */
+        int base_slot;   /* where the current task's own time goes; SLOT_PROBE for the probe */
         bool base_counted;
         uint64_t base_acc; /* time given to base_slot since the current task began to run */
+        /* The probe's time with no context open since the last charge, and where later
+         * stretches of it go: the hard interrupt that began last at the top level, or the
+         * task switched in last (SLOT_PROBE: no record inside the interruption yet). */
+        uint64_t pending;
+        int owner;
+        bool lost;        /* the records are incomplete: nothing is charged by rule */
+        bool seen_inside; /* a record inside the interruption */
         Frame stack[CAUSES_DEPTH_MAX];
         size_t depth;
         Cause work[WORK_MAX];
@@ -171,12 +180,29 @@ static void give(Walk *w, int slot, uint64_t ticks, bool *counted)
                 if (!*counted) {
                         w->work[slot].count++;
                 }
-        } else if (slot == SLOT_OTHER) {
-                w->out->other_ticks += ticks;
         } else {
-                w->out->unexplained_ticks += ticks;
+                w->out->other_ticks += ticks;
         }
         *counted = true;
+}
+
+/* Charges the probe's pending time to @slot as its overhead; SLOT_PROBE keeps it pending. */
+static void charge(Walk *w, int slot)
+{
+        if (w->pending == 0 || slot == SLOT_PROBE) {
+                return;
+        }
+        if (w->lost) {
+                w->out->unexplained_ticks += w->pending;
+        } else {
+                if (slot >= 0) {
+                        w->work[slot].overhead_ticks += w->pending;
+                } else {
+                        w->out->other_ticks += w->pending;
+                }
+                w->out->overhead_ticks += w->pending;
+        }
+        w->pending = 0;
 }
 
 /* The innermost open context of the task that runs, or NULL. */
@@ -202,6 +228,8 @@ static void advance(Walk *w, uint64_t ticks)
         f = innermost(w);
         if (f) {
                 give(w, f->slot, to - w->t, &f->counted);
+        } else if (w->base_slot == SLOT_PROBE) {
+                w->pending += to - w->t;
         } else {
                 give(w, w->base_slot, to - w->t, &w->base_counted);
                 w->base_acc += to - w->t;
@@ -220,9 +248,43 @@ static void name_of_unknown(const TraceRecord *r, char *buf, size_t size)
         }
 }
 
+static bool inside(const Walk *w, const TraceRecord *r)
+{
+        return r->ticks >= w->start && r->ticks <= w->end;
+}
+
+/* A hard interrupt: an IRQ, a vector, or an IPI's function not inside one (@outermost). */
+static bool is_hard(uint8_t kind, bool outermost)
+{
+        return kind == CAUSE_IRQ || kind == CAUSE_VECTOR || (kind == CAUSE_IPI && outermost);
+}
+
+/* With the probe at the top level, @slot's record inside the interruption makes it the owner
+ * of the probe's time that follows when it is a hard interrupt (@hard) or nothing owns it
+ * yet. */
+static void take_over(Walk *w, const TraceRecord *r, int slot, bool hard)
+{
+        if (inside(w, r) && w->base_slot == SLOT_PROBE && !innermost(w) &&
+            (hard || w->owner == SLOT_PROBE)) {
+                w->owner = slot;
+        }
+}
+
+/* An entry of @slot with the probe at the top level: the probe's time so far was the way in
+ * to it when it is the first record, else the owner's. */
+static void at_top(Walk *w, const TraceRecord *r, int slot, bool hard)
+{
+        if (inside(w, r) && w->base_slot == SLOT_PROBE && !innermost(w)) {
+                charge(w, w->owner == SLOT_PROBE ? slot : w->owner);
+                take_over(w, r, slot, hard);
+        }
+}
+
 static void on_entry(Walk *w, const TraceRecord *r)
 {
         char name[CAUSE_NAME_MAX];
+        bool hard;
+        int slot;
 
         if ((unsigned)r->kind >= CAUSE_KIND_MAX || r->kind == CAUSE_TASK) {
                 return;
@@ -232,19 +294,21 @@ static void on_entry(Walk *w, const TraceRecord *r)
                 return;
         }
         name_of_unknown(r, name, sizeof(name));
-        if (r->kind == CAUSE_IRQ || r->kind == CAUSE_VECTOR ||
-            (r->kind == CAUSE_IPI && !innermost(w))) {
+        hard = is_hard(r->kind, !innermost(w));
+        if (hard) {
                 char buf[CAUSE_NAME_MAX + 8];
 
                 w->last_irq = cause_counter_code(
                         cause_counter((CauseKind)r->kind, name, buf, sizeof(buf)));
         }
+        slot = slot_for(w, (CauseKind)r->kind, name);
+        at_top(w, r, slot, hard);
         w->stack[w->depth++] = (Frame){
                 .kind = r->kind,
                 .id = r->id,
                 .owner = w->current,
                 .entry_ticks = r->ticks,
-                .slot = slot_for(w, (CauseKind)r->kind, name),
+                .slot = slot,
         };
 }
 
@@ -264,6 +328,7 @@ static void on_exit(Walk *w, const TraceRecord *r)
 {
         char name[CAUSE_NAME_MAX];
         bool counted = false;
+        uint8_t kind;
         int slot;
 
         for (size_t i = w->depth; i-- > 0;) {
@@ -279,10 +344,16 @@ static void on_exit(Walk *w, const TraceRecord *r)
                                 close_frame(w, j, r->ticks);
                         }
                 }
+                slot = f->slot;
+                kind = f->kind;
                 close_frame(w, i, r->ticks);
                 /* Over before the interruption: it let nobody in. */
                 if (!innermost(w) && r->ticks <= w->start) {
                         w->last_irq = 0;
+                }
+                /* One open since before the start (clipped) owns its way out. */
+                if (!innermost(w)) {
+                        take_over(w, r, slot, is_hard(kind, true));
                 }
                 return;
         }
@@ -303,13 +374,17 @@ static void on_exit(Walk *w, const TraceRecord *r)
         }
         name_of_unknown(r, name, sizeof(name));
         slot = slot_for(w, (CauseKind)r->kind, name);
-        if (w->base_acc > 0) {
+        if (w->base_slot == SLOT_PROBE) {
+                /* The probe's time since the last charge was inside the context, which owns
+                 * the way out when nothing else does. */
+                give(w, slot, w->pending, &counted);
+                w->pending = 0;
+                take_over(w, r, slot, is_hard(r->kind, true));
+        } else if (w->base_acc > 0) {
                 if (w->base_slot >= 0) {
                         w->work[w->base_slot].ticks -= w->base_acc;
-                } else if (w->base_slot == SLOT_OTHER) {
-                        w->out->other_ticks -= w->base_acc;
                 } else {
-                        w->out->unexplained_ticks -= w->base_acc;
+                        w->out->other_ticks -= w->base_acc;
                 }
                 give(w, slot, w->base_acc, &counted);
                 w->base_acc = 0;
@@ -320,6 +395,7 @@ static void on_exit(Walk *w, const TraceRecord *r)
 static void on_switch(Walk *w, const TraceRecord *r)
 {
         char name[CAUSE_NAME_MAX];
+        int slot;
 
         /* A vector and an IPI's function run with interrupts off and cannot be switched out:
          * one still open lost its exit. */
@@ -343,24 +419,34 @@ static void on_switch(Walk *w, const TraceRecord *r)
                 w->woken_set = true;
                 w->out->woken_by = w->last_irq;
         }
+        if (r->pid == w->probe_pid) {
+                slot = SLOT_PROBE;
+        } else {
+                snprintf(name, sizeof(name), "%.*s:%d", (int)(sizeof(name) - 12),
+                         r->name[0] ? r->name : "?", (int)r->pid);
+                slot = slot_for(w, CAUSE_TASK, name);
+                /* The way to it is the owner's (the first record's: its own), the switch back
+                 * and the way out its own. */
+                if (inside(w, r)) {
+                        if (w->base_slot == SLOT_PROBE) {
+                                charge(w, w->owner == SLOT_PROBE ? slot : w->owner);
+                        }
+                        w->owner = slot;
+                }
+        }
         w->current = r->pid;
         w->base_acc = 0;
         w->base_counted = false;
-        if (r->pid == w->probe_pid) {
-                w->base_slot = SLOT_UNEXPLAINED;
-                return;
-        }
-        snprintf(name, sizeof(name), "%.*s:%d", (int)(sizeof(name) - 12),
-                 r->name[0] ? r->name : "?", (int)r->pid);
-        w->base_slot = slot_for(w, CAUSE_TASK, name);
+        w->base_slot = slot;
 }
 
 static int cmp_cause(const void *a, const void *b)
 {
         const Cause *x = a, *y = b;
+        uint64_t tx = x->ticks + x->overhead_ticks, ty = y->ticks + y->overhead_ticks;
 
-        if (x->ticks != y->ticks) {
-                return x->ticks < y->ticks ? 1 : -1;
+        if (tx != ty) {
+                return tx < ty ? 1 : -1;
         }
         if (x->kind != y->kind) {
                 return x->kind < y->kind ? -1 : 1;
@@ -386,21 +472,35 @@ static void finish(Walk *w)
                 w->work[j] = c;
         }
         for (size_t i = 0; i < w->n_work; i++) {
-                if (w->work[i].ticks == 0) {
+                if (w->work[i].ticks + w->work[i].overhead_ticks == 0) {
                         continue;
                 }
                 out->kind_ticks[w->work[i].kind] += w->work[i].ticks;
                 if (kept < CAUSES_MAX) {
                         out->causes[kept++] = w->work[i];
                 } else {
-                        out->other_ticks += w->work[i].ticks;
+                        out->other_ticks += w->work[i].ticks + w->work[i].overhead_ticks;
                 }
         }
         out->n = kept;
 }
 
+/* The probe's time left at the end: the owner's way out; with no record inside at all, time
+ * the kernel did not see; else (records that name no cause) unexplained. */
+static void settle(Walk *w)
+{
+        if (w->owner != SLOT_PROBE) {
+                charge(w, w->owner);
+        } else if (!w->seen_inside && !w->lost) {
+                w->out->no_record_ticks += w->pending;
+        } else {
+                w->out->unexplained_ticks += w->pending;
+        }
+        w->pending = 0;
+}
+
 int causes_analyze(const TraceRecord *records, size_t n, uint64_t start_ticks, uint64_t end_ticks,
-                   int probe_pid, CauseList *ret)
+                   int probe_pid, unsigned flags, CauseList *ret)
 {
         Walk w = {
                 .start = start_ticks,
@@ -408,14 +508,16 @@ int causes_analyze(const TraceRecord *records, size_t n, uint64_t start_ticks, u
                 .t = start_ticks,
                 .probe_pid = probe_pid,
                 .current = probe_pid,
-                .base_slot = SLOT_UNEXPLAINED,
+                .base_slot = SLOT_PROBE,
+                .owner = SLOT_PROBE,
+                .lost = (flags & CAUSES_LOST) != 0,
                 .out = ret,
         };
 
         if (end_ticks < start_ticks) {
                 return -EINVAL;
         }
-        *ret = (CauseList){.total_ticks = end_ticks - start_ticks};
+        *ret = (CauseList){.total_ticks = end_ticks - start_ticks, .flags = flags & CAUSES_LOST};
         for (size_t i = 0; i < n; i++) {
                 const TraceRecord *r = &records[i];
 
@@ -423,6 +525,7 @@ int causes_analyze(const TraceRecord *records, size_t n, uint64_t start_ticks, u
                         break; /* an exit just after the end may still close a context */
                 }
                 advance(&w, r->ticks);
+                w.seen_inside |= inside(&w, r);
                 switch (r->phase) {
                 case TRACE_ENTRY:
                         on_entry(&w, r);
@@ -438,6 +541,7 @@ int causes_analyze(const TraceRecord *records, size_t n, uint64_t start_ticks, u
                 }
         }
         advance(&w, end_ticks);
+        settle(&w);
         for (size_t i = 0; i < w.depth; i++) {
                 if (w.stack[i].entry_ticks < end_ticks) {
                         ret->flags |= CAUSES_UNFINISHED;

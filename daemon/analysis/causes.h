@@ -11,8 +11,24 @@
  * then, so each cause's time is its own, nested time subtracted: an hrtimer callback inside a
  * local timer vector counts for the timer, the rest of the vector's time for the vector. While
  * no context is open, the time belongs to the task that runs: another task (the probe was
- * switched out) is a cause; the probe itself, in the kernel on its way in or out, is the
- * unexplained remainder.
+ * switched out) is a cause.
+ *
+ * The account: every tick of the interruption goes to exactly one of
+ * - a cause's own time (above);
+ * - a cause's overhead: the time the probe spends in the kernel, or below it, with no context
+ *   open: the way in before the first record (a vector's entry, on a VM mostly the exit to the
+ *   hypervisor that delivers it), between records at the top level (an interrupt's exit path
+ *   into the softirqs it raised, the scheduler's switch), and the way out after the last one.
+ *   No record carries it, so it is charged by rule: the way in to the cause whose record comes
+ *   first, every later stretch to the owner of the moment, which is the hard interrupt (IRQ,
+ *   vector, IPI) that began last at the top level or, once another task was switched in, the
+ *   task that ran last (the switch back and the way out are its cost);
+ * - no_record: an interruption with no record at all inside it, which the kernel did not see:
+ *   hardware, firmware (SMI) or the hypervisor (a vCPU preempted by the host);
+ * - unexplained: the probe's time in the kernel that no rule covers: records inside that name
+ *   no cause, and, when the recorder says records of the interruption were lost
+ *   (CAUSES_LOST), every stretch the rules above would have charged or called no_record, as a
+ *   lost record may have been anywhere in it.
  *
  * A context belongs to the task that ran when it began: on a kernel that runs softirqs and IRQ
  * threads in preemptible tasks (PREEMPT_RT) it can stay open while another task runs, and gets
@@ -69,6 +85,7 @@ typedef struct Cause {
         CauseKind kind;
         char name[CAUSE_NAME_MAX]; /* for a task "comm:pid" */
         uint64_t ticks;            /* its own time within the interruption */
+        uint64_t overhead_ticks;   /* the entry and exit charged to it (see above) */
         uint32_t count;            /* how many times it began (or was switched to) */
 } Cause;
 
@@ -87,13 +104,18 @@ typedef struct Cause {
 
 typedef struct CauseList {
         size_t n;
-        Cause causes[CAUSES_MAX]; /* longest first, each (kind, name) once */
-        uint64_t other_ticks;     /* causes beyond CAUSES_MAX */
+        Cause causes[CAUSES_MAX]; /* longest (own time and overhead) first, each (kind, name)
+                                   * once */
+        uint64_t other_ticks;     /* causes beyond CAUSES_MAX: their own time and overhead */
+        uint64_t overhead_ticks;  /* the overhead of every cause, those in other_ticks too */
+        uint64_t no_record_ticks; /* the whole interruption when no record lies inside it */
         uint64_t unexplained_ticks;
-        uint64_t total_ticks; /* the interruption: Σ causes + other + unexplained */
+        uint64_t total_ticks; /* the interruption: Σ causes (own and overhead) + other +
+                               * no_record + unexplained */
         unsigned flags;       /* CAUSES_* */
-        /* The time of every cause by kind, those beyond CAUSES_MAX included; only the time of
-         * causes beyond the WORK_MAX (64) distinct ones one walk follows has no kind. */
+        /* The own time of every cause by kind, those beyond CAUSES_MAX included (their
+         * overhead is in overhead_ticks); only the own time of causes beyond the WORK_MAX (64)
+         * distinct ones one walk follows has no kind. */
         uint64_t kind_ticks[CAUSE_KIND_MAX];
         /* When the probe was switched out: the counter (cause_counter_code()) of the hard
          * interrupt that began last before that (an IRQ or a vector, or an IPI not inside
@@ -107,12 +129,14 @@ typedef struct CauseList {
  * @n of them in time order, which should cover at least that range (records outside it only
  * set the scene: an entry before the start opens a context whose time counts from the start).
  * @probe_pid is the probe thread's kernel tid: a switch to it ends another task's time (-1:
- * unknown, then the task the first switch leaves is taken for the probe).
- * Fills @ret; the causes' ticks, other_ticks and unexplained_ticks add up to
- * @end_ticks - @start_ticks. Causes with no time inside the range are left out. Returns 0, or
- * -EINVAL when @end_ticks < @start_ticks. */
+ * unknown, then the task the first switch leaves is taken for the probe). @flags: CAUSES_LOST
+ * when the records of the range are known to be incomplete (then no time is charged as
+ * overhead or no_record; the flag is passed on to @ret), else 0.
+ * Fills @ret; the causes' ticks and overhead_ticks, other_ticks, no_record_ticks and
+ * unexplained_ticks add up to @end_ticks - @start_ticks. Causes with no time inside the range
+ * are left out. Returns 0, or -EINVAL when @end_ticks < @start_ticks. */
 int causes_analyze(const TraceRecord *records, size_t n, uint64_t start_ticks, uint64_t end_ticks,
-                   int probe_pid, CauseList *ret);
+                   int probe_pid, unsigned flags, CauseList *ret);
 
 /* "irq", "vector", "softirq", "task", "timer", "work", "ipi"; NULL for a bad kind. */
 const char *cause_kind_name(CauseKind kind);

@@ -101,12 +101,13 @@ static const Family fam_smi = {"jitter_smi_total", "counter",
 
 static const Family fam_cause_lost = {
         "jitter_cause_lost_seconds_total", "counter",
-        "Time of the interruptions the kernel trace explained, by cause kind; unexplained is what "
-        "no trace record accounts for."};
+        "Time of the interruptions the kernel trace explained, by cause kind; overhead is the "
+        "entry and exit charged to the causes, no_record the interruptions no trace record "
+        "lies in (hardware, firmware, hypervisor), unexplained what no rule accounts for."};
 
 /* The kinds of jitter_cause_lost_seconds_total, in GetStatus' trace.cpus[].lost_ns. */
-static const char *const cause_kinds[] = {"irq",   "vector", "softirq", "task",
-                                          "timer", "work",   "ipi",     "unexplained"};
+static const char *const cause_kinds[] = {"irq",  "vector", "softirq",  "task",      "timer",
+                                          "work", "ipi",    "overhead", "no_record", "unexplained"};
 #define CAUSE_KINDS (sizeof(cause_kinds) / sizeof(cause_kinds[0]))
 
 typedef struct Label {

@@ -299,7 +299,11 @@ json_t *explain_compare_cpu(json_t *causes, json_t *stats)
         }
         names = row_names(stats, causes, lost);
         json_get_u64(causes, "interruptions_ns", &ev_ns);
-        json_get_u64(causes, "explained_ns", &explained_ns);
+        /* The time the trace saw, the interruptions with no record in it included (a daemon
+         * before the account says only explained_ns, which was that). */
+        if (!json_get_u64(causes, "traced_ns", &explained_ns)) {
+                json_get_u64(causes, "explained_ns", &explained_ns);
+        }
         json_get_u64(causes, "unexplained_ns", &unexplained);
         json_get_u64(causes, "other_ns", &other);
         /* The history keeps the newest events_per_cpu interruptions: fewer than the window

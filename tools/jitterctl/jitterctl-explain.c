@@ -122,52 +122,97 @@ static void print_compare(json_t *rows, json_t *background, size_t *disagree, si
         }
 }
 
+/* One line of the account: @what, its share of the time lost @lost, its time and @extra. */
+static void print_part(const char *what, uint64_t ns, uint64_t lost, const char *extra)
+{
+        char a[32], b[32];
+
+        printf("  %-36s %8s %10s%s%s\n", what,
+               share_text(a, sizeof(a), lost ? (double)ns / (double)lost : 0),
+               format_ns(b, sizeof(b), (double)ns), extra[0] ? "  " : "", extra);
+}
+
+/* The exact causes: each one's own time and the entry and exit charged to it. */
+static void print_exact(json_t *o)
+{
+        char a[32], b[32], d[32], e[32];
+        json_t *c;
+        size_t i;
+
+        printf("  %-36s %8s %10s %10s %7s\n", "EXACT CAUSE", "SHARE", "TIME", "+IN/OUT", "COUNT");
+        json_array_foreach(json_object_get(o, "exact"), i, c)
+        {
+                char name[64];
+                uint64_t ns = 0, overhead = 0, count = 0;
+
+                json_get_u64(c, "ns", &ns);
+                json_get_u64(c, "overhead_ns", &overhead);
+                json_get_u64(c, "count", &count);
+                snprintf(name, sizeof(name), "%s %s", json_get_string(c, "kind", "?"),
+                         json_get_string(c, "name", "?"));
+                printf("  %-36s %8s %10s %10s %7s\n", name,
+                       share_text(a, sizeof(a), json_number_value(json_object_get(c, "share"))),
+                       format_ns(b, sizeof(b), (double)ns),
+                       format_ns(e, sizeof(e), (double)overhead),
+                       format_count(d, sizeof(d), count));
+        }
+}
+
+/* The rest of the account: the causes not listed, the entry and exit charged to the causes,
+ * the interruptions no record lies in beside the steal time and SMIs, what no rule covers (and
+ * what of it lost records), and what lies below the threshold. */
+static void print_account(json_t *o, uint64_t lost)
+{
+        uint64_t ev_ns = 0, other = 0, overhead = 0, no_record = 0, no_record_ns = 0,
+                 unexplained = 0, lost_n = 0, lost_ns = 0, steal = 0, smi = 0;
+        char extra[160], a[32], b[32], d[32];
+
+        json_get_u64(o, "interruptions_ns", &ev_ns);
+        json_get_u64(o, "other_ns", &other);
+        json_get_u64(o, "overhead_ns", &overhead);
+        json_get_u64(o, "no_record", &no_record);
+        json_get_u64(o, "no_record_ns", &no_record_ns);
+        json_get_u64(o, "unexplained_ns", &unexplained);
+        json_get_u64(o, "trace_lost", &lost_n);
+        json_get_u64(o, "trace_lost_ns", &lost_ns);
+        if (other) {
+                print_part("other causes", other, lost, "");
+        }
+        print_part("entry and exit (+IN/OUT above)", overhead, lost, "");
+        snprintf(extra, sizeof(extra), "%s interruptions; steal %s, SMIs %s",
+                 format_count(a, sizeof(a), no_record),
+                 json_get_u64(o, "steal_ns", &steal) ? format_ns(b, sizeof(b), (double)steal)
+                                                     : "unknown",
+                 json_get_u64(o, "smi", &smi) ? format_count(d, sizeof(d), smi) : "unknown");
+        print_part("no record (hw, firmware, hypervisor)", no_record_ns, lost, extra);
+        extra[0] = 0;
+        if (lost_n) {
+                snprintf(extra, sizeof(extra), "records lost in %s interruptions: %s of it",
+                         format_count(a, sizeof(a), lost_n),
+                         format_ns(b, sizeof(b), (double)lost_ns));
+        }
+        print_part("unexplained (no rule covers it)", unexplained, lost, extra);
+        if (lost > ev_ns) {
+                print_part("below the threshold, not traced", lost - ev_ns, lost, "");
+        }
+}
+
 static void print_cpu(json_t *o)
 {
-        uint64_t lost = 0, ev_ns = 0, unexplained = 0, other = 0, explained_ns = 0, ev = 0, n = 0;
+        uint64_t lost = 0, ev = 0, n = 0;
         char a[32], b[32], d[32], cov[32];
-        json_t *c;
-        size_t i, disagree = 0, uncertain = 0;
+        size_t disagree = 0, uncertain = 0;
 
         json_get_u64(o, "lost_ns", &lost);
         json_get_u64(o, "interruptions", &ev);
-        json_get_u64(o, "explained", &n);
-        json_get_u64(o, "interruptions_ns", &ev_ns);
-        json_get_u64(o, "explained_ns", &explained_ns);
-        json_get_u64(o, "unexplained_ns", &unexplained);
-        json_get_u64(o, "other_ns", &other);
-        printf("CPU %d, window %s: time lost %s, %s interruptions, %s with trace causes (%s)\n",
+        json_get_u64(o, "traced", &n);
+        printf("CPU %d, window %s: time lost %s, %s interruptions, %s traced (%s)\n",
                (int)json_integer_value(json_object_get(o, "cpu")),
                json_get_string(o, "window", "?"), format_ns(a, sizeof(a), (double)lost),
                format_count(b, sizeof(b), ev), format_count(d, sizeof(d), n),
                share_text(cov, sizeof(cov), json_number_value(json_object_get(o, "coverage"))));
-        printf("  %-36s %8s %10s %7s\n", "EXACT CAUSE", "SHARE", "TIME", "COUNT");
-        json_array_foreach(json_object_get(o, "exact"), i, c)
-        {
-                char name[64];
-                uint64_t ns = 0, count = 0;
-
-                json_get_u64(c, "ns", &ns);
-                json_get_u64(c, "count", &count);
-                snprintf(name, sizeof(name), "%s %s", json_get_string(c, "kind", "?"),
-                         json_get_string(c, "name", "?"));
-                printf("  %-36s %8s %10s %7s\n", name,
-                       share_text(a, sizeof(a), json_number_value(json_object_get(c, "share"))),
-                       format_ns(b, sizeof(b), (double)ns), format_count(d, sizeof(d), count));
-        }
-        if (other) {
-                printf("  %-36s %8s %10s\n", "other causes",
-                       share_text(a, sizeof(a), lost ? (double)other / (double)lost : 0),
-                       format_ns(b, sizeof(b), (double)other));
-        }
-        printf("  %-36s %8s %10s\n", "unexplained (kernel entry and exit)",
-               share_text(a, sizeof(a), lost ? (double)unexplained / (double)lost : 0),
-               format_ns(b, sizeof(b), (double)unexplained));
-        if (lost > ev_ns) {
-                printf("  %-36s %8s %10s\n", "below the threshold, not traced",
-                       share_text(a, sizeof(a), (double)(lost - ev_ns) / (double)lost),
-                       format_ns(b, sizeof(b), (double)(lost - ev_ns)));
-        }
+        print_exact(o);
+        print_account(o, lost);
         print_compare(json_object_get(o, "compare"), json_object_get(o, "background"), &disagree,
                       &uncertain);
         if (!json_is_true(json_object_get(o, "fit"))) {
@@ -178,6 +223,37 @@ static void print_cpu(json_t *o)
                 printf("  exact shares and least squares agree wherever the fit can tell\n");
         } else if (disagree == 0) {
                 printf("  the least-squares estimate is too uncertain here to compare\n");
+        }
+}
+
+/* Adds to the comparison @out of one CPU what GetCauses' entry @causes has beside the causes'
+ * own time: each exact cause's entry and exit (in the order of the causes), and the window's
+ * overhead, no_record, unexplained and lost parts with the steal time and SMI count. */
+static void add_account(json_t *out, json_t *causes)
+{
+        static const char *const keys[] = {
+                "traced",       "traced_ns",    "overhead_ns",   "no_record",
+                "no_record_ns", "trace_lost",   "trace_lost_ns", "steal_ns",
+                "smi",          "host_from_ns", "host_to_ns",
+        };
+        json_t *c;
+        size_t i;
+
+        for (size_t k = 0; out && k < sizeof(keys) / sizeof(keys[0]); k++) {
+                json_t *v = json_object_get(causes, keys[k]);
+
+                if (v) {
+                        json_object_set(out, keys[k], v);
+                }
+        }
+        json_array_foreach(json_object_get(causes, "causes"), i, c)
+        {
+                json_t *e = json_array_get(json_object_get(out, "exact"), i);
+                json_t *v = json_object_get(c, "overhead_ns");
+
+                if (e && v) {
+                        json_object_set(e, "overhead_ns", v);
+                }
         }
 }
 
@@ -232,6 +308,7 @@ int jitterctl_explain(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                         goto out;
                 }
                 json_array_append_new(out, explain_compare_cpu(o, s));
+                add_account(json_array_get(out, json_array_size(out) - 1), o);
         }
         if (ctl->json) {
                 json_t *doc = json_pack("{sO}", "cpus", out);

@@ -446,25 +446,35 @@ int cmd_stats(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 
 #define CAUSE_TEXT_MAX 96
 
-/* The main cause of @e ("task thief:4242 812us"), or "" when the trace gave none. */
+/* The main cause of @e with the entry and exit charged to it ("task thief:4242 812us + 4.1us
+ * in/out"), "(no record: hardware, firmware or hypervisor)" when no trace record lies inside
+ * it, "(unexplained)" when the records name nothing; "" when the trace gave none. */
 static const char *main_cause(json_t *e, char *buf, size_t size)
 {
         json_t *causes = json_object_get(e, "causes"), *c = json_array_get(causes, 0);
         bool lost = json_is_true(json_object_get(e, "trace_lost"));
-        char ns[FORMAT_MAX];
-        uint64_t v = 0;
+        char ns[FORMAT_MAX], in_out[FORMAT_MAX + 16] = "";
+        uint64_t v = 0, overhead = 0;
 
         if (!json_is_array(causes)) {
                 buf[0] = 0;
                 return buf;
         }
         if (!c) {
-                snprintf(buf, size, "(unexplained)%s", lost ? ", records lost" : "");
+                snprintf(buf, size, "%s%s",
+                         json_get_u64(e, "no_record_ns", &v) && v > 0
+                                 ? "(no record: hardware, firmware or hypervisor)"
+                                 : "(unexplained)",
+                         lost ? ", records lost" : "");
                 return buf;
         }
         json_get_u64(c, "ns", &v);
-        snprintf(buf, size, "%s %s %s%s", json_get_string(c, "kind", "?"),
-                 json_get_string(c, "name", "?"), format_ns(ns, sizeof(ns), (double)v),
+        if (json_get_u64(c, "overhead_ns", &overhead) && overhead > 0) {
+                snprintf(in_out, sizeof(in_out), " + %s in/out",
+                         format_ns(ns, sizeof(ns), (double)overhead));
+        }
+        snprintf(buf, size, "%s %s %s%s%s", json_get_string(c, "kind", "?"),
+                 json_get_string(c, "name", "?"), format_ns(ns, sizeof(ns), (double)v), in_out,
                  lost ? ", records lost" : "");
         return buf;
 }
