@@ -54,6 +54,13 @@ cset_clean_stale() {
         echo "removed the cpuset ${dir##*/} of an earlier run (PID $pid) that did not clean up"
         removed=1
     done
+    # lib.sh's per-test sets (cpuset_make) hold only the daemon, which dies with its run.
+    for dir in "$CSET_ROOT"/jitterd-e2e-*; do
+        [[ -d $dir ]] || continue
+        pid=${dir##*-}
+        [[ $pid =~ ^[0-9]+$ && ! -d /proc/$pid && ! -s $dir/tasks ]] || continue
+        rmdir "$dir" 2> /dev/null && echo "removed the empty cpuset ${dir##*/} of an earlier run"
+    done
     [[ -n $removed && $(cat "$CSET_ROOT/cpuset.sched_load_balance") == 0 ]] || return 0
     if grep -qx 0 "$CSET_ROOT"/*/cpuset.sched_load_balance 2> /dev/null; then
         echo "the root cpuset stays without load balancing: other sets without it remain"
