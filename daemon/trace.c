@@ -1299,7 +1299,6 @@ int trace_recorder_read(TraceRecorder *t)
                 total += r;
         }
         if (t->ksyms && ksyms_resolve(t->ksyms) > 0) {
-                t->stats.symbol_passes++;
                 patch_names(t);
         }
         dt = now_ns(CLOCK_MONOTONIC) - t0;
@@ -1335,7 +1334,6 @@ int trace_recorder_explain(TraceRecorder *t, int cpu, int probe_pid, uint64_t st
         if (end > c->horizon) {
                 (void)read_cpu(t, c);
                 if (t->ksyms && ksyms_resolve(t->ksyms) > 0) {
-                        t->stats.symbol_passes++;
                         patch_names(t);
                 }
         }
@@ -1404,12 +1402,13 @@ const char *trace_recorder_reason(const TraceRecorder *t)
 void trace_recorder_stats(const TraceRecorder *t, TraceStats *ret)
 {
         *ret = t->stats;
+        ret->symbol_passes = t->ksyms ? ksyms_passes(t->ksyms) : 0;
 }
 
 size_t trace_recorder_memory_bytes(const TraceRecorder *t)
 {
         return sizeof(*t) + t->n_cpus * (sizeof(TraceCpu) + t->window * sizeof(TraceRecord)) +
-               (size_t)t->page_size + (t->own_ksyms ? ksyms_memory_bytes() : 0);
+               (size_t)t->page_size + (t->own_ksyms ? ksyms_memory_bytes(t->ksyms) : 0);
 }
 
 size_t trace_recorder_kernel_bytes(const TraceRecorder *t)
