@@ -209,6 +209,10 @@ int probe_harvest(Probe *p, uint64_t epoch, ProbeSlot *ret);
 /* Owner: the probe's event ring, to read with ring_pop(). */
 EventRing *probe_ring(Probe *p);
 
+/* Bytes of memory @p holds, all of it locked: the probe with its slots and pair tables, and
+ * its event ring. */
+size_t probe_memory_bytes(const Probe *p);
+
 /* Empties @s. */
 void probe_slot_clear(ProbeSlot *s);
 
