@@ -125,8 +125,9 @@ static const ConfigKey keys[] = {
                      "How far back the history keeps one entry per minute; at least "
                      "fine_retention."),
         KEY_UINT("history", "events_per_cpu", history_events_per_cpu, "10000", 16, 1000000,
-                 "How many of the latest interruptions are kept per CPU; older ones are "
-                 "dropped and counted."),
+                 "How many of the latest interruptions are kept per CPU and duration band "
+                 "(below 100 us, to 1 ms, to 10 ms, longer); older ones are dropped and "
+                 "counted."),
         KEY_DURATION("history", "checkpoint", history_checkpoint_ns, "60s", NSEC_PER_SEC,
                      NSEC_PER_HOUR, CONFIG_FLAG_ZERO_DISABLES,
                      "How often the history is saved to state_dir so that it survives a "

@@ -180,6 +180,7 @@ static void checkpoint(Manager *m)
 static void checkpoint_load(Manager *m)
 {
         char path[PATH_MAX + 32], aside[PATH_MAX + 96];
+        uint32_t version;
         struct stat st;
         FILE *f;
         int fd, r;
@@ -207,17 +208,36 @@ static void checkpoint_load(Manager *m)
                 }
                 return;
         }
+        /* Its version first: an older one is migrated, a newer one refused by name. */
+        if (history_checkpoint_version(f, &version) < 0) {
+                version = 0;
+        }
+        rewind(f);
         r = history_load(m->history, m->attrib, m->counter.hz, f);
         fclose(f);
         if (r == 0) {
-                log_info("history restored from %s", path);
+                if (version < HISTORY_CHECKPOINT_VERSION) {
+                        log_notice("history restored from %s, migrated from checkpoint version %u "
+                                   "to %u (the file is rewritten at the next checkpoint)",
+                                   path, version, HISTORY_CHECKPOINT_VERSION);
+                } else {
+                        log_info("history restored from %s", path);
+                }
                 return;
         }
-        snprintf(aside, sizeof(aside), "%s.%s-%llu", path, r == -ESTALE ? "foreign" : "corrupt",
+        snprintf(aside, sizeof(aside), "%s.%s-%llu", path,
+                 r == -ESTALE            ? "foreign"
+                 : r == -EPROTONOSUPPORT ? "version"
+                                         : "corrupt",
                  (unsigned long long)(now_ns(CLOCK_REALTIME) / 1000000000ULL));
         if (rename(path, aside) < 0) {
                 log_warning("checkpoint %s is unusable (%s) and cannot be moved aside: %s", path,
                             strerror(-r), strerror(errno));
+        } else if (r == -EPROTONOSUPPORT) {
+                log_warning("checkpoint %s is version %u, which this jitterd cannot read (it reads "
+                            "versions %u to %u); moved it to %s and started with an empty history",
+                            path, version, HISTORY_CHECKPOINT_VERSION_MIN,
+                            HISTORY_CHECKPOINT_VERSION, aside);
         } else {
                 log_warning("checkpoint %s is %s; moved it to %s and started with an empty history",
                             path,
@@ -914,6 +934,14 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         } else if (!config_equal(&c, &m->config, "history") ||
                    !config_equal(&c, &m->config, "server")) {
                 log_notice("changes to [history] and [server] take effect at the next start");
+        }
+        /* The history and every probe's slots count in the running counter's ticks: another
+         * counter would mix two units in one histogram. */
+        if (c.probe_counter != m->config.probe_counter) {
+                log_notice("[probe] counter = %s takes effect at the next start; still %s",
+                           counter_source_name(c.probe_counter),
+                           counter_source_name(m->config.probe_counter));
+                c.probe_counter = m->config.probe_counter;
         }
         trace_restart =
                 !config_equal(&c, &m->config, "trace") || !config_equal(&c, &m->config, "probe");

@@ -842,7 +842,9 @@ static int set_buffers(TraceRecorder *t, char *reason, size_t rsize)
 static int set_cpumask(TraceRecorder *t, char *reason, size_t rsize)
 {
         char list[4096] = "";
-        char what[PATH_MAX + 64];
+        /* room for the directory and the whole list: a shorter message is cut (and gcc's
+         * -Wformat-truncation says so in the sanitizer's Debug build) */
+        char what[PATH_MAX + sizeof(list) + 64];
         size_t len = 0;
 
         for (size_t i = 0; i < t->n_cpus && len < sizeof(list) - 16; i++) {

@@ -97,3 +97,60 @@ cset_remove() {
     [[ -z $CSET_ROOT_LB ]] || echo "$CSET_ROOT_LB" > "$CSET_ROOT/cpuset.sched_load_balance"
     CSET_MADE=
 }
+
+# cset_shield CPU: makes CPU quiet for the test that needs it, as `cset shield` would: the
+# sets of cset_isolate (the other CPUs housekeeping, CPU exclusive, no load balancing), and every
+# task of the root set moved to the housekeeping set, except kernel threads, this test's own
+# process tree (the daemon, and what it starts later, which may pin itself to CPU: the test's
+# shell stays in the root set, kept off CPU by its affinity instead) and its ancestors. Moving a
+# task into a v1 cpuset resets its affinity, and moving it back resets it again: each task's
+# affinity is kept in $CSET_AFFINITY and given back by cset_unshield, which also removes the sets.
+CSET_AFFINITY=
+cset_shield() {
+    local cpu=$1 hk tid tgid flags mine
+    hk=$(python3 -c 'import sys
+cpus = set()
+for part in sys.stdin.read().strip().split(","):
+    a, _, b = part.partition("-")
+    cpus.update(range(int(a), int(b or a) + 1))
+print(",".join(str(x) for x in sorted(cpus - {int(sys.argv[1])})))' "$cpu" \
+        < /sys/devices/system/cpu/online)
+    [[ -n $hk ]] || fail "no CPU but $cpu to keep the other tasks on"
+    # This test's process tree: this shell and everything below it.
+    mine=" $(ps -e -o pid=,ppid= | awk -v root=$$ '{ parent[$1] = $2 }
+        END { for (p in parent) { q = p; while (q != "" && q != 1 && q != root) q = parent[q]
+                                  if (q == root) printf "%s ", p }
+              printf "%s ", root
+              # and its ancestors (CTest, tools/check, whatever started them): they sleep
+              # while the test runs, and a test killed before cset_unshield must not leave
+              # the suite that started it confined to the housekeeping CPUs.
+              for (q = parent[root]; q != "" && q > 1; q = parent[q]) printf "%s ", q }')"
+    cset_isolate "$hk" "$cpu"
+    taskset -pc "$hk" $$ > /dev/null
+    CSET_AFFINITY=$T/cset-affinity
+    : > "$CSET_AFFINITY"
+    while read -r tid; do
+        [[ -r /proc/$tid/stat ]] || continue
+        # Kernel threads (PF_KTHREAD) stay where they are.
+        flags=$(awk '{ print $9 }' "/proc/$tid/stat" 2> /dev/null) || continue
+        (( (flags & 0x00200000) == 0 )) || continue
+        tgid=$(awk '$1 == "Tgid:" { print $2 }' "/proc/$tid/status" 2> /dev/null) || continue
+        [[ $mine == *" $tgid "* ]] && continue
+        echo "$tid $(taskset -p "$tid" 2> /dev/null | awk '{ print $NF }')" >> "$CSET_AFFINITY"
+        echo "$tid" > "$CSET_ROOT/$CSET_HK/tasks" 2> /dev/null || true
+    done < "$CSET_ROOT/tasks"
+}
+
+# cset_unshield: the tasks back in the root set with their own affinity again, the sets
+# removed, load balancing as it was; idempotent.
+cset_unshield() {
+    [[ -n $CSET_MADE ]] || return 0
+    local tid mask
+    cset_remove
+    if [[ -n $CSET_AFFINITY && -f $CSET_AFFINITY ]]; then
+        while read -r tid mask; do
+            [[ -n $mask ]] && taskset -p "$mask" "$tid" > /dev/null 2>&1 || true
+        done < "$CSET_AFFINITY"
+    fi
+    taskset -pc "$(cat /sys/devices/system/cpu/online)" $$ > /dev/null 2>&1 || true
+}

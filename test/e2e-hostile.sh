@@ -154,13 +154,22 @@ rate_pct() { # rate_pct "SAMPLES NS" "SAMPLES NS": the first rate in per cent of
 }
 vm() { awk -v k="$1:" '$1 == k {print $2}' /proc/"$DAEMON_PID"/status; } # kB
 
-# 10 intervals of 200 ms: the last 2 s.
-before=$(rate_last 10)
-# How much the rate moves at rest, interval by interval: the lowest of the last 10 against their
-# mean, in per cent.
-quiet_low=$(jctl --json call io.jitterd.GetTimeline '{"cpu": 1, "window": "1m"}' |
-    jq '.points[-10:] | map(.samples / .duration_ns) | (add / length) as $m | min / $m * 100
-        | floor')
+# 10 intervals of 200 ms: the last 2 s. How much the rate moves at rest, interval by interval:
+# the lowest of the last 10 against their mean, in per cent. The check below needs the rest to
+# be still enough that a halved rate stands out (60 % allowed at least); 2 s spoilt by other
+# tasks on CPU 1 are measured again, three times at most, and then the test fails.
+for try in 1 2 3; do
+    before=$(rate_last 10)
+    quiet_low=$(jctl --json call io.jitterd.GetTimeline '{"cpu": 1, "window": "1m"}' |
+        jq '.points[-10:] | map(.samples / .duration_ns) | (add / length) as $m | min / $m * 100
+            | floor')
+    # (the sanitizer build's rate is not judged: below)
+    (( SANITIZED || 100 - 2 * (100 - quiet_low) - 5 >= 60 )) && break
+    (( try < 3 )) || fail "at rest the probe's rate fell to $quiet_low % of its mean in an" \
+        "interval, in three tries of 2 s (other tasks on CPU 1): a halved rate could not be told"
+    echo "at rest an interval fell to $quiet_low % of the mean (noise): measuring again"
+    sleep 2
+done
 rss_base=$(vm VmRSS)
 (( ${before%% *} > 0 )) || fail "no samples before the attack"
 
@@ -204,16 +213,17 @@ pass "$rounds runs of jitter-hostile ($WORKERS in parallel on CPU 0): answered t
 
 # The probe on CPU 1 must not notice what happens on CPU 0. A manager sharing CPU 1 with it
 # would halve its rate over 2 s; noise moves it by what one interval at rest fell below the
-# mean (quiet_low), and a 2 s average by less. Allowed: twice that fall, and 5 % more. When the
-# rate at rest moves so much that this would allow a halved rate, the check cannot tell here.
+# mean (quiet_low), and a 2 s average by less. Allowed: twice that fall, and 5 % more (at least
+# 60 %, by the measurement at rest above).
 pct=$(rate_pct "$during" "$before")
 pct2=$(rate_pct "$during2" "$before")
 floor_pct=$((100 - 2 * (100 - quiet_low) - 5))
 echo "probe sample rate during the attack: $pct % and $pct2 % of before" \
      "(at rest an interval fell to $quiet_low % of the mean; $floor_pct % allowed)"
-if (( floor_pct < 60 )); then
+if (( SANITIZED )); then
     skip_part "the probe's sample rate under the attack" \
-        "at rest it falls to $quiet_low % of its mean: a halved rate could not be told from that"
+        "sanitizer build: its instrumented probe loop's rate at rest varies by a third between" \
+        "intervals, as much as a manager sharing its CPU would take"
 else
     (( pct >= floor_pct && pct2 >= floor_pct )) \
         || fail "the probe's sample rate dropped under the attack: $pct % / $pct2 % of before"

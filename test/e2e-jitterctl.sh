@@ -1,7 +1,17 @@
 # jitterctl end to end against the real daemon: every command as a case of command line,
 # expected exit status and a pattern its output (stdout and stderr) must match.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/cset.sh"
 need_cpu1
+# The shield (compare, below) goes first, then lib.sh's cleanup, whatever failed.
+jitterctl_exit() {
+    local rc=$?
+    set +e
+    cset_unshield
+    (exit $rc)
+    cleanup
+}
+trap jitterctl_exit EXIT
 
 cat > "$T/jitterd.conf" <<CONF
 [probe]
@@ -29,6 +39,11 @@ case_() {
 start_daemon
 # A few intervals, so that windows, timelines and Monitor have something to say.
 sleep 2
+# READY=1 came after the preheat, so the probe runs. "stalled" (no acknowledged interval for
+# two intervals) is what other tasks on CPU 1 can make of it for a moment: the state must be
+# "running" within a bounded wait, and the text must then say so.
+wait_until 10 eval '[[ $(jctl --json status | jq -r ".probes[0].state") == running ]]' \
+    || fail "the probe of CPU 1 is not running 10 s after READY=1: $(jctl --json status | jq -c .probes)"
 
 # Dispatch, usage and help.
 case_ 2 'Usage: jitterctl .*COMMAND'
@@ -44,7 +59,7 @@ case_ 1 "cannot connect to $T/nowhere: No such file or directory — is jitterd 
 # status
 case_ 0 '^jitterd [0-9.]+, up ' status
 case_ 0 'counter: +(tsc|cntvct|clock) at' status
-case_ 0 '^ +1  (running|preheating|stalled) ' status
+case_ 0 '^ +1  running ' status
 case_ 0 '"uptime_ns"' --json status
 case_ 0 '"probes"' status --json
 
@@ -64,10 +79,27 @@ case_ 0 '"buckets"' --json hist 1
 case_ 2 'expected one CPU number' hist
 case_ 1 'no probe on CPU 7' hist 7
 
-# events
-case_ 0 'TIME +CPU +DURATION|no interruptions' events --limit 5
-case_ 0 '^\[' --json events --cpu 1 --since 1m
-case_ 0 'no interruptions recorded that match|TIME' events --min 10s
+# events: three thefts of 3 ms by a thief make three events of at least that long, so that
+# events lists them, and no gap of 10 s or more was ever seen (the worst gap since the start,
+# by GetStats, says so), so that --min 10s matches none.
+"$THIEF" --cpu 1 --delay 50ms --period 100ms --durations 3ms --count 3 > "$T/thefts" \
+    || fail "jitter-thief could not run on CPU 1"
+wait_until 10 eval '(( $(jctl --json events --cpu 1 --min 3ms | jq length) >= 3 ))' \
+    || fail "the three thefts of 3 ms are not among the events within 10 s"
+case_ 0 '^TIME +CPU +DURATION' events --limit 5
+case_ 0 '^[0-9-]+ [0-9:.]+ +1 +[0-9.]+ ms' events --min 3ms
+n_rows=$(jctl events --min 3ms --limit 2 | grep -cE '^[0-9-]+ [0-9:.]+ +1 ' || true)
+(( n_rows == 2 )) || { echo "FAIL: events --limit 2 printed $n_rows rows" >&2; failures=$((failures + 1)); }
+jctl --json events --cpu 1 --since 1m > "$T/events.json" \
+    && jq -e 'all(.[]; .cpu == 1) and ([.[] | select(.duration_ns >= 3000000)] | length) >= 3' \
+        "$T/events.json" > /dev/null \
+    || { echo "FAIL: --json events --cpu 1 lacks the thefts" >&2; failures=$((failures + 1)); }
+worst_ns=$(jctl --json stats --cpu 1 --window all | jq '.cpus[0].gap.max_ns')
+if (( worst_ns < 10000000000 )); then
+    case_ 0 '^\(no interruptions recorded that match\)$' events --min 10s
+else
+    fail "a gap of $worst_ns ns since the start: CPU 1 was taken away for over 10 s"
+fi
 case_ 2 'invalid duration "1x"' events --min 1x
 case_ 2 'invalid limit' events --limit 0
 
@@ -117,7 +149,52 @@ sleep 1
 case_ 0 'not significant' compare "$T/a.json" "$T/a.json"
 case_ 0 'Mann-Whitney U = [0-9.]+, z = -?[0-9.]+, p = ' compare "$T/a.json" "$T/b.json"
 case_ 0 'n +[0-9]+ +[0-9]+' compare "$T/a.json" "$T/b.json"
-case_ 0 '"significant": (true|false)' --json compare "$T/a.json" "$T/b.json"
+case_ 0 '"significant": false' --json compare "$T/a.json" "$T/a.json"
+# compare against a change the test makes: CPU 1 shielded with cset (other tasks off it for
+# the while), the history Reset, a snapshot q of the quiet CPU, then a theft in every interval,
+# twice as long as the worst gap of 80 % of q's intervals (at least 5 ms), and a snapshot c.
+# The worst gap of each interval with a theft is then above those of 80 % of q's, so the
+# Mann-Whitney test must find "after" higher, significantly. A q spoilt by noise all the same
+# (a theft of over 60 ms would be needed) is taken again, three times at most, then it fails.
+p80() {
+    jq '[.cpus[0].timeline.points[] | select(.max_gap_ns > 0) | .max_gap_ns] | sort
+        | .[(length * 0.8 | floor)]' "$1"
+}
+if cset_usable; then
+    cset_shield 1
+    jctl call Reset '{}' > /dev/null || fail "Reset"
+    for try in 1 2 3; do
+        sleep 4
+        jctl snapshot --output "$T/q.json" || fail "snapshot --output"
+        theft_ns=$(( $(p80 "$T/q.json") * 2 ))
+        (( theft_ns >= 5000000 )) || theft_ns=5000000
+        (( theft_ns > 60000000 )) || break
+        (( try < 3 )) || fail "with CPU 1 shielded, 20 % of the intervals of three snapshots" \
+            "had a gap above $(( theft_ns / 2000000 )) ms: too noisy to compare"
+        echo "snapshot q spoilt by noise (p80 of its worst gaps $(p80 "$T/q.json") ns): again"
+    done
+    echo "thefts of $theft_ns ns against snapshot q"
+    "$THIEF" --cpu 1 --delay 50ms --period 100ms --durations "$((theft_ns / 1000))us" \
+        --count 60 > /dev/null || fail "jitter-thief could not run on CPU 1"
+    sleep 0.5
+    jctl snapshot > "$T/c.json" || fail "snapshot after the thefts"
+    cset_unshield
+    n_q=$(jq '.cpus[0].timeline.points | length' "$T/q.json")
+    n_high=$(jq --argjson t "$theft_ns" \
+        '[.cpus[0].timeline.points[] | select(.max_gap_ns >= $t)] | length' "$T/c.json")
+    (( n_high >= 20 && n_q >= 15 )) \
+        || fail "the timelines hold $n_q quiet intervals and $n_high with a theft: too few"
+    "$JITTERCTL" --json compare "$T/q.json" "$T/c.json" > "$T/qc.json" || fail "compare --json"
+    jq -e '.cpus[0].mann_whitney.significant == true and .cpus[0].mann_whitney.z < 0' \
+        "$T/qc.json" > /dev/null \
+        || { echo "FAIL: compare does not find the intervals with thefts higher," \
+                  "significantly: $(jq -c '.cpus[0] | {mann_whitney, interval_worst_gaps}' \
+                  "$T/qc.json")" >&2
+             failures=$((failures + 1)); }
+    case_ 0 'significant.*after is higher' compare "$T/q.json" "$T/c.json"
+else
+    skip_part "compare of a quiet CPU 1 with one under thefts" "$CSET_WHY"
+fi
 case_ 1 'cannot read' compare "$T/a.json" "$T/missing.json"
 echo '{"cpus": []}' > "$T/other.json"
 case_ 1 'not a jitterctl snapshot' compare "$T/a.json" "$T/other.json"
@@ -161,6 +238,10 @@ case_ 0 '"interfaces"' call org.varlink.service.GetInfo
 case_ 0 '"window": "10s"' call GetStats '{"window": "10s"}'
 case_ 1 'InvalidParameter' call GetStats '{"bogus": 1}'
 case_ 2 'must be a JSON object' call GetStats '[1]'
+# A method the real daemon lacks: its MethodNotFound names it (e2e-jitterctl-older has every
+# command against a daemon that lacks what they call).
+case_ 1 '^jitterctl: io\.jitterd\.Frobnicate: org\.varlink\.service\.MethodNotFound \{"method": ?"io\.jitterd\.Frobnicate"\}$' \
+    call io.jitterd.Frobnicate
 
 # No colour when the output is not a terminal.
 if "$JITTERCTL" --socket "$SOCK" stats | grep -q $'\033'; then

@@ -69,7 +69,7 @@ for unit in jitterd.service jitterd.socket; do
 done
 [[ -x $root/usr/sbin/jitterd ]] || fail "jitterd not installed to /usr/sbin (ExecStart=)"
 [[ -x $root/usr/bin/jitterctl ]] || fail "jitterctl not installed to /usr/bin"
-for page in man8/jitterd.8 man5/jitterd.conf.5; do
+for page in man8/jitterd.8 man5/jitterd.conf.5 man1/jitterctl.1 man1/jitter-probe.1; do
     [[ -s $root/usr/share/man/$page ]] || fail "man page $page not installed"
 done
 
@@ -211,7 +211,8 @@ if cpack -G DEB -B "$tmp/pkg" --config "$BUILD_DIR/CPackConfig.cmake" >"$tmp/cpa
         for f in ./usr/sbin/jitterd ./usr/bin/jitterctl ".$unitdir/jitterd.service" \
                  ".$unitdir/jitterd.socket" ./etc/jitterd/jitterd.conf \
                  ./usr/lib/sysusers.d/jitterd.conf ./usr/lib/tmpfiles.d/jitterd.conf \
-                 ./usr/share/man/man8/jitterd.8 ./usr/share/man/man5/jitterd.conf.5; do
+                 ./usr/share/man/man8/jitterd.8 ./usr/share/man/man5/jitterd.conf.5 \
+                 ./usr/share/man/man1/jitterctl.1 ./usr/share/man/man1/jitter-probe.1; do
             grep -qxF "$f" <<<"$files" || fail "package lacks $f"
         done
         ! grep -q '^\./usr/etc' <<<"$files" || fail "package puts configuration in /usr/etc"

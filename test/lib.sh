@@ -217,3 +217,25 @@ clock_slack_ns() {
     jctl --json status | jq '2000 + (.counter.drift_ppm | fabs) * 1e-6 * 2 * .config.interval_ns
                              | ceil'
 }
+
+# Thefts as jitter-thief --due records them ("START END DUE", CLOCK_MONOTONIC ns), as JSON.
+thefts_json() { jq -R -s -c 'split("\n") | map(select(length > 0) | split(" ") | map(tonumber))' "$1"; }
+# THEFT_JQ: the jq definition of an event that is the theft [$s, $e, $due], bounded from both
+# sides with the slack of the run: $slack for the clocks (clock_slack_ns), and $noise, the worst
+# gap of the probe's CPU just before the thefts (noise_ns), for what other tasks there add to a
+# theft they fall on. The probe loses the CPU when the thief's timer is due and gets it back
+# once the thief sleeps again: the event starts between the due time and the thief's first read
+# of the clock, and ends after its last read, by no more than the wake-up the thief measured
+# (start - due: the interrupt, the wake-up and the switch) and 50 us, the switch back being the
+# shorter path of the two. The start may also lie up to 10 us before the due time: the timer's
+# interrupt comes that early (the clockevent device is programmed in its own ticks; 3-5 us
+# measured on a KVM guest).
+# shellcheck disable=SC2016 # jq's variables
+THEFT_JQ='def is_theft($s; $e; $due; $slack; $noise):
+    .start_ns >= $due - 10000 - $slack - $noise and .start_ns <= $s + $slack
+    and .start_ns + .duration_ns >= $e - $slack
+    and .start_ns + .duration_ns <= $e + ($s - $due) + 50000 + $slack + $noise;'
+# noise_ns [CPU]: the worst gap of the probe of CPU (default 1) over the last 10 s, in ns.
+noise_ns() {
+    jctl --json stats --cpu "${1:-1}" --window 10s | jq '.cpus[0].gap.max_ns // 0 | floor'
+}

@@ -3,8 +3,9 @@
  * own reason. The tick logs that reason once, however many ticks see it; GetStatus shows it as
  * "failure" (and "reason"); READY=1 is not sent and the loop ends with status 1 as soon as a
  * probe failed, each CPU's state logged; stopping a failed probe takes no time. Also a FIFO in
- * place of the checkpoint, which must not hold the start. The module is included to reach its
- * static functions; the log is kept in memory (log-capture.h). */
+ * place of the checkpoint, which must not hold the start, and checkpoints of another version:
+ * the previous one migrated, an unknown one refused by name and set aside. The module is
+ * included to reach its static functions; the log is kept in memory (log-capture.h). */
 
 #include "../daemon/manager.c"
 
@@ -13,6 +14,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <dirent.h>
 #include <sys/capability.h>
 #include <sys/resource.h>
 
@@ -201,6 +203,105 @@ static void test_checkpoint_fifo(void **state)
         assert_int_equal(rmdir(dir), 0);
 }
 
+/* A state directory of its own with @data as its checkpoint; its path into @dir. */
+static void state_with(Manager *m, char *dir, size_t size_dir, const void *data, size_t size)
+{
+        char path[160];
+        FILE *f;
+
+        snprintf(dir, size_dir, "/tmp/test-manager.XXXXXX");
+        assert_non_null(mkdtemp(dir));
+        snprintf(m->config.history_state_dir, sizeof(m->config.history_state_dir), "%s", dir);
+        snprintf(path, sizeof(path), "%s/%s", dir, STATE_FILE);
+        f = fopen(path, "we");
+        assert_non_null(f);
+        assert_int_equal(fwrite(data, 1, size, f), size);
+        assert_int_equal(fclose(f), 0);
+}
+
+/* How many files of @dir start with @prefix; removes them all (and @dir) when @clean. */
+static unsigned files_like(const char *dir, const char *prefix, bool clean)
+{
+        DIR *d = opendir(dir);
+        struct dirent *e;
+        unsigned n = 0;
+        char path[400];
+
+        assert_non_null(d);
+        while ((e = readdir(d))) {
+                if (e->d_name[0] == '.') {
+                        continue;
+                }
+                n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+                if (clean) {
+                        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+                        assert_int_equal(unlink(path), 0);
+                }
+        }
+        closedir(d);
+        if (clean) {
+                assert_int_equal(rmdir(dir), 0);
+        }
+        return n;
+}
+
+/* A checkpoint of a version this daemon does not read: refused with both versions named, and
+ * kept (set aside), not deleted. */
+static void test_checkpoint_other_version(void **state)
+{
+        Fixture *f = *state;
+        uint8_t data[64] = "JTRDHIST";
+        char dir[64];
+
+        data[8] = 3;
+        state_with(f->m, dir, sizeof(dir), data, sizeof(data));
+        checkpoint_load(f->m);
+        assert_non_null(strstr(log_text, "is version 3, which this jitterd cannot read (it reads "
+                                         "versions 1 to 2)"));
+        assert_int_equal(files_like(dir, STATE_FILE ".version-", false), 1);
+        assert_int_equal(files_like(dir, STATE_FILE, true), 1);
+}
+
+/* The previous version's checkpoint (test/history/checkpoint-v1.state, of another boot: its
+ * boot id made unknown) is migrated, said with both versions, and its history is there. */
+static void test_checkpoint_version1(void **state)
+{
+        Fixture *f = *state;
+        HistoryWindow *w = malloc(sizeof(*w));
+        uint8_t *data = malloc(65536);
+        char dir[64], path[256];
+        uint32_t crc = 0xffffffffu;
+        size_t size;
+        FILE *in;
+
+        snprintf(path, sizeof(path), "%s/history/checkpoint-v1.state", TEST_SOURCE_DIR);
+        in = fopen(path, "re");
+        assert_non_null(in);
+        size = fread(data, 1, 65536, in);
+        fclose(in);
+        assert_true(size > 40 && size < 65536);
+        memset(data + 20, 0, 16);
+        for (size_t i = 0; i < size - 4; i++) {
+                crc ^= data[i];
+                for (unsigned k = 0; k < 8; k++) {
+                        crc = crc & 1 ? 0xedb88320u ^ (crc >> 1) : crc >> 1;
+                }
+        }
+        crc = ~crc;
+        for (unsigned i = 0; i < 4; i++) {
+                data[size - 4 + i] = (uint8_t)(crc >> (8 * i));
+        }
+        f->m->counter.hz = 2445406083ULL; /* the counter it was written with */
+        state_with(f->m, dir, sizeof(dir), data, size);
+        checkpoint_load(f->m);
+        assert_non_null(strstr(log_text, "migrated from checkpoint version 1 to 2"));
+        assert_int_equal(history_query(f->m->history, 1, 0, 0, true, w), 0);
+        assert_int_equal(w->slot.gap.count, 9516162048ULL); /* what that daemon answered */
+        assert_int_equal(files_like(dir, STATE_FILE, true), 1);
+        free(data);
+        free(w);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -209,6 +310,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_not_ready, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_stop_is_immediate, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_checkpoint_fifo, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_checkpoint_other_version, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_checkpoint_version1, setup, teardown),
         };
 
         drop_realtime();

@@ -436,8 +436,8 @@ static void test_params_check(void **state)
 {
         static const char *const good[] = {
                 "{\"cpu\":1}",
-                "{\"cpu\":1,\"window\":\"1m\",\"ratio\":0.5,\"verbose\":false,\"cpus\":[],"
-                "\"filter\":{},\"anything\":\"x\"}",
+                ("{\"cpu\":1,\"window\":\"1m\",\"ratio\":0.5,\"verbose\":false,\"cpus\":[],"
+                 "\"filter\":{},\"anything\":\"x\"}"),
                 "{\"cpu\":1,\"ratio\":2}",
                 "{\"cpu\":1,\"window\":null,\"anything\":[1]}",
         };

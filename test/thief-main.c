@@ -1,6 +1,7 @@
 /* jitter-thief: steal known durations from a CPU at known times, for end-to-end tests.
  * Prints one line per theft: "START_NS END_NS" (CLOCK_MONOTONIC), with --cpu-time also the
- * thief's CPU time in between ("START_NS END_NS CPU_NS"). With --now it only prints
+ * thief's CPU time in between ("START_NS END_NS CPU_NS"), with --due when its timer was due
+ * ("START_NS END_NS DUE_NS": the probe lost the CPU from then on). With --now it only prints
  * CLOCK_MONOTONIC, so that a script can place its own reads on the daemon's time axis.
  * --random SEED spaces the thefts at random instead of every --period (the period is then
  * their mean spacing); --waker CPU has a thread on that CPU wake the thief (a reschedule IPI)
@@ -58,6 +59,7 @@ int main(int argc, char **argv)
                 {"at", required_argument, NULL, 'A'},
                 {"random", required_argument, NULL, 'R'},
                 {"waker", required_argument, NULL, 'W'},
+                {"due", no_argument, NULL, 'U'},
                 {},
         };
         static uint64_t durations[MAX_THEFTS];
@@ -67,7 +69,7 @@ int main(int argc, char **argv)
         bool random = false;
         size_t n = 0, count = 0;
         int cpu = 1, priority = 50, waker = -1, c, r;
-        int cpu_time = 0;
+        int cpu_time = 0, print_due = 0;
 
         while ((c = getopt_long(argc, argv, "", longopts, NULL)) >= 0) {
                 switch (c) {
@@ -117,6 +119,9 @@ int main(int argc, char **argv)
                 case 'W':
                         waker = atoi(optarg);
                         break;
+                case 'U':
+                        print_due = 1;
+                        break;
                 default:
                         return 2;
                 }
@@ -153,6 +158,9 @@ int main(int argc, char **argv)
                 if (cpu_time) {
                         printf("%" PRIu64 " %" PRIu64 " %" PRIu64 "\n", thefts[k].start_ns,
                                thefts[k].end_ns, thefts[k].cpu_ns);
+                } else if (print_due) {
+                        printf("%" PRIu64 " %" PRIu64 " %" PRIu64 "\n", thefts[k].start_ns,
+                               thefts[k].end_ns, thefts[k].due_ns);
                 } else {
                         printf("%" PRIu64 " %" PRIu64 "\n", thefts[k].start_ns, thefts[k].end_ns);
                 }

@@ -1,10 +1,12 @@
 /* fuzz-history-load: the checkpoint reader (history_load) on arbitrary file bodies.
  *
- * The input is the body of a state file: the target puts the header in front (magic, version,
- * the counter frequency it loads with, an unknown boot id) and the CRC-32 behind, so that
- * mutations reach the parser instead of stopping at the checksum. Checked: a refused file
- * leaves the history as it was; an accepted one saves and loads back, and saving that again
- * gives the same bytes. */
+ * The input is a version byte and the body of a state file: the target puts the header in
+ * front (magic, the version: 1 when the byte is 1, the current one otherwise, the counter
+ * frequency it loads with, an unknown boot id) and the CRC-32 behind, so that mutations reach
+ * the parser of either format instead of stopping at the checksum. The seeds v1-* are bodies
+ * of the previous format (the migration's path), the others of the current one. Checked: a
+ * refused file leaves the history as it was; an accepted one answers every window and event
+ * query, saves and loads back, and saving that again gives the same bytes. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -80,6 +82,35 @@ static int hload_load(History *h, AttribTable *t, const uint8_t *buf, size_t len
         return r;
 }
 
+/* Whether @h answers every query about @cpu, and takes one more interval after its newest. */
+static bool hload_answers(History *h, int cpu, HistoryWindow *w, const ProbeSlot *slot)
+{
+        static HistoryEvent ev[64];
+        HistoryBand bands[HISTORY_BANDS];
+        uint64_t kept = 0, end;
+
+        if (history_query(h, cpu, 0, UINT64_MAX, false, w) < 0) {
+                return false;
+        }
+        end = w->to_ns; /* the end of the newest interval kept */
+        if (history_query(h, cpu, 0, 0, true, w) < 0 || history_event_bands(h, cpu, bands) < 0) {
+                return false;
+        }
+        for (HistorySpan span = 0; span < HISTORY_SPAN_MAX; span++) {
+                if (history_window(h, cpu, span, w) < 0) {
+                        return false;
+                }
+        }
+        for (unsigned b = 0; b < HISTORY_BANDS; b++) {
+                kept += bands[b].kept;
+        }
+        if (history_events(h, NULL, 0, 0, ev, 64) > 64 || kept > HISTORY_BANDS * 8) {
+                return false;
+        }
+        return history_add_interval(h, cpu, end, 1000000000ULL, slot, false, NULL) >= 0 ||
+               end > UINT64_MAX - 1000000000ULL;
+}
+
 /* Long because the loaded history is checked against every invariant in turn. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -87,8 +118,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         HistoryWindow *w = malloc(sizeof(*w));
         History *h = NULL, *again = NULL;
         AttribTable *t = NULL, *t2 = NULL;
-        uint8_t *file = malloc(HLOAD_HEADER + size + 4), *saved, *resaved;
-        size_t len = HLOAD_HEADER + size, saved_len, resaved_len, mem;
+        uint32_t version = size > 0 && data[0] == 1 ? 1 : HISTORY_CHECKPOINT_VERSION;
+        size_t body = size > 0 ? size - 1 : 0;
+        uint8_t *file = malloc(HLOAD_HEADER + body + 4), *saved, *resaved;
+        size_t len = HLOAD_HEADER + body, saved_len, resaved_len, mem;
         cpu_set_t cpus;
         int r;
 
@@ -96,11 +129,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
         }
         memcpy(file, "JTRDHIST", 8);
-        hload_put_le(file + 8, 1, 4);
+        hload_put_le(file + 8, version, 4);
         hload_put_le(file + 12, HLOAD_HZ, 8);
         memset(file + 20, 0, 16);
-        if (size > 0) {
-                memcpy(file + HLOAD_HEADER, data, size);
+        if (body > 0) {
+                memcpy(file + HLOAD_HEADER, data + 1, body);
         }
         hload_put_le(file + len, hload_crc32(file, len), 4);
         len += 4;
@@ -143,12 +176,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         fprintf(stderr, "fuzz-history-load: save/load/save is not stable\n");
                         abort();
                 }
-                /* Every CPU it now holds answers a query over all its intervals. */
+                /* Every CPU it now holds answers a query over all its intervals, every
+                 * standard window, its events; and goes on. */
                 history_cpus(h, &cpus);
                 for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-                        if (CPU_ISSET(cpu, &cpus) &&
-                            (history_query(h, cpu, 0, UINT64_MAX, false, w) < 0 ||
-                             history_query(h, cpu, 0, 0, true, w) < 0)) {
+                        if (CPU_ISSET(cpu, &cpus) && !hload_answers(h, cpu, w, &slot)) {
                                 abort();
                         }
                 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "prometheus.h"
+#include "jitterctl-format.h"
 #include "jitterctl.h"
 #include "varlink-client.h"
 
@@ -29,13 +30,11 @@ static int export_call(Ctl *ctl, const char *method, json_t *params, json_t **re
                 return r;
         }
         if (error) {
-                char *text = json_is_object(reply) && json_object_size(reply) > 0
-                                     ? json_dumps(reply, JSON_COMPACT)
-                                     : NULL;
+                char msg[512];
 
-                fprintf(stderr, "jitterctl export: %s: %s%s%s\n", full, error, text ? " " : "",
-                        text ? text : "");
-                free(text);
+                /* As every other command says a daemon's error (MethodNotFound: an older
+                 * jitterd). */
+                fprintf(stderr, "jitterctl: %s\n", format_error(msg, sizeof(msg), error, reply));
                 free(error);
                 json_decref(reply);
                 return -EREMOTEIO;
