@@ -222,11 +222,6 @@ void config_diag_clear(ConfigDiag *diag)
         *diag = (ConfigDiag){0};
 }
 
-const char *config_severity_to_string(ConfigSeverity severity)
-{
-        return severity == CONFIG_SEVERITY_ERROR ? "error" : "warning";
-}
-
 /* Stores a formatted message in *@ret_error (if not NULL) and returns -EINVAL, or -ENOMEM. */
 static int fail(char **ret_error, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int fail(char **ret_error, const char *fmt, ...)

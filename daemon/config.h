@@ -116,9 +116,6 @@ typedef struct ConfigDiag {
 /* Frees the messages of @diag (NULL is fine) and leaves it empty, ready for reuse. */
 void config_diag_clear(ConfigDiag *diag);
 
-/* Returns "warning" or "error". */
-const char *config_severity_to_string(ConfigSeverity severity);
-
 /* Returns the key table and stores its length in @ret_n. The table is in the order the
  * sections and keys are documented and dumped. */
 const ConfigKey *config_keys(size_t *ret_n);

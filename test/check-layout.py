@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks that the sources keep the layout of README "How the code is laid out".
+"""Checks that the sources keep the layout of docs/design.md "How the code is laid out".
 
   check-layout.py SOURCE_DIR [BUILD_DIR]
 
@@ -187,7 +187,7 @@ def check_calls(build, problems):
     return len(objects)
 
 
-# What the jitterctl binary must not hold (README "How the code is laid out").
+# What the jitterctl binary must not hold (docs/design.md "How the code is laid out").
 JITTERCTL = "tools/jitterctl/jitterctl"
 SERVICE_SYMBOL = re.compile(r"^(manager_\w*|probe_start|varlink_server_\w*)$")
 

@@ -293,16 +293,6 @@ bool values_percentile(json_t *values, const char *key, double *ret)
         return true;
 }
 
-int value_summary_from_json(json_t *values, ValueSummary *ret)
-{
-        unsigned have = 0;
-
-        if (!values_read(values, ret, &have, 1) || !values_complete(ret, have, 1)) {
-                return -EINVAL;
-        }
-        return 0;
-}
-
 int cpu_stats_read(json_t *o, CpuStats *ret)
 {
         SlotSummary *s = &ret->summary;

@@ -56,11 +56,6 @@ bool values_percentile(json_t *values, const char *key, double *ret);
  * ("p99.99"; "p50" is the median). NaN when @v does not have it or @key names none of these. */
 double value_summary_get(const ValueSummary *v, const char *key);
 
-/* Fills @ret from @values, a {stats} object. The variance is the square of the standard
- * deviation; percentiles missing from the map are NaN. Returns 0, or -EINVAL when a required
- * field is missing or not a number. */
-int value_summary_from_json(json_t *values, ValueSummary *ret);
-
 /* Fills @ret from a slot summary object (jitter-probe's "cpus" entries, one element of
  * GetStats' "cpus"). Returns 0 or -EINVAL. */
 int slot_summary_from_json(json_t *cpu_stats, SlotSummary *ret);
