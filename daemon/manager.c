@@ -512,8 +512,9 @@ static int on_harvest(sd_event_source *s, uint64_t usec, void *userdata)
 /* One probe at the tick: its state for the API (offline, migrated, failed, stalled), each
  * change logged once, and the next epoch. Nothing here waits for the probe: one that does not
  * acknowledge is only counted (stalled after two intervals) and asked again at the next tick,
- * so it never holds up the other probes or the loop. */
-static void tick_probe(Manager *m, ProbeCtl *p)
+ * so it never holds up the other probes or the loop. Returns whether the epoch advanced: the
+ * epoch that ended then needs its attribution counters (tick()). */
+static bool tick_probe(ProbeCtl *p)
 {
         ProbeState st = probe_state(p->probe);
         int64_t e;
@@ -561,19 +562,36 @@ static void tick_probe(Manager *m, ProbeCtl *p)
                 p->have_last = false;
         }
         /* -EBUSY while the probe has not acknowledged the current epoch: tried again at the
-         * next tick. The counters are read as the epoch ends, not when it is harvested. */
+         * next tick. */
         e = probe_advance(p->probe);
-        if (e > 0) {
-                p->advanced_epoch = (uint64_t)e;
-                attrib_sample(m->attrib, p->attrib_snap, m->config.audit_root, p->cpu, getpid(),
-                              probe_tid(p->probe),
-                              &p->epoch_attrib[(uint64_t)(e - 1) % PROBE_SLOTS]);
+        if (e <= 0) {
+                return false;
         }
+        p->advanced_epoch = (uint64_t)e;
+        return true;
 }
 
-static int on_tick(sd_event_source *s, uint64_t usec, void *userdata)
+/* The request for the attribution counters of the epoch @p just ended. */
+static AttribRequest attrib_request(ProbeCtl *p)
 {
-        Manager *m = userdata;
+        return (AttribRequest){
+                .snap = p->attrib_snap,
+                .cpu = p->cpu,
+                .pid = getpid(),
+                .tid = probe_tid(p->probe),
+                .delta = &p->epoch_attrib[(p->advanced_epoch - 1) % PROBE_SLOTS],
+        };
+}
+
+/* The tick's work: the clock mapping, every probe's state and next epoch, then the attribution
+ * counters of the epochs that ended, read as they end, not when they are harvested:
+ * /proc/interrupts and /proc/softirqs once for all of them (on a big host each is a table of
+ * every CPU, the tick's largest cost), each probe thread's status file for its context
+ * switches. */
+static void tick(Manager *m)
+{
+        _cleanup_free_ AttribRequest *reqs = calloc(m->n_probes ? m->n_probes : 1, sizeof(*reqs));
+        size_t n = 0;
         ClockPair now;
 
         clock_pair_sample(m->counter.source, &now);
@@ -584,8 +602,21 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata)
         m->have_clock_ref = true;
 
         for (size_t i = 0; i < m->n_probes; i++) {
-                tick_probe(m, &m->probes[i]);
+                /* Out of memory: these epochs go without counters, the next ones have them. */
+                if (tick_probe(&m->probes[i]) && reqs) {
+                        reqs[n++] = attrib_request(&m->probes[i]);
+                }
         }
+        if (n > 0) {
+                (void)attrib_sample_many(m->attrib, m->config.audit_root, reqs, n);
+        }
+}
+
+static int on_tick(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        Manager *m = userdata;
+
+        tick(m);
         sd_event_source_set_time(s, usec + m->config.history_interval_ns / 1000);
         /* The harvest takes, once, what the probes acknowledged by then; a late one is taken at
          * the next. */

@@ -28,6 +28,8 @@
 #define HANDLERS_MAX 64
 #define LOSSES_MAX 16
 #define OPEN_MAX 16
+/* Bound of a tracefs file read whole: formats take a few KiB, printk_formats some 100 KiB. */
+#define TRACEFS_FILE_MAX (4u << 20)
 /* The kernel's smallest buffer, for the CPUs the instance does not record. */
 #define UNUSED_BUFFER_KB 4u
 
@@ -453,13 +455,24 @@ static void note_refused(TraceRecorder *t, const struct tep_event *ev, const cha
         list_add(t->refused, sizeof(t->refused), item);
 }
 
+/* Writes @value to the instance's enable file of @ev: one write, where tracefs_event_enable()
+ * would match regular expressions against a listing of every event system. Returns 0 or -1
+ * with errno set. */
+static int set_enabled(TraceRecorder *t, const struct tep_event *ev, const char *value)
+{
+        char file[PATH_MAX];
+
+        snprintf(file, sizeof(file), "events/%s/%s/enable", ev->system, ev->name);
+        return tracefs_instance_file_write(t->inst, file, value) < 0 ? -1 : 0;
+}
+
 /* Enables @ev. A refusal is noted, with its errno in t->refused_errno (the first one). */
 static bool enable(TraceRecorder *t, const struct tep_event *ev)
 {
         int err;
 
         errno = 0;
-        if (tracefs_event_enable(t->inst, ev->system, ev->name) == 0) {
+        if (set_enabled(t, ev, "1") == 0) {
                 return true;
         }
         err = errno ? errno : EIO;
@@ -486,7 +499,7 @@ static bool follow(TraceRecorder *t, const Handler *in, const Handler *out)
                 return false;
         }
         if (out && !enable(t, out->event)) {
-                (void)tracefs_event_disable(t->inst, in->event->system, in->event->name);
+                (void)set_enabled(t, in->event, "0");
                 return false;
         }
         t->handlers[t->n_handlers++] = *in;
@@ -640,22 +653,142 @@ static int setup_events(TraceRecorder *t, char *reason, size_t rsize)
         return 0;
 }
 
-static int load_formats(TraceRecorder *t, char *reason, size_t rsize)
+/* Reads the tracefs file @path (relative to the mount point) whole into a new NUL-terminated
+ * buffer in @ret, at most TRACEFS_FILE_MAX bytes (tracefs files have no size to stat). Returns
+ * its length or a negative errno (-EFBIG beyond the bound). */
+static ssize_t read_tracefs_file(const TraceRecorder *t, const char *path, char **ret)
 {
-        static const char *const systems[] = {"irq", "irq_vectors", "sched",  "timer", "workqueue",
-                                              "csd", "ipi",         "ftrace", NULL};
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *buf = NULL;
+        char full[PATH_MAX];
+        size_t len = 0, cap = 0;
 
-        errno = 0;
-        t->tep = tracefs_local_events_system(t->root, systems);
-        if (!t->tep) {
-                return access_failed(reason, rsize, errno ? errno : EIO,
-                                     "cannot read the trace event formats");
+        if ((size_t)snprintf(full, sizeof(full), "%s/%s", t->root, path) >= sizeof(full)) {
+                return -ENAMETOOLONG;
         }
-        t->kbuf = kbuffer_alloc(KBUFFER_LSIZE_SAME_AS_HOST, KBUFFER_ENDIAN_SAME_AS_HOST);
-        if (!t->kbuf) {
-                return failf(reason, rsize, ENOMEM, "out of memory");
+        fd = open(full, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+                return -errno;
+        }
+        for (;;) {
+                ssize_t n;
+
+                if (len + 1 >= cap) {
+                        char *b;
+
+                        if (cap >= TRACEFS_FILE_MAX) {
+                                return -EFBIG;
+                        }
+                        cap = cap ? 2 * cap : 8192;
+                        b = realloc(buf, cap);
+                        if (!b) {
+                                return -ENOMEM;
+                        }
+                        buf = b;
+                }
+                n = read(fd, buf + len, cap - 1 - len);
+                if (n < 0 && errno == EINTR) {
+                        continue;
+                }
+                if (n < 0) {
+                        return -errno;
+                }
+                if (n == 0) {
+                        break;
+                }
+                len += (size_t)n;
+        }
+        buf[len] = 0;
+        *ret = buf;
+        buf = NULL;
+        return (ssize_t)len;
+}
+
+/* Adds the format of @system:@name to the recorder's tep. Returns 0, or a negative errno
+ * (-ENOENT: this kernel has no such event, -EBADMSG: a format libtraceevent cannot parse). */
+static int parse_format(TraceRecorder *t, const char *system, const char *name)
+{
+        _cleanup_free_ char *buf = NULL;
+        char path[PATH_MAX];
+        ssize_t len;
+
+        snprintf(path, sizeof(path), "events/%s/%s/format", system, name);
+        len = read_tracefs_file(t, path, &buf);
+        if (len < 0) {
+                return (int)len;
+        }
+        return tep_parse_event(t->tep, buf, (unsigned long)len, system) == 0 ? 0 : -EBADMSG;
+}
+
+/* Whether @name ends in @suffix. */
+static bool ends_with(const char *name, const char *suffix)
+{
+        size_t n = strlen(name), k = strlen(suffix);
+
+        return n > k && strcmp(name + n - k, suffix) == 0;
+}
+
+/* The formats of the events the recorder may follow (SOURCES, the x86 vectors, ftrace:print),
+ * and only those: what libtracefs' tracefs_local_events_system() would add besides, every
+ * other event of the same systems, /proc/kallsyms (the daemon names functions with ksyms.c),
+ * saved_cmdlines, cost hundreds of milliseconds at every start. An event whose format is
+ * missing is one this kernel lacks (setup_events() says so). printk_formats only where an
+ * event prints a kernel string by address (arm64's ipi_entry reason). */
+static int parse_formats(TraceRecorder *t)
+{
+        char **vectors = tracefs_system_events(t->root, "irq_vectors");
+        bool strings = false;
+
+        for (size_t i = 0; i < sizeof(SOURCES) / sizeof(SOURCES[0]); i++) {
+                const Source *s = &SOURCES[i];
+
+                if (parse_format(t, s->system, s->entry) == 0 &&
+                    s->entry_parse == PARSE_IPI_REASON) {
+                        strings = true;
+                }
+                if (s->exit) {
+                        (void)parse_format(t, s->system, s->exit);
+                }
+        }
+        (void)parse_format(t, "ftrace", "print");
+        for (int i = 0; vectors && vectors[i]; i++) {
+                if (ends_with(vectors[i], "_entry") || ends_with(vectors[i], "_exit")) {
+                        (void)parse_format(t, "irq_vectors", vectors[i]);
+                }
+        }
+        tracefs_list_free(vectors);
+        if (strings) {
+                _cleanup_free_ char *buf = NULL;
+
+                if (read_tracefs_file(t, "printk_formats", &buf) >= 0) {
+                        (void)tep_parse_printk_formats(t->tep, buf);
+                }
         }
         return 0;
+}
+
+static int load_formats(TraceRecorder *t, char *reason, size_t rsize)
+{
+        _cleanup_free_ char *header = NULL;
+        ssize_t len;
+
+        t->tep = tep_alloc();
+        t->kbuf = kbuffer_alloc(KBUFFER_LSIZE_SAME_AS_HOST, KBUFFER_ENDIAN_SAME_AS_HOST);
+        if (!t->tep || !t->kbuf) {
+                return failf(reason, rsize, ENOMEM, "out of memory");
+        }
+        /* The sub-buffer header: the size of its commit field is the kernel's long. */
+        len = read_tracefs_file(t, "events/header_page", &header);
+        if (len < 0) {
+                return access_failed(reason, rsize, (int)-len,
+                                     "cannot read the trace event formats");
+        }
+        if (tep_parse_header_page(t->tep, header, (unsigned long)len, (int)sizeof(long)) < 0) {
+                return failf(reason, rsize, EBADMSG,
+                             "cannot parse the trace sub-buffer header (events/header_page)");
+        }
+        tep_set_long_size(t->tep, tep_get_header_page_size(t->tep));
+        return parse_formats(t);
 }
 
 static int create_instance(TraceRecorder *t, const char *name, char *reason, size_t rsize)
@@ -1192,7 +1325,6 @@ int trace_recorder_read(TraceRecorder *t)
                 total += r;
         }
         if (t->ksyms && ksyms_resolve(t->ksyms) > 0) {
-                t->stats.symbol_passes++;
                 patch_names(t);
         }
         plan_next_read(t, t0);
@@ -1229,7 +1361,6 @@ int trace_recorder_explain(TraceRecorder *t, int cpu, int probe_pid, uint64_t st
         if (end > c->horizon) {
                 (void)read_cpu(t, c);
                 if (t->ksyms && ksyms_resolve(t->ksyms) > 0) {
-                        t->stats.symbol_passes++;
                         patch_names(t);
                 }
         }
@@ -1301,12 +1432,13 @@ const char *trace_recorder_reason(const TraceRecorder *t)
 void trace_recorder_stats(const TraceRecorder *t, TraceStats *ret)
 {
         *ret = t->stats;
+        ret->symbol_passes = t->ksyms ? ksyms_passes(t->ksyms) : 0;
 }
 
 size_t trace_recorder_memory_bytes(const TraceRecorder *t)
 {
         return sizeof(*t) + t->n_cpus * (sizeof(TraceCpu) + t->window * sizeof(TraceRecord)) +
-               (size_t)t->page_size + (t->own_ksyms ? ksyms_memory_bytes() : 0);
+               (size_t)t->page_size + (t->own_ksyms ? ksyms_memory_bytes(t->ksyms) : 0);
 }
 
 size_t trace_recorder_kernel_bytes(const TraceRecorder *t)

@@ -1,4 +1,4 @@
-#include "probe.h"
+#include "probe-private.h"
 #include "util.h"
 
 #include <errno.h>
@@ -17,74 +17,8 @@
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
-/* Values below HIST_EXACT ticks have a bucket of their own, so their count per value is
- * exact and their squares, minimum and maximum can be recovered from the histogram. */
-#define HIST_EXACT_BITS (HIST_SUB_BITS + 1)
-#define HIST_EXACT (1u << HIST_EXACT_BITS)
-#define PAIR_CELLS (HIST_EXACT * HIST_EXACT)
-/* One more cell takes the loop's increment for a sample the slow path recorded, so the loop
- * needs no branch for it; padded to a whole cache line. Never folded. */
-#define PAIR_SINK PAIR_CELLS
-#define PAIR_TABLE (PAIR_CELLS + 8)
-
 /* The counters the loop is specialised for: counter.h's two, and a test's scripted readings. */
 typedef enum LoopCounter { LOOP_COUNTER_HW, LOOP_COUNTER_CLOCK, LOOP_COUNTER_HOOK } LoopCounter;
-
-struct Probe {
-        /* Written by the owner, read by the probe once every PROBE_CHECK_EVERY samples. */
-        struct {
-                _Alignas(64) _Atomic uint64_t epoch;
-                _Atomic int stop;
-        } ctl;
-
-        /* Written by the probe, read by the owner. */
-        struct {
-                _Alignas(64) _Atomic uint64_t acked_epoch;
-                _Atomic int state;
-                _Atomic int error;
-                _Atomic int migrated_to;
-                _Atomic uint64_t migrations;
-                _Atomic int tid;
-                _Atomic uint64_t floor_ticks;
-                _Atomic uint64_t band_ticks;
-                _Atomic int cpu_source;
-                char failure[PROBE_FAILURE_MAX]; /* complete before state = PROBE_FAILED */
-                char cpu_note[PROBE_NOTE_MAX];   /* complete before state = PROBE_PREHEATING */
-        } status;
-
-        /* The probe thread's own: what the loop reads, and its count of false migrations. */
-        struct {
-                _Alignas(64) uint64_t threshold_ticks;
-                uint64_t fast_below; /* a power of two: gaps below it take the pair table */
-                bool floor_set;
-                bool started; /* start_ticks is set */
-                ProbeCpuSource cpu_source;
-                /* What the CPU number said when the loop left its CPU, and the counter then. */
-                int seen_cpu;
-                uint64_t seen_ticks;
-                uint64_t start_ticks; /* the counter when the probe first began to preheat */
-                /* Since it last ran clean long enough; see false_migration(). */
-                unsigned false_migrations;
-                uint64_t false_first_ticks, false_last_ticks;
-        } own;
-
-        /* Owner only (hooks and cfg are read by the thread too, but never change). */
-        uint64_t harvested_epoch; /* every epoch up to this one has been harvested */
-        ProbeConfig cfg;
-        ProbeHooks hooks;
-        pthread_t thread;
-        bool thread_started;
-        bool abandoned; /* the thread did not stop in time: its memory must stay */
-
-        EventRing ring;
-        ProbeSlot preheat;
-        ProbeSlot slots[PROBE_SLOTS];
-        /* Per slot, counts of (previous gap, gap) pairs with both below HIST_EXACT ticks:
-         * one increment per sample records the gap and its diff-of-diff at once. Folded into
-         * the slot's histograms when it is harvested. */
-        uint64_t preheat_pairs[PAIR_TABLE];
-        uint64_t pairs[PROBE_SLOTS][PAIR_TABLE];
-};
 
 const char *probe_state_name(ProbeState s)
 {
@@ -146,11 +80,11 @@ int probe_new(const ProbeConfig *cfg, Probe **ret)
         }
         /* memset touches every page, so the loop never takes a page fault. */
         memset(p, 0, sizeof(*p));
-        p->cfg = *cfg;
+        p->fixed.cfg = *cfg;
         if (hooks) {
-                p->hooks = *hooks;
+                p->fixed.hooks = *hooks;
         }
-        p->cfg.hooks = hooks ? &p->hooks : NULL;
+        p->fixed.cfg.hooks = hooks ? &p->fixed.hooks : NULL;
         /* Rounded up, so at least one tick: a threshold is never undercut. */
         p->own.threshold_ticks = tickconv_from_ns(&cfg->counter.conv, cfg->threshold_ns);
         atomic_store(&p->ctl.epoch, 1);
@@ -207,11 +141,11 @@ static void sleep_ns(long ns)
  * TSC_AUX stand-in be used, never the instruction on a CPU without it. */
 static bool have_rdtscp(const Probe *p)
 {
-        switch (p->hooks.rdtscp) {
+        switch (p->fixed.hooks.rdtscp) {
         case PROBE_RDTSCP_ABSENT:
                 return false;
         case PROBE_RDTSCP_PRESENT:
-                return p->hooks.tsc_aux || counter_have_rdtscp();
+                return p->fixed.hooks.tsc_aux || counter_have_rdtscp();
         case PROBE_RDTSCP_ASK_CPUID:
         default:
                 return counter_have_rdtscp();
@@ -221,8 +155,8 @@ static bool have_rdtscp(const Probe *p)
 /* TSC_AUX & 0xfff, or a test's stand-in for it. Only called once have_rdtscp() said yes. */
 static unsigned read_tsc_aux(const Probe *p)
 {
-        if (p->hooks.tsc_aux) {
-                return p->hooks.tsc_aux(p->hooks.userdata);
+        if (p->fixed.hooks.tsc_aux) {
+                return p->fixed.hooks.tsc_aux(p->fixed.hooks.userdata);
         }
 #if defined(__x86_64__)
         unsigned cpu;
@@ -255,7 +189,7 @@ static int current_cpu(const Probe *p)
  * syscall. Runs pinned, before preheat. */
 static void choose_cpu_source(Probe *p)
 {
-        const int cpu = p->cfg.cpu;
+        const int cpu = p->fixed.cfg.cpu;
         char *note = p->status.cpu_note;
         const size_t n = sizeof(p->status.cpu_note);
 
@@ -376,7 +310,7 @@ static inline __attribute__((always_inline)) void record_slow(Probe *p, ProbeSlo
 static inline __attribute__((always_inline)) uint64_t loop_read(const Probe *p, const LoopCounter c)
 {
         if (c == LOOP_COUNTER_HOOK) {
-                return p->hooks.read_counter(p->hooks.userdata);
+                return p->fixed.hooks.read_counter(p->fixed.hooks.userdata);
         }
         return counter_read(c == LOOP_COUNTER_HW ? COUNTER_HW : COUNTER_CLOCK);
 }
@@ -416,7 +350,7 @@ probe_loop(Probe *p, const LoopCounter src, const bool preheat, uint64_t deadlin
         const uint64_t floor = atomic_load(&p->status.floor_ticks);
         const uint64_t threshold = preheat ? UINT64_MAX : p->own.threshold_ticks;
         const uint64_t fast_below = preheat ? HIST_EXACT : p->own.fast_below;
-        const int cpu = p->cfg.cpu;
+        const int cpu = p->fixed.cfg.cpu;
         uint64_t epoch = atomic_load_explicit(&p->ctl.epoch, memory_order_acquire);
         ProbeSlot *slot = preheat ? &p->preheat : &p->slots[epoch % PROBE_SLOTS];
         uint64_t *pairs = preheat ? p->preheat_pairs : p->pairs[epoch % PROBE_SLOTS];
@@ -493,29 +427,30 @@ probe_loop(Probe *p, const LoopCounter src, const bool preheat, uint64_t deadlin
 
 static enum loop_exit run_preheat(Probe *p, uint64_t deadline)
 {
-        if (p->hooks.read_counter) {
+        if (p->fixed.hooks.read_counter) {
                 return probe_loop(p, LOOP_COUNTER_HOOK, true, deadline);
         }
-        return p->cfg.counter.source == COUNTER_HW
+        return p->fixed.cfg.counter.source == COUNTER_HW
                        ? probe_loop(p, LOOP_COUNTER_HW, true, deadline)
                        : probe_loop(p, LOOP_COUNTER_CLOCK, true, deadline);
 }
 
 static enum loop_exit run_record(Probe *p)
 {
-        if (p->hooks.read_counter) {
+        if (p->fixed.hooks.read_counter) {
                 return probe_loop(p, LOOP_COUNTER_HOOK, false, 0);
         }
-        return p->cfg.counter.source == COUNTER_HW ? probe_loop(p, LOOP_COUNTER_HW, false, 0)
-                                                   : probe_loop(p, LOOP_COUNTER_CLOCK, false, 0);
+        return p->fixed.cfg.counter.source == COUNTER_HW
+                       ? probe_loop(p, LOOP_COUNTER_HW, false, 0)
+                       : probe_loop(p, LOOP_COUNTER_CLOCK, false, 0);
 }
 
 static uint64_t counter_now(const Probe *p)
 {
-        if (p->hooks.read_counter) {
-                return p->hooks.read_counter(p->hooks.userdata);
+        if (p->fixed.hooks.read_counter) {
+                return p->fixed.hooks.read_counter(p->fixed.hooks.userdata);
         }
-        return counter_read(p->cfg.counter.source);
+        return counter_read(p->fixed.cfg.counter.source);
 }
 
 /* Sets the loop's floor from what preheat saw. Gaps at or above floor + max(floor, 100 ns)
@@ -527,7 +462,7 @@ static uint64_t counter_now(const Probe *p)
  * the end of the exact buckets. */
 static void set_floor(Probe *p)
 {
-        const TickConv *conv = &p->cfg.counter.conv;
+        const TickConv *conv = &p->fixed.cfg.counter.conv;
         uint64_t floor, band, fast = HIST_EXACT, min_band = tickconv_from_ns(conv, 100);
 
         fold_pairs(&p->preheat, p->preheat_pairs);
@@ -580,7 +515,7 @@ static int wait_for_cpu(Probe *p, int kernel_cpu)
                 if (atomic_load(&p->ctl.stop)) {
                         return -1;
                 }
-                if (pin_self(p->cfg.cpu) == 0) {
+                if (pin_self(p->fixed.cfg.cpu) == 0) {
                         atomic_store(&p->status.migrated_to, -1);
                         return tries == 0;
                 }
@@ -601,9 +536,9 @@ static int wait_for_cpu(Probe *p, int kernel_cpu)
  * the number. Returns true when it failed. */
 static bool false_migration(Probe *p, int kernel_cpu)
 {
-        const TickConv *conv = &p->cfg.counter.conv;
+        const TickConv *conv = &p->fixed.cfg.counter.conv;
         const uint64_t t = p->own.seen_ticks, last = p->own.false_last_ticks;
-        const int cpu = p->cfg.cpu;
+        const int cpu = p->fixed.cfg.cpu;
         uint64_t forgive_ns;
         unsigned n;
         double span;
@@ -614,7 +549,7 @@ static bool false_migration(Probe *p, int kernel_cpu)
                 forgive_ns = (age_ns < PROBE_FALSE_MIGRATION_AGE_MAX_NS
                                       ? age_ns
                                       : PROBE_FALSE_MIGRATION_AGE_MAX_NS) +
-                             p->cfg.preheat_ns + PROBE_FALSE_MIGRATION_WINDOW_NS;
+                             p->fixed.cfg.preheat_ns + PROBE_FALSE_MIGRATION_WINDOW_NS;
                 if (tickconv_to_ns(conv, t - last) > forgive_ns) {
                         p->own.false_migrations = 0;
                 }
@@ -654,25 +589,25 @@ static void *probe_thread(void *userdata)
         int r;
 
         atomic_store(&p->status.tid, (int)syscall(SYS_gettid));
-        r = pin_self(p->cfg.cpu);
+        r = pin_self(p->fixed.cfg.cpu);
         if (r < 0) {
-                set_failed(p, r, "CPU %d: cannot pin the probe thread to it: %s", p->cfg.cpu,
+                set_failed(p, r, "CPU %d: cannot pin the probe thread to it: %s", p->fixed.cfg.cpu,
                            strerror(-r));
                 return NULL;
         }
-        if (p->cfg.priority > 0) {
-                struct sched_param sp = {.sched_priority = p->cfg.priority};
+        if (p->fixed.cfg.priority > 0) {
+                struct sched_param sp = {.sched_priority = p->fixed.cfg.priority};
 
                 r = -pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
                 if (r < 0) {
                         set_failed(p, r,
                                    "CPU %d: cannot run the probe SCHED_FIFO at priority %d: %s",
-                                   p->cfg.cpu, p->cfg.priority, strerror(-r));
+                                   p->fixed.cfg.cpu, p->fixed.cfg.priority, strerror(-r));
                         return NULL;
                 }
         }
-        if (p->cfg.thread_init) {
-                p->cfg.thread_init(p->cfg.thread_init_userdata);
+        if (p->fixed.cfg.thread_init) {
+                p->fixed.cfg.thread_init(p->fixed.cfg.thread_init_userdata);
         }
         choose_cpu_source(p);
 
@@ -687,7 +622,7 @@ static void *probe_thread(void *userdata)
                         p->own.start_ticks = deadline;
                         p->own.started = true;
                 }
-                deadline += tickconv_from_ns(&p->cfg.counter.conv, p->cfg.preheat_ns);
+                deadline += tickconv_from_ns(&p->fixed.cfg.counter.conv, p->fixed.cfg.preheat_ns);
                 r = run_preheat(p, deadline);
                 if (r == LOOP_DEADLINE) {
                         /* Once: the floor of a probe that went back to its CPU stays. */
@@ -719,17 +654,17 @@ int probe_start(Probe *p)
         pthread_attr_t attr;
         int r;
 
-        if (p->thread_started) {
+        if (p->owner.thread_started) {
                 return -EALREADY;
         }
         pthread_attr_init(&attr);
         pthread_attr_setstacksize(&attr, 256 * 1024);
-        r = pthread_create(&p->thread, &attr, probe_thread, p);
+        r = pthread_create(&p->owner.thread, &attr, probe_thread, p);
         pthread_attr_destroy(&attr);
         if (r != 0) {
                 return -r;
         }
-        p->thread_started = true;
+        p->owner.thread_started = true;
         /* Wait until it runs on its CPU (or could not); at most 5 s. */
         for (uint64_t end = now_ns(CLOCK_MONOTONIC) + 5000000000ULL;
              now_ns(CLOCK_MONOTONIC) < end;) {
@@ -765,7 +700,7 @@ int probe_stop_timeout(Probe *p, uint64_t timeout_ns)
         uint64_t t;
         int r;
 
-        if (!p->thread_started) {
+        if (!p->owner.thread_started) {
                 return 0;
         }
         probe_request_stop(p);
@@ -775,14 +710,14 @@ int probe_stop_timeout(Probe *p, uint64_t timeout_ns)
         ts.tv_nsec = (long)(t % 1000000000ULL);
         /* EINTR is not among its errors, but a signal may still end the wait early. */
         do {
-                r = pthread_timedjoin_np(p->thread, NULL, &ts);
+                r = pthread_timedjoin_np(p->owner.thread, NULL, &ts);
         } while (r == EINTR);
         if (r != 0) {
-                p->abandoned = true;
+                p->owner.abandoned = true;
                 return -ETIMEDOUT;
         }
-        p->thread_started = false;
-        p->abandoned = false;
+        p->owner.thread_started = false;
+        p->owner.abandoned = false;
         return 0;
 }
 
@@ -792,7 +727,7 @@ void probe_free(Probe *p)
                 return;
         }
         /* A thread that would not stop still uses the memory. */
-        if (p->abandoned || probe_stop(p) < 0) {
+        if (p->owner.abandoned || probe_stop(p) < 0) {
                 return;
         }
         munlock(p->ring.entries, ring_capacity(&p->ring) * sizeof(RingEntry));
@@ -803,7 +738,7 @@ void probe_free(Probe *p)
 
 const ProbeConfig *probe_config(const Probe *p)
 {
-        return &p->cfg;
+        return &p->fixed.cfg;
 }
 
 ProbeState probe_state(const Probe *p)
@@ -888,11 +823,11 @@ int64_t probe_advance(Probe *p)
         uint64_t e = atomic_load(&p->ctl.epoch);
 
         /* A probe whose thread has ended writes nothing more: no acknowledgement to wait for. */
-        if (probe_acked_epoch(p) != e && p->thread_started) {
+        if (probe_acked_epoch(p) != e && p->owner.thread_started) {
                 return -EBUSY;
         }
         /* The next slot must have been harvested, or the probe would add to old data. */
-        if (e + 1 - p->harvested_epoch > PROBE_SLOTS) {
+        if (e + 1 - p->owner.harvested_epoch > PROBE_SLOTS) {
                 return -EBUSY;
         }
         atomic_store_explicit(&p->ctl.epoch, e + 1, memory_order_release);
@@ -903,10 +838,10 @@ int probe_harvest(Probe *p, uint64_t epoch, ProbeSlot *ret)
 {
         ProbeSlot *s;
 
-        if (epoch <= p->harvested_epoch) {
+        if (epoch <= p->owner.harvested_epoch) {
                 return -ESTALE;
         }
-        if (epoch >= probe_epoch(p) || (probe_acked_epoch(p) <= epoch && p->thread_started)) {
+        if (epoch >= probe_epoch(p) || (probe_acked_epoch(p) <= epoch && p->owner.thread_started)) {
                 return -EAGAIN;
         }
         s = &p->slots[epoch % PROBE_SLOTS];
@@ -915,11 +850,16 @@ int probe_harvest(Probe *p, uint64_t epoch, ProbeSlot *ret)
         probe_slot_clear(s);
         fold_pairs(ret, p->pairs[epoch % PROBE_SLOTS]);
         slot_finalize(ret);
-        p->harvested_epoch = epoch;
+        p->owner.harvested_epoch = epoch;
         return 0;
 }
 
 EventRing *probe_ring(Probe *p)
 {
         return &p->ring;
+}
+
+size_t probe_memory_bytes(const Probe *p)
+{
+        return sizeof(*p) + ring_capacity(&p->ring) * sizeof(RingEntry);
 }

@@ -21,12 +21,16 @@
 #define PROBE_SLOTS 4u
 #define PROBE_CHECK_EVERY 1024u /* samples between looks at the epoch word and the CPU number */
 
-/* What one interval recorded. Also the unit the daemon's history is built from. */
+/* What one interval recorded. Also the unit the daemon's history is built from. Its size is a
+ * whole number of cache lines (probe.c asserts it), so that the probe's slots, which start on
+ * a line, share none: the owner clears one while the probe fills the next. The type keeps the
+ * alignment of its members, so copies may live anywhere (malloc'd, in other structs). */
 typedef struct ProbeSlot {
         uint64_t start_ticks; /* counter at the first sample of the slot */
         uint64_t end_ticks;   /* counter at the last sample */
         uint64_t lost_ticks;  /* Σ (gap − floor) over gaps at or above the noise band */
         uint64_t events;      /* gaps at or above the event threshold */
+        uint64_t line_pad[4]; /* always zero: makes the header one cache line */
         Stats gap;
         SignedStats dd;
         Histogram gap_hist;
@@ -204,6 +208,10 @@ int probe_harvest(Probe *p, uint64_t epoch, ProbeSlot *ret);
 
 /* Owner: the probe's event ring, to read with ring_pop(). */
 EventRing *probe_ring(Probe *p);
+
+/* Bytes of memory @p holds, all of it locked: the probe with its slots and pair tables, and
+ * its event ring. */
+size_t probe_memory_bytes(const Probe *p);
 
 /* Empties @s. */
 void probe_slot_clear(ProbeSlot *s);

@@ -18,18 +18,23 @@ typedef struct RingEntry {
 typedef struct EventRing {
         /* Written by the producer only, on its own cache line. */
         _Alignas(64) _Atomic uint64_t head;
-        uint64_t mask;
-        RingEntry *entries;
+        uint64_t mask;      /* set by ring_init(), read-only after */
+        RingEntry *entries; /* likewise; the entries start and end on a line of their own */
 } EventRing;
 
-/* What the consumer keeps. */
+/* The ring is one cache line: the producer's head and what never changes. Nothing the consumer
+ * writes can share it, nor a line of the entries (which ring_init() allocates whole lines of). */
+_Static_assert(sizeof(EventRing) == 64 && _Alignof(EventRing) == 64,
+               "the ring's head must have its cache line to itself");
+
+/* What the consumer keeps, in its own memory: the producer never reads it. */
 typedef struct RingReader {
         uint64_t tail;
         uint64_t dropped;
 } RingReader;
 
-/* Allocates a ring of @capacity entries (rounded up to a power of two, at least 16).
- * Returns 0 or -ENOMEM. */
+/* Allocates a ring of @capacity entries (rounded up to a power of two, at least 16), on whole
+ * cache lines of their own, zeroed. Returns 0 or -ENOMEM. */
 int ring_init(EventRing *r, size_t capacity);
 
 /* Frees the entries of @r. */

@@ -124,7 +124,7 @@ static void test_tick_logs_once(void **state)
         char expected[PROBE_FAILURE_MAX + 32];
 
         for (int i = 0; i < 5; i++) {
-                tick_probe(m, &m->probes[0]);
+                tick(m);
         }
         snprintf(expected, sizeof(expected), "probe failed: %s", truth(m));
         assert_int_equal(count_substr(log_text, expected), 1);

@@ -205,6 +205,25 @@ size_t attrib_table_size(const AttribTable *t)
         return t ? t->n : 0;
 }
 
+size_t attrib_table_memory_bytes(const AttribTable *t)
+{
+        size_t n;
+
+        if (!t) {
+                return 0;
+        }
+        n = sizeof(*t) + t->buf_cap + t->row_cap * sizeof(*t->row);
+        for (size_t i = 0; i < t->n; i++) {
+                n += t->descriptions[i] ? strlen(t->descriptions[i]) + 1 : 0;
+        }
+        return n;
+}
+
+size_t attrib_snapshot_memory_bytes(void)
+{
+        return sizeof(AttribSnapshot);
+}
+
 int attrib_snapshot_new(AttribSnapshot **ret)
 {
         AttribSnapshot *s;

@@ -65,6 +65,10 @@ int attrib_table_set_description(AttribTable *t, unsigned id, const char *descri
 /* Number of names in the table. */
 size_t attrib_table_size(const AttribTable *t);
 
+/* Bytes of memory @t holds, with its buffer for the /proc files (which grows to the largest
+ * file read, at most ATTRIB_FILE_MAX + 1) and the descriptions. */
+size_t attrib_table_memory_bytes(const AttribTable *t);
+
 /* What was last read for one CPU, to take deltas against. */
 typedef struct AttribSnapshot AttribSnapshot;
 
@@ -73,6 +77,9 @@ int attrib_snapshot_new(AttribSnapshot **ret);
 
 /* Frees @s (and the MSR file it may hold open); accepts NULL; returns NULL. */
 AttribSnapshot *attrib_snapshot_free(AttribSnapshot *s);
+
+/* Bytes of memory a snapshot holds. */
+size_t attrib_snapshot_memory_bytes(void);
 
 /* Reads the current counters for @cpu and the probe thread @tid of process @pid (tid 0: no
  * context switches; pid 0: the thread is looked up as /proc/TID) below @root ("" or NULL for
