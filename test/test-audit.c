@@ -877,6 +877,29 @@ static void v1_shield_of(int cpu, char *name, size_t size)
         closedir(d);
 }
 
+/* audit_run() of @root for @set, with the shield of @cpu it saw into @shield: an audit during
+ * which a shield was made or removed is run again, a few times. */
+static json_t *audit_beside_shields(const char *root, int cpu, const cpu_set_t *set, char *shield,
+                                    size_t size)
+{
+        char after[PATH_MAX];
+        json_t *report = NULL;
+
+        for (int attempt = 0;; attempt++) {
+                v1_shield_of(cpu, shield, size);
+                assert_int_equal(audit_run(root, set, NULL, &report), 0);
+                v1_shield_of(cpu, after, sizeof(after));
+                if (strcmp(shield, after) == 0) {
+                        return report;
+                }
+                json_decref(report);
+                if (attempt == 4) {
+                        fail_msg("a cpuset shield of CPU %d came and went during each of 5 audits",
+                                 cpu);
+                }
+        }
+}
+
 /* This machine's real /proc and /sys, through "/" and "": every check for CPU 1 (0 on a
  * single-CPU machine), the worst severity the highest of them, and what the test reads here
  * itself (RT throttling, timer migration, the clocksource, isolation) is what the audit saw. */
@@ -886,7 +909,7 @@ static void test_real_system(void **state)
         int cpu = n >= 2 ? 1 : 0;
         const char *roots[] = {"/", ""};
         char v[256], want[PATH_MAX + 128], isolated[256] = "", cg_isolated[256] = "",
-             cmdline[4096] = "", shield[PATH_MAX], shield_after[PATH_MAX];
+             cmdline[4096] = "", shield[PATH_MAX];
 
         for (size_t k = 0; k < 2; k++) {
                 json_t *report = NULL, *item;
@@ -896,20 +919,7 @@ static void test_real_system(void **state)
 
                 CPU_ZERO(&set);
                 CPU_SET(cpu, &set);
-                /* A shield made or removed while the audit read is read again, a few times. */
-                for (int attempt = 0;; attempt++) {
-                        v1_shield_of(cpu, shield, sizeof(shield));
-                        assert_int_equal(audit_run(roots[k], &set, NULL, &report), 0);
-                        v1_shield_of(cpu, shield_after, sizeof(shield_after));
-                        if (strcmp(shield, shield_after) == 0) {
-                                break;
-                        }
-                        json_decref(report);
-                        if (attempt == 4) {
-                                fail_msg("a cpuset shield of CPU %d came and went during each of "
-                                         "5 audits", cpu);
-                        }
-                }
+                report = audit_beside_shields(roots[k], cpu, &set, shield, sizeof(shield));
                 expect_complete(report, &set);
                 json_array_foreach(json_object_get(report, "findings"), i, item)
                 {
