@@ -269,7 +269,8 @@ rm -f "$T/stop"
     for ((i = 0; i < 100; i++)); do
         [[ -e $T/stop ]] && break
         "$THIEF" --cpu 1 --priority 50 --delay 1ms --period "${period_us}us" \
-            --durations "${theft_us}us" --count $((1000000 / period_us)) >> "$T/thefts" || exit 1
+            --durations "${theft_us}us" --count $((1000000 / period_us)) --due >> "$T/thefts" \
+            || exit 1
     done
 ) &
 thief=$!
@@ -291,15 +292,17 @@ for a in "$gap_alert" "$rate_alert" "$avail_alert"; do
 done
 jq -e --arg node "$NODE" 'all(.[]; .labels.cpu == "1" and .labels.instance == $node)' \
     <<< "[$gap_alert,$rate_alert,$avail_alert]" > /dev/null || fail "alerts of the thefts with other labels"
-# Ground truth: the thief's record. Its longest theft, the share of the CPU it took from its
-# first theft to its last, and how many it made a second.
-read -r n longest share per_s < <(awk '{ d = $2 - $1; s += d; if (d > m) m = d
+# Ground truth: the thief's record ("START END DUE"). Its longest theft from when its timer was
+# due (the probe lost the CPU from then on, or earlier by a stall of the host that also held
+# the thief), the share of the CPU it took from its first theft to its last, and how many it
+# made a second.
+read -r n longest share per_s < <(awk '{ d = $2 - $1; s += d; if ($2 - $3 > m) m = $2 - $3
         if (NR == 1 || $1 < a) a = $1; if ($2 > b) b = $2 }
     END { printf "%d %d %.6f %.3f\n", NR, m, s / (b - a), NR / ((b - a) / 1e9) }' "$T/thefts")
 short=$(awk -v t="$theft_us" '$2 - $1 < t * 1000' "$T/thefts" | wc -l)
 (( short == 0 )) || fail "$short of the $n thefts took less than $((theft_us / 1000)) ms"
-# The worst gap: at least the thefts' T; at most the longest theft, with a gap of the noise
-# next to it and 1 ms for the switches to the thief and back.
+# The worst gap: at least the thefts' T; at most the longest theft from its due time, with a
+# gap of the noise before it and 1 ms for the switches to the thief and back.
 value=$(jq -r .value <<< "$gap_alert")
 awk -v v="$value" -v t="$theft_us" -v m="$longest" -v w="$W" \
     'BEGIN { exit !(v >= t * 1e-6 && v <= m * 1e-9 + w + 1e-3) }' \
