@@ -46,14 +46,31 @@ n=$(grep -c '"cpu"' "$T/monitor" || true)
     || fail "Monitor gave $n replies in 1.5 s at $((interval_ns / 1000000)) ms intervals"
 pass "Monitor streams one reply per interval ($n in 1.5 s)"
 
-# A SCHED_FIFO hog on CPU 1 for 1.2 s: the probe makes no progress and is reported stalled.
-# Meanwhile a Monitor client gets only intervals that the probe handed over: none while it
-# stalls, then the one that holds the stall.
+# A SCHED_FIFO hog on CPU 1 for about a second: the probe makes no progress and is reported
+# stalled. Meanwhile a Monitor client gets only intervals that the probe handed over: none
+# while it stalls, then the one that holds the stall. The stall's gap is bounded from both sides by the
+# hog's record (THEFT_JQ), with the clocks' slack and the noise of CPU 1 measured before it.
+# RT throttling (sched_rt_runtime_us in every sched_rt_period_us, 950 ms of 1 s by default)
+# would hand the probe the CPU in the middle of the hog and split its gap: the hog then stays
+# 50 ms under the runtime, still over two intervals.
+hog_ms=1200
+rt_us=$(cat /proc/sys/kernel/sched_rt_runtime_us 2> /dev/null || echo -1)
+(( rt_us < 0 || rt_us / 1000 - 50 >= hog_ms )) || hog_ms=$((rt_us / 1000 - 50))
+(( hog_ms * 1000000 >= 3 * interval_ns )) \
+    || fail "sched_rt_runtime_us is $rt_us: a SCHED_FIFO hog cannot hold CPU 1 for three intervals"
+slack_ns=$(clock_slack_ns)
+noise=$(noise_ns)
+# What the hog keeps waiting runs before the probe once it sleeps again (kernel threads and
+# timers of CPU 1, owed their share): at most the share of CPU 1 that others took before it,
+# over the hog's length, which widens the bounds of the noise.
+owed=$(jctl --json stats --cpu 1 --window 10s \
+    | jq --argjson hog "$((hog_ms * 1000000))" '(100 - (.cpus[0].cpu_available_pct // 100)) / 100 * $hog | ceil')
+noise=$((noise + owed))
 timeout 8 "$JITTERCTL" --socket "$SOCK" --json watch --cpu 1 > "$T/monitor-stall" &
 watcher=$!
 watch_from=$(date +%s%N)
 sleep 0.5
-"$THIEF" --cpu 1 --priority 60 --delay 100ms --durations 1200ms > "$T/hog" &
+"$THIEF" --cpu 1 --priority 60 --delay 100ms --durations "${hog_ms}ms" --due > "$T/hog" &
 hog=$!
 stalled=0
 for _ in $(seq 20); do
@@ -61,20 +78,35 @@ for _ in $(seq 20); do
     sleep 0.1
 done
 wait $hog
-(( stalled )) || fail "the probe was not reported stalled under a 1.2 s SCHED_FIFO hog"
+(( stalled )) || fail "the probe was not reported stalled under a $hog_ms ms SCHED_FIFO hog"
 back=0
 for _ in $(seq 50); do
     jctl --json status | jq -e '.probes[0].state == "running"' >/dev/null && { back=1; break; }
     sleep 0.1
 done
 (( back )) || fail "the probe did not come back to running within 5 s after the hog"
-# Stalled means two ticks in a row without progress: a gap of at least one interval.
+# Stalled means two ticks in a row without progress. The stall is an event that is the hog's
+# theft, bounded from both sides, and the window's worst gap; its length as the hog recorded
+# it, at most what the hog's wake-up, the switch back, the clocks and the noise (with what the
+# hog kept waiting) add (STALL_JQ: the bounds of THEFT_JQ on a gap).
+read -r hog_s hog_e hog_due < "$T/hog"
+STALL_JQ="$THEFT_JQ"' def stall_gap($g): $g >= $e - $s - 2 * $slack
+                                    and $g <= $e - $due + ($s - $due) + 60000 + 2 * $slack + 2 * $noise;'
+stall_args=(--argjson s "$hog_s" --argjson e "$hog_e" --argjson due "$hog_due"
+            --argjson slack "$slack_ns" --argjson noise "$noise")
+jctl --json events --cpu 1 --since 1m --min 500ms > "$T/stall-events.json" || fail "events"
+jq -e "${stall_args[@]}" "$THEFT_JQ"'any(.[]; is_theft($s; $e; $due; $slack; $noise))' \
+    "$T/stall-events.json" > /dev/null \
+    || fail "no event is the hog's $(( (hog_e - hog_s) / 1000 )) us from both sides (slack" \
+            "$slack_ns ns, noise $noise ns, $owed ns of it owed): $(jq -c '[.[] | {start_ns, duration_ns}]' "$T/stall-events.json")"
 jctl --json stats --cpu 1 --window 10s > "$T/st.json"
-jq -e --argjson i "$interval_ns" '.cpus[0].stalls >= 1 and .cpus[0].gap.max_ns >= $i' \
+jq -e "${stall_args[@]}" "$STALL_JQ"'.cpus[0].stalls >= 1 and stall_gap(.cpus[0].gap.max_ns)' \
     "$T/st.json" > /dev/null \
-    || fail "the stall is not in the stats: $(jq -c '.cpus[0] | {stalls, max: .gap.max_ns,
-                                                                  samples}' "$T/st.json")"
-pass "stalled under a SCHED_FIFO hog, counted, and running again after"
+    || fail "the stall is not in the stats as the hog's $(( (hog_e - hog_s) / 1000 )) us:" \
+            "$(jq -c '.cpus[0] | {stalls, max: .gap.max_ns, samples}' "$T/st.json")"
+pass "stalled under a SCHED_FIFO hog of $(( (hog_e - hog_s) / 1000 )) us, an event and the" \
+     "worst gap bounded from both sides (slack $slack_ns ns, noise $noise ns with $owed ns owed)," \
+     "running again after"
 
 # The Monitor client: every reply an interval of CPU 1 with samples, each after the one before,
 # one of them holding the stall's gap; and the stream goes on after it, an interval each
@@ -90,9 +122,9 @@ bad=$(jq -s -c '. as $r | [range(length) | select($r[.].start_ns <= 0 or $r[.].d
                  or $r[.].cpus[0].samples <= 0 or (. > 0 and $r[.].start_ns <= $r[. - 1].start_ns))
                  | $r[.]] | first // empty' "$T/monitor-stall.json") || bad="unreadable replies"
 [[ -z $bad ]] || fail "Monitor sent a reply that names no interval of CPU 1, or an earlier one: $bad"
-jq -s -e --argjson i "$interval_ns" 'any(.[]; .cpus[0].max_gap_ns >= $i)' \
+jq -s -e "${stall_args[@]}" "$STALL_JQ"'any(.[]; stall_gap(.cpus[0].max_gap_ns))' \
     "$T/monitor-stall.json" > /dev/null \
-    || fail "no Monitor reply holds the stall (a gap of $interval_ns ns or more) in $replies"
+    || fail "no Monitor reply holds the stall (the hog's gap, bounded from both sides) in $replies"
 held_ns=$(awk '{ print $2 - $1 }' "$T/hog")
 want=$(( (watched_ns - held_ns) / interval_ns / 2 ))
 (( replies >= want )) \

@@ -52,6 +52,10 @@ theft_us=$((p90 * 2 / 1000))
 # ---- Phase B: the same time plus a theft of theft_us every 150 ms (every interval has one), in
 # rounds of 12 until the phase has lasted PHASE and holds INTERVALS intervals with samples (at
 # most three times as many rounds).
+# Every theft must be an event bounded from both sides (THEFT_JQ), within the clocks' slack and
+# the noise of phase A.
+slack_ns=$(clock_slack_ns)
+noise=$(noise_ns)
 jctl call Reset > /dev/null || fail "Reset"
 rounds=$(awk -v p=$PHASE 'BEGIN { printf "%d", p / 0.15 / 12 }')
 count=0
@@ -59,13 +63,34 @@ count=0
 while (( count < rounds * 12 )) || ! enough_sampled; do
     (( count < 3 * rounds * 12 )) \
         || fail "only $(sampled) intervals with samples after $count thefts: CPU 1 is too busy, rerun"
-    "$THIEF" --cpu 1 --delay 20ms --period 150ms --durations "${theft_us}us" --count 12 \
+    "$THIEF" --cpu 1 --delay 20ms --period 150ms --durations "${theft_us}us" --count 12 --due \
         >> "$T/thefts" || fail "jitter-thief failed"
     count=$((count + 12))
 done
 sleep 0.25
 jctl snapshot --output "$T/b.json" || fail "snapshot B"
 pass "phases: A, then B with $count thefts of $theft_us us (A's p90 worst gap $((p90 / 1000)) us)"
+# The events of phase B, all the history holds since its Reset (with those of the interval the
+# Reset fell in, harvested after it, as the histogram has them too): "THEFT" for each that is
+# a theft, bounded from both sides, else its length; a theft that no event is makes "missing".
+b_events() {
+    jctl --json events --cpu 1 --since 1m --min "$((theft_us / 4))us" --limit 10000 \
+        | tee "$T/b-events.json" | jq -r --argjson th "$(thefts_json "$T/thefts")" --argjson slack "$slack_ns" \
+            --argjson noise "$noise" "$THEFT_JQ"'
+            . as $ev
+            | ($th[] | . as [$s, $e, $due]
+               | select(any($ev[]; is_theft($s; $e; $due; $slack; $noise)) | not)
+               | "missing \($s) \($e - $s)"),
+              ($ev[] | . as $x
+               | if any($th[]; . as [$s, $e, $due] | $x | is_theft($s; $e; $due; $slack; $noise))
+                 then "THEFT" else .duration_ns end)'
+}
+b_events > "$T/b-events" || fail "events of phase B"
+grep '^missing' "$T/b-events" | head -3 | grep . \
+    && fail "thefts of phase B that are no event, bounded from both sides (slack $slack_ns ns," \
+            "noise $noise ns)"
+pass "each of the $count thefts of phase B is an event, bounded from both sides (slack" \
+     "$slack_ns ns, noise $noise ns)"
 
 # ---- compare
 rc=0
@@ -106,12 +131,23 @@ for f in plot two; do
         | awk '$1 == y && $2 - x < 42 { printf "%s at x %s and %s; ", $1, x, $2 } { y = $1; x = $2 }')
     [[ -z $close ]] || fail "$f.svg: x axis labels run into each other at y $close"
 done
-# The histogram of phase B holds every theft: bars of gaps at least theft_us long count them.
-long=$(grep -oE '<rect class="bar"[^>]*><title>[0-9]+\.\.[0-9]+ ns: [0-9]+</title>' "$T/plot.svg" \
-    | sed -E 's/.*<title>[0-9]+\.\.([0-9]+) ns: ([0-9]+)<.*/\1 \2/' \
-    | awk -v t=$((theft_us * 1000)) '$1 >= t { n += $2 } END { print n + 0 }')
-(( long >= count )) || fail "plot: $long gaps of at least $theft_us us in the histogram, want $count"
-pass "plot: well-formed SVGs; $long gaps of at least $theft_us us among the bars"
+# The histogram of phase B holds every theft: bars of gaps at least theft_us long count them,
+# and no more gaps than those and the events of the noise as long as the shortest such bar
+# (events of phase B up to the plot that are no theft).
+read -r long bar_lo < <(grep -oE '<rect class="bar"[^>]*><title>[0-9]+\.\.[0-9]+ ns: [0-9]+</title>' \
+        "$T/plot.svg" \
+    | sed -E 's/.*<title>([0-9]+)\.\.([0-9]+) ns: ([0-9]+)<.*/\1 \2 \3/' \
+    | awk -v t=$((theft_us * 1000)) '$2 >= t { n += $3; if (lo == "" || $1 < lo) lo = $1 }
+                                    END { print n + 0, lo + 0 }')
+b_events > "$T/b-events" || fail "events of phase B"
+extra=$(awk -v lo="$bar_lo" '$1 != "THEFT" && $1 != "missing" && $1 >= lo' "$T/b-events" | wc -l)
+(( long >= count && long <= count + extra )) \
+    || fail "plot: $long gaps of at least $theft_us us in the histogram, want $count (the thefts)" \
+            "to $((count + extra)) (and $extra events of the noise from $bar_lo ns);" \
+            "bars: $(grep -oE '<title>[0-9]+\.\.[0-9]+ ns: [0-9]+</title>' "$T/plot.svg" | tail -8 | tr '\n' ' ')" \
+            "events: $(jq -c '[.[] | [.start_ns, .duration_ns]]' "$T/b-events.json")"
+pass "plot: well-formed SVGs; $long gaps of at least $theft_us us among the bars, the $count" \
+     "thefts and $extra of the noise at most"
 
 # render NAME: a 1200x900 screenshot of NAME.svg by a headless Chromium.
 render() {

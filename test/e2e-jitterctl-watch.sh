@@ -68,8 +68,26 @@ check_restored() {
 }
 
 start_daemon
-# A theft, so that the worst gap seen is at least 2 ms.
-"$THIEF" --cpu 1 --delay 100ms --durations 2ms > /dev/null || fail "jitter-thief failed"
+# The noise of CPU 1 over 10 s, for the theft that the view must show as its worst gap: four
+# times that noise's worst and at least 2 ms, bounded from both sides (THEFT_JQ's bounds).
+sleep 10
+slack_ns=$(clock_slack_ns)
+noise=$(noise_ns)
+theft_us=$((noise * 4 / 1000))
+(( theft_us >= 2000 )) || theft_us=2000
+(( theft_us <= 100000 )) || fail "CPU 1 too busy (its worst gap $((noise / 1000)) us) for a theft above it"
+# worst_ns NAME: the worst gap of CPU 1 the view shows, in ns: the last duration of its row
+# (MAX GAP, p99, then WORST SEEN; the interrupts that follow are names and counts).
+worst_ns() {
+    screen "$1" | awk '$1 == "1" {
+        for (i = 2; i < NF; i++) {
+            u = $(i + 1)
+            m = u == "s" ? 1e9 : u == "ms" ? 1e6 : (u == "us" || u == "µs") ? 1e3 : u == "ns" ? 1 : 0
+            if (m && $i ~ /^[0-9.]+$/) w = $i * m
+        }
+        if (w != "") printf "%d\n", w
+        exit }'
+}
 
 # ---- watch, then q.
 pane w "env -u NO_COLOR $J watch --cpu 1; echo exit=\$?; stty -a"
@@ -85,8 +103,24 @@ done
 (( ${n2:-0} > n1 )) || fail "the view did not change in 5 s ($n1 intervals, then ${n2:-none})"
 check_frame w "a later frame"
 screen w -e | grep -q $'\033\\[1mjitterctl watch' || fail "watch: no bold header on a terminal"
-worst=$(screen w | awk '$1 == "1" { print $(NF - 1), $NF; exit }')
-pass "watch: in place on the alternate screen, $n1 then $n2 intervals, worst seen $worst"
+pass "watch: in place on the alternate screen, $n1 then $n2 intervals"
+
+# A theft while the view runs: its worst gap seen becomes the theft's, to within the rounding
+# of three digits, at most what the thief's wake-up, the switch back, the clocks and the noise
+# add (the bounds of THEFT_JQ on a gap).
+"$THIEF" --cpu 1 --delay 100ms --durations "${theft_us}us" --due > "$T/theft" \
+    || fail "jitter-thief failed"
+read -r th_s th_e th_due < "$T/theft"
+lo=$(( (th_e - th_s - 2 * slack_ns) * 995 / 1000 ))
+hi=$(( (th_e - th_due + th_s - th_due + 60000 + 2 * slack_ns + 2 * noise) * 1005 / 1000 ))
+seen_theft() { local w; w=$(worst_ns w); (( ${w:-0} >= lo )); }
+wait_until 5 seen_theft \
+    || { screen w >&2; fail "watch: worst seen $(worst_ns w) ns, below the theft's $((th_e - th_s)) ns"; }
+worst=$(worst_ns w)
+(( worst <= hi )) \
+    || { screen w >&2; fail "watch: worst seen $worst ns, beyond the theft's $((th_e - th_s)) ns" \
+                            "and its bound $hi ns (slack $slack_ns ns, noise $noise ns)"; }
+pass "watch: worst seen $worst ns after a theft of $((th_e - th_s)) ns (within [$lo, $hi] ns)"
 
 # Resized small: every row is cut to the width and the frame to the height, nothing wraps or
 # scrolls.

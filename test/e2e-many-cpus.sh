@@ -21,39 +21,72 @@ many_exit() {
 }
 trap many_exit EXIT
 
-# thefts_on CPU EVENTS_JSON THEFTS: how many thefts an event of CPU covers, no shorter.
+# thefts_on CPU EVENTS_JSON THEFTS SLACK NOISE: how many thefts (jitter-thief --due) an event
+# of CPU is, bounded from both sides (THEFT_JQ) with the clocks' SLACK and the NOISE of CPU
+# measured before the thefts (ns).
 thefts_on() {
-    jq -R -s --argjson cpu "$1" --slurpfile ev "$2" '
-        split("\n") | map(select(length > 0) | split(" ") | map(tonumber))
-        | map(. as [$s, $e] | [$ev[0][] | select(.cpu == $cpu and .start_ns <= $s + 2000
-              and .start_ns + .duration_ns + 2000 >= $e and .duration_ns >= $e - $s)]
-              | length > 0) | map(select(.)) | length' "$3"
+    jq --argjson cpu "$1" --argjson th "$(thefts_json "$3")" --argjson slack "$4" \
+        --argjson noise "$5" "$THEFT_JQ"'
+        . as $ev | [$th[] | . as [$s, $e, $due]
+                   | select(any($ev[]; .cpu == $cpu and is_theft($s; $e; $due; $slack; $noise)))]
+        | length' "$2"
+}
+# unmatched CPU EVENTS_JSON THEFTS SLACK NOISE: the first theft no event of CPU is, with the
+# events of CPU that overlap it, for the message of a round that failed.
+unmatched() {
+    jq -c --argjson cpu "$1" --argjson th "$(thefts_json "$3")" --argjson slack "$4" \
+        --argjson noise "$5" "$THEFT_JQ"'
+        . as $ev | [$th[] | . as [$s, $e, $due]
+                   | select(any($ev[]; .cpu == $cpu and is_theft($s; $e; $due; $slack; $noise))
+                            | not)
+                   | {theft: [$s, $e, $due], events: [$ev[] | select(.cpu == $cpu
+                        and .start_ns < $e + 1000000 and .start_ns + .duration_ns > $due - 1000000)
+                        | [.start_ns, .duration_ns]]}] | first' "$2"
 }
 
 # 1. jitter-probe on CPUs 0 and 1, a thief taking 2-4 ms from CPU 0 while it records.
 N=6
-"$JITTER_PROBE" --cpus 0,1 --duration 4s --preheat 200ms --json --quiet > "$T/probe.json" &
-JP=$!
-CLEANUP_PIDS+=("$JP")
-sleep 2.5
-"$THIEF" --cpu 0 --delay 100ms --period 150ms --durations 2ms,3ms,4ms --count $N \
-    > "$T/thefts" || fail "jitter-thief failed"
-wait "$JP" || fail "jitter-probe --cpus 0,1 failed"
-jq -e '[.cpus[].cpu] == [0, 1] and all(.cpus[]; .samples > 0 and .duration_ns >= 3900000000)' \
-    "$T/probe.json" > /dev/null \
-    || fail "jitter-probe: $(jq -c '[.cpus[] | {cpu, samples, duration_ns}]' "$T/probe.json")"
-# Only the thefts while it recorded count (the run's start depends on the calibration).
-jq -r '"\(.start_ns) \(.end_ns)"' "$T/probe.json" | {
-    read -r s e
-    awk -v s="$s" -v e="$e" '$1 > s && $2 < e' "$T/thefts" > "$T/thefts-in"
-}
-n=$(wc -l < "$T/thefts-in")
-(( n >= 3 )) || fail "only $n of the $N thefts fell within the recording: $(jq -c '{start_ns, end_ns}' "$T/probe.json")"
-jq '[.cpus[] | .cpu as $c | .events[] | . + {cpu: $c}]' "$T/probe.json" > "$T/probe-events.json"
-on0=$(thefts_on 0 "$T/probe-events.json" "$T/thefts-in")
-on1=$(thefts_on 1 "$T/probe-events.json" "$T/thefts-in")
-(( on0 == n )) || fail "jitter-probe: CPU 0's events cover $on0 of the $n thefts"
-pass "jitter-probe --cpus 0,1: both measured; CPU 0 has all $n thefts, CPU 1 $on1"
+# A round in which other tasks on CPU 0 (the housekeeping CPU) merged a theft with more of
+# their own time than the noise before it showed is run again, three rounds at most.
+for round in 1 2 3; do
+    "$JITTER_PROBE" --cpus 0,1 --duration 4s --preheat 200ms --json --quiet > "$T/probe.json" &
+    JP=$!
+    CLEANUP_PIDS+=("$JP")
+    sleep 2.5
+    "$THIEF" --cpu 0 --delay 100ms --period 150ms --durations 2ms,3ms,4ms --count $N --due \
+        > "$T/thefts" || fail "jitter-thief failed"
+    wait "$JP" || fail "jitter-probe --cpus 0,1 failed"
+    jq -e '[.cpus[].cpu] == [0, 1] and all(.cpus[]; .samples > 0 and .duration_ns >= 3900000000)' \
+        "$T/probe.json" > /dev/null \
+        || fail "jitter-probe: $(jq -c '[.cpus[] | {cpu, samples, duration_ns}]' "$T/probe.json")"
+    # Only the thefts while it recorded count (the run's start depends on the calibration).
+    jq -r '"\(.start_ns) \(.end_ns)"' "$T/probe.json" | {
+        read -r s e
+        awk -v s="$s" -v e="$e" '$1 > s && $2 < e' "$T/thefts" > "$T/thefts-in"
+    }
+    n=$(wc -l < "$T/thefts-in")
+    (( n >= 3 )) || fail "only $n of the $N thefts fell within the recording:" \
+                         "$(jq -c '{start_ns, end_ns}' "$T/probe.json")"
+    jq '[.cpus[] | .cpu as $c | .events[] | . + {cpu: $c}]' "$T/probe.json" \
+        > "$T/probe-events.json"
+    # jitter-probe maps its counter to CLOCK_MONOTONIC once: the slack is 2 us for reading a
+    # pair of clocks and its calibration's precision over the run. The noise: CPU 0's worst
+    # event before the first theft was due, as this run recorded it.
+    slack_ns=$(jq '2000 + .counter.precision_ppm * 1e-6 * ([.cpus[].duration_ns] | max) | ceil' \
+        "$T/probe.json")
+    noise=$(jq --argjson due "$(awk 'NR == 1 { print $3 }' "$T/thefts")" \
+        '[.[] | select(.cpu == 0 and .start_ns + .duration_ns < $due) | .duration_ns] | max // 0' \
+        "$T/probe-events.json")
+    on0=$(thefts_on 0 "$T/probe-events.json" "$T/thefts-in" "$slack_ns" "$noise")
+    (( on0 == n )) && break
+    echo "round $round: CPU 0's events are $on0 of the $n thefts, bounded from both sides (slack" \
+         "$slack_ns ns, noise $noise ns); the first that is none:" \
+         "$(unmatched 0 "$T/probe-events.json" "$T/thefts-in" "$slack_ns" "$noise")"
+done
+on1=$(thefts_on 1 "$T/probe-events.json" "$T/thefts-in" "$slack_ns" "$noise")
+(( on0 == n )) || fail "jitter-probe: CPU 0's events are $on0 of the $n thefts in 3 rounds"
+pass "jitter-probe --cpus 0,1: both measured; CPU 0 has all $n thefts, bounded from both" \
+     "sides (slack $slack_ns ns, noise $noise ns), CPU 1 $on1"
 
 # 2. jitterd with [probe] cpus = 0,1 in its file (not --cpus, which a reload would keep).
 conf() { printf '[probe]\ncpus = %s\npreheat = 200ms\n' "$1" > "$T/jitterd.conf"; }
@@ -90,18 +123,32 @@ running '[{"cpu":0,"state":"running"},{"cpu":1,"state":"running"}]' \
 TID0=$(probe_tid 0)
 TID1=$(probe_tid 1)
 [[ -n $TID0 && -n $TID1 && $TID0 != "$TID1" ]] || fail "probe threads: '$TID0' '$TID1'"
-"$THIEF" --cpu 0 --delay 100ms --period 150ms --durations 2ms,3ms,4ms --count $N \
-    > "$T/thefts" || fail "jitter-thief failed"
-ok=0
-for _ in $(seq 20); do
-    sleep 0.3
-    jctl --json events --since 1m --min 1ms > "$T/events.json" || fail "events"
-    (( $(thefts_on 0 "$T/events.json" "$T/thefts") == N )) && { ok=1; break; }
+# The noise of CPU 0 (the housekeeping CPU, busy) over a few seconds of the daemon; three
+# rounds at most, as above.
+sleep 3
+slack_ns=$(clock_slack_ns)
+for round in 1 2 3; do
+    noise=$(noise_ns 0)
+    "$THIEF" --cpu 0 --delay 100ms --period 150ms --durations 2ms,3ms,4ms --count $N --due \
+        > "$T/thefts" || fail "jitter-thief failed"
+    ok=0
+    for _ in $(seq 20); do
+        sleep 0.3
+        jctl --json events --since 1m --min 1ms > "$T/events.json" || fail "events"
+        (( $(thefts_on 0 "$T/events.json" "$T/thefts" "$slack_ns" "$noise") == N )) \
+            && { ok=1; break; }
+    done
+    (( ok )) && break
+    echo "round $round: CPU 0's events are $(thefts_on 0 "$T/events.json" "$T/thefts" \
+          "$slack_ns" "$noise") of $N thefts, bounded from both sides (slack $slack_ns ns," \
+         "noise $noise ns); the first that is none:" \
+         "$(unmatched 0 "$T/events.json" "$T/thefts" "$slack_ns" "$noise")"
 done
-(( ok )) || fail "jitterd: CPU 0's events cover $(thefts_on 0 "$T/events.json" "$T/thefts") of $N"
+(( ok )) || fail "jitterd: CPU 0's events are not all $N thefts in 3 rounds"
 # CPU 1 is not asserted free of them: what the thief pushes off CPU 0 runs on CPU 1.
-on1=$(thefts_on 1 "$T/events.json" "$T/thefts")
-pass "jitterd with cpus = 0,1: two probe threads, CPU 0 has all $N thefts, CPU 1 $on1"
+on1=$(thefts_on 1 "$T/events.json" "$T/thefts" "$slack_ns" "$noise")
+pass "jitterd with cpus = 0,1: two probe threads, CPU 0 has all $N thefts, bounded from both" \
+     "sides (slack $slack_ns ns, noise $noise ns), CPU 1 $on1"
 
 # reload CPUS: rewrite the file, SIGHUP, wait for READY=1 of the reload.
 reload() {

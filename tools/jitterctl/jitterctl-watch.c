@@ -297,7 +297,10 @@ typedef struct Stream {
         json_t *params;
         pthread_mutex_t lock;
         json_t *latest; /* newest reply not yet drawn */
-        char *error;    /* the Varlink error that ended the stream */
+        /* Every reply's worst gaps and count, drawn or not: the view draws only the newest
+         * reply, and a slow terminal skips some, whose worst gaps it must still show. */
+        WatchView *seen;
+        char *error; /* the Varlink error that ended the stream */
         json_t *error_params;
         int result; /* varlink_client_call_more()'s return, once finished */
         bool finished;
@@ -323,6 +326,7 @@ static int stream_reply(json_t *params, const char *error_name, bool continues, 
         } else {
                 json_decref(s->latest);
                 s->latest = json_incref(params);
+                remember_worst(s->seen, params);
         }
         pthread_mutex_unlock(&s->lock);
         stream_notify(s);
@@ -433,11 +437,11 @@ static bool watch_on_reply(WatchLoop *w)
         reply = w->s->latest;
         w->s->latest = NULL;
         finished = w->s->finished;
+        *w->view = *w->s->seen;
         pthread_mutex_unlock(&w->s->lock);
         if (reply) {
                 json_decref(w->last);
                 w->last = reply;
-                remember_worst(w->view, w->last);
                 draw(w->ctl, w->view, w->last, NULL);
                 if (w->count > 0 && w->view->intervals >= w->count) {
                         w->quit = true;
@@ -519,8 +523,10 @@ static int watch_terminal(Ctl *ctl, json_t *params, unsigned long long count)
         pthread_t thread;
 
         w.view = calloc(1, sizeof(*w.view));
-        if (!w.view || pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) < 0) {
+        s.seen = calloc(1, sizeof(*s.seen));
+        if (!w.view || !s.seen || pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) < 0) {
                 free(w.view);
+                free(s.seen);
                 return ctl_fail("cannot set up the view: %s", strerror(errno ? errno : ENOMEM));
         }
         s.notify = pipefd[1];
@@ -555,6 +561,7 @@ static int watch_terminal(Ctl *ctl, json_t *params, unsigned long long count)
         json_decref(s.error_params);
         free(s.error);
         free(w.view);
+        free(s.seen);
         return r;
 }
 
