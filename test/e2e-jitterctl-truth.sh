@@ -69,10 +69,10 @@ for cmd in "${commands[@]}"; do
     "$JITTERCTL" help "$cmd" > /dev/null 2>&1 || rc=$?
     (( rc == 0 )) || bad "jitterctl help $cmd exited $rc"
     grep -qx -- "$cmd" <<< "$top_level" || bad "the bash completion does not offer \"$cmd\""
-    # The command's section of the manual page: from its .B line to the next .TP.
-    section=$(awk -v c="$cmd" '/^\.SH COMMANDS/ { in_cmds = 1 }
-                               in_cmds && $1 == ".B" && $2 == c { on = 1 }
-                               on && /^\.(TP|SH)/ { exit }
+    # The command's section of the manual page: from its .SS line to the next .SS or .SH.
+    section=$(awk -v c="$cmd" '/^\.SH COMMANDS/ { in_cmds = 1; next }
+                               on && /^\.(SS|SH)/ { exit }
+                               in_cmds && $1 == ".SS" && $2 == c { on = 1 }
                                on' "$MAN")
     [[ -n $section ]] || bad "the manual page does not describe \"$cmd\""
     offered=$(complete_words jitterctl "$cmd" "--")

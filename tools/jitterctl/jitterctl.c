@@ -71,7 +71,8 @@ static const CtlCommand commands[] = {
         {"doctor", jitterctl_doctor, "[--window W] [--cpus LIST] [--all]",
          "what took the CPUs, ranked, with the setting and the command that moves each away",
          "  -w, --window W     window: 10s, 1m (default), 5m, 1h, 24h or all\n"
-         "  -c, --cpus LIST    only these CPUs (also --cpu)\n"
+         "  -c, --cpus, --cpu LIST\n"
+         "                     only these CPUs\n"
          "  -a, --all          list every cause, not only those above 0.1 % of the time\n"},
         {"clocks", jitterctl_clocks, "[--cpu N] [--samples N]",
          "cost of every way to read time, measured locally",
