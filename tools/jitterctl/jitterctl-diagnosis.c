@@ -32,26 +32,8 @@ static int copy_u64(json_t *to, json_t *from, const char *key)
 {
         uint64_t v;
 
-        return json_object_set_new(to, key,
-                                   get_u64(from, key, &v) ? json_integer((json_int_t)v)
-                                                          : json_null());
-}
-
-/* The entry of CPU @cpu in a reply's "cpus" array, or NULL. */
-static json_t *cpu_entry(json_t *reply, json_int_t cpu)
-{
-        json_t *c;
-        size_t i;
-
-        json_array_foreach(json_object_get(reply, "cpus"), i, c)
-        {
-                json_t *n = json_object_get(c, "cpu");
-
-                if (json_is_integer(n) && json_integer_value(n) == cpu) {
-                        return c;
-                }
-        }
-        return NULL;
+        return json_object_set_new(
+                to, key, get_u64(from, key, &v) ? json_integer((json_int_t)v) : json_null());
 }
 
 /* The figures of one CPU, from its GetCauses entry @c and its GetStats entry @s (or NULL). */
@@ -101,8 +83,8 @@ static int entry_add(json_t *by_key, const char *kind, const char *name, json_in
         snprintf(key, sizeof(key), "%s\x1f%s", kind, name);
         e = json_object_get(by_key, key);
         if (!e) {
-                e = json_pack("{s:s, s:s, s:[], s:I, s:I, s:I}", "kind", kind, "name", name,
-                              "cpus", "ns", (json_int_t)0, "overhead_ns", (json_int_t)0, "count",
+                e = json_pack("{s:s, s:s, s:[], s:I, s:I, s:I}", "kind", kind, "name", name, "cpus",
+                              "ns", (json_int_t)0, "overhead_ns", (json_int_t)0, "count",
                               (json_int_t)0);
                 if (!e || json_object_set_new(by_key, key, e) < 0) {
                         return -ENOMEM;
@@ -341,7 +323,8 @@ static uint64_t entry_window_ns(json_t *d, json_t *e)
 
         json_array_foreach(json_object_get(e, "cpus"), i, cpu)
         {
-                if (!get_u64(cpu_entry(d, json_integer_value(cpu)), "window_ns", &w) || w == 0) {
+                if (!get_u64(json_cpu_entry(d, json_integer_value(cpu)), "window_ns", &w) ||
+                    w == 0) {
                         return 0;
                 }
                 sum += w;
@@ -359,7 +342,7 @@ static json_t *entry_cpus_sum(json_t *d, json_t *e, const char *key)
 
         json_array_foreach(json_object_get(e, "cpus"), i, cpu)
         {
-                if (!get_u64(cpu_entry(d, json_integer_value(cpu)), key, &v)) {
+                if (!get_u64(json_cpu_entry(d, json_integer_value(cpu)), key, &v)) {
                         return json_null();
                 }
                 sum += v;
@@ -447,7 +430,7 @@ static int read_cpus(const DiagnosisInput *in, json_t *d, json_t *by_key, uint64
                         continue;
                 }
                 if (json_array_append_new(json_object_get(d, "cpus"),
-                                          cpu_summary(n, c, cpu_entry(in->stats, n))) < 0 ||
+                                          cpu_summary(n, c, json_cpu_entry(in->stats, n))) < 0 ||
                     collect_cpu(by_key, n, c) < 0) {
                         return -ENOMEM;
                 }
@@ -558,8 +541,8 @@ static void print_host_figures(FILE *f, json_t *e)
                         "steal time:", format_ns(t, sizeof(t), (double)v));
         }
         if (get_u64(e, "smi", &v)) {
-                fprintf(f, "       %-15s %s in the window (MSR 0x34)\n", "SMIs:",
-                        format_count(n, sizeof(n), v));
+                fprintf(f, "       %-15s %s in the window (MSR 0x34)\n",
+                        "SMIs:", format_count(n, sizeof(n), v));
         }
 }
 

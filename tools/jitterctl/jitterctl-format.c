@@ -355,3 +355,19 @@ char *format_error(char *buf, size_t size, const char *error, json_t *params)
         }
         return buf;
 }
+
+json_t *json_cpu_entry(json_t *reply, json_int_t cpu)
+{
+        json_t *e;
+        size_t i;
+
+        json_array_foreach(json_object_get(reply, "cpus"), i, e)
+        {
+                json_t *n = json_object_get(e, "cpu");
+
+                if (json_is_integer(n) && json_integer_value(n) == cpu) {
+                        return e;
+                }
+        }
+        return NULL;
+}

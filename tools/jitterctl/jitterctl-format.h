@@ -75,3 +75,6 @@ bool json_get_u64(json_t *obj, const char *key, uint64_t *ret);
 
 /* Reads @key of @obj as a string; returns it (borrowed) or @fallback. */
 const char *json_get_string(json_t *obj, const char *key, const char *fallback);
+
+/* The element of @reply's "cpus" array whose "cpu" is @cpu (borrowed), or NULL. */
+json_t *json_cpu_entry(json_t *reply, json_int_t cpu);

@@ -190,22 +190,6 @@ static json_t *snapshot_load(const char *path)
         return doc;
 }
 
-static json_t *snapshot_cpu(json_t *doc, json_int_t cpu)
-{
-        json_t *e;
-        size_t i;
-
-        json_array_foreach(json_object_get(doc, "cpus"), i, e)
-        {
-                json_t *c = json_object_get(e, "cpu");
-
-                if (json_is_integer(c) && json_integer_value(c) == cpu) {
-                        return e;
-                }
-        }
-        return NULL;
-}
-
 /* The rows of the comparison: a value of the gaps (value_summary_get()), or the rate of
  * interruptions. */
 static const struct {
@@ -494,7 +478,7 @@ int cmd_compare(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                         continue;
                 }
                 cpu = json_integer_value(json_object_get(e, "cpu"));
-                c_after = snapshot_cpu(after, cpu);
+                c_after = json_cpu_entry(after, cpu);
                 if (!c_after) {
                         if (!out) {
                                 printf("\nCPU %lld: only in %s\n", (long long)cpu, argv[optind]);
@@ -515,7 +499,7 @@ int cmd_compare(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                 json_t *cpu = json_object_get(e, "cpu");
 
                 if (!out && json_is_integer(cpu) &&
-                    !snapshot_cpu(before, json_integer_value(cpu))) {
+                    !json_cpu_entry(before, json_integer_value(cpu))) {
                         printf("\nCPU %lld: only in %s\n", (long long)json_integer_value(cpu),
                                argv[optind + 1]);
                 }
