@@ -68,6 +68,10 @@ check_restored() {
 }
 
 start_daemon
+# This script and what it starts (tmux, its panes, jitterctl) stay on CPU 0: the SCHED_OTHER
+# probe shares CPU 1 with every task that lands there, and the view's polling of the screen
+# would add its own runs to the theft. The thief pins its own thread.
+taskset -cp 0 $$ > /dev/null || fail "cannot keep the test on CPU 0"
 # The noise of CPU 1 over 10 s, for the theft that the view must show as its worst gap: four
 # times that noise's worst and at least 2 ms, bounded from both sides (THEFT_JQ's bounds).
 sleep 10
@@ -107,20 +111,35 @@ pass "watch: in place on the alternate screen, $n1 then $n2 intervals"
 
 # A theft while the view runs: its worst gap seen becomes the theft's, to within the rounding
 # of three digits, at most what the thief's wake-up, the switch back, the clocks and the noise
-# add (the bounds of THEFT_JQ on a gap).
-"$THIEF" --cpu 1 --delay 100ms --durations "${theft_us}us" --due > "$T/theft" \
-    || fail "jitter-thief failed"
-read -r th_s th_e th_due < "$T/theft"
-lo=$(( (th_e - th_s - 2 * slack_ns) * 995 / 1000 ))
-hi=$(( (th_e - th_due + th_s - th_due + 60000 + 2 * slack_ns + 2 * noise) * 1005 / 1000 ))
-seen_theft() { local w; w=$(worst_ns w); (( ${w:-0} >= lo )); }
-wait_until 5 seen_theft \
-    || { screen w >&2; fail "watch: worst seen $(worst_ns w) ns, below the theft's $((th_e - th_s)) ns"; }
-worst=$(worst_ns w)
-(( worst <= hi )) \
-    || { screen w >&2; fail "watch: worst seen $worst ns, beyond the theft's $((th_e - th_s)) ns" \
-                            "and its bound $hi ns (slack $slack_ns ns, noise $noise ns)"; }
-pass "watch: worst seen $worst ns after a theft of $((th_e - th_s)) ns (within [$lo, $hi] ns)"
+# add (the bounds of THEFT_JQ on a gap). Other work landing on the theft (the 10 s measured
+# before may not hold its worst) spoils the upper bound: the view is quit, opened again
+# (its worst seen starts over) and a new theft taken, three attempts at most.
+theft_attempt() {
+    "$THIEF" --cpu 1 --delay 100ms --durations "${theft_us}us" --due > "$T/theft" \
+        || fail "jitter-thief failed"
+    read -r th_s th_e th_due < "$T/theft"
+    lo=$(( (th_e - th_s - 2 * slack_ns) * 995 / 1000 ))
+    hi=$(( (th_e - th_due + th_s - th_due + 60000 + 2 * slack_ns + 2 * noise) * 1005 / 1000 ))
+    seen_theft() { local w; w=$(worst_ns w); (( ${w:-0} >= lo )); }
+    wait_until 5 seen_theft \
+        || { screen w >&2; fail "watch: worst seen $(worst_ns w) ns, below the theft's $((th_e - th_s)) ns"; }
+    worst=$(worst_ns w)
+    (( worst <= hi ))
+}
+for attempt in 1 2 3; do
+    theft_attempt && break
+    msg="watch: worst seen $worst ns, beyond the theft's $((th_e - th_s)) ns and its bound $hi ns"
+    msg+=" (slack $slack_ns ns, noise $noise ns)"
+    (( attempt < 3 )) || { screen w >&2; fail "$msg, in 3 attempts"; }
+    echo "attempt $attempt spoilt: $msg; the view opened again"
+    tm send-keys -t w q
+    check_restored w 0
+    tm kill-session -t w
+    pane w "env -u NO_COLOR $J watch --cpu 1; echo exit=\$?; stty -a"
+    wait_screen w '^[0-9]+ intervals$' 10 || { screen w >&2; fail "no frame within 10 s"; }
+done
+pass "watch: worst seen $worst ns after a theft of $((th_e - th_s)) ns (within [$lo, $hi] ns)," \
+    "attempt $attempt"
 
 # Resized small: every row is cut to the width and the frame to the height, nothing wraps or
 # scrolls.
