@@ -270,22 +270,34 @@ run_fixes "$SETTINGS"
 # What was queued or armed under the old settings runs out: a vmstat_update armed for 1 s,
 # the shepherd's next round.
 sleep 2
-window B
 name="$(cat "/proc/$KTHREAD/comm"):$KTHREAD"
-(( $(task_ns "$name" "$T/causes-B.json") == 0 )) \
-    || fail "after the fix, $name still took CPU 1: $(task_ns "$name" "$T/causes-B.json") ns"
 # vmstat_update: once a second before, once in 10 s after; at most once in the window.
 vmstat_count() {
     jq '[.cpus[0].causes[] | select(.kind == "work" and .name == "vmstat_update") | .count]
         | add // 0' "$1"
 }
-(( $(vmstat_count "$T/causes-B.json") <= 1 )) \
-    || fail "vmstat_update ran $(vmstat_count "$T/causes-B.json") times on CPU 1 in" \
-            "${WINDOW_S} s after vm.stat_interval=10 ($(vmstat_count "$T/causes-A.json") before)"
-jq -e '[.cpus[0].causes[] | select(.kind == "task" and (.name | startswith("kworker/u")))]
-        | length == 0' "$T/causes-B.json" > /dev/null \
-    || fail "unbound kworkers still ran on CPU 1: $(jq -c '[.cpus[0].causes[] | select(.kind ==
-        "task" and (.name | startswith("kworker/u")))]' "$T/causes-B.json")"
+# step1_clean: window B holds none of what step 1 removed; otherwise 1, with what in $why.
+step1_clean() {
+    local kw
+    (( $(task_ns "$name" "$T/causes-B.json") == 0 )) \
+        || { why="$name still took CPU 1: $(task_ns "$name" "$T/causes-B.json") ns"; return 1; }
+    if (( $(vmstat_count "$T/causes-B.json") > 1 )); then
+        why="vmstat_update ran $(vmstat_count "$T/causes-B.json") times on CPU 1 in ${WINDOW_S} s"
+        why+=" after vm.stat_interval=10 ($(vmstat_count "$T/causes-A.json") before)"
+        return 1
+    fi
+    kw=$(jq -c '[.cpus[0].causes[] | select(.kind == "task" and (.name | startswith("kworker/u")))]' \
+        "$T/causes-B.json")
+    [[ $kw == "[]" ]] || { why="unbound kworkers still ran on CPU 1: $kw"; return 1; }
+}
+# A worker the old settings left (an unbound kworker woken once more where it last ran, before
+# the pool's new cpumask reaches it) spoils a window: it is taken again, twice at most.
+for attempt in 1 2 3; do
+    window B
+    step1_clean && break
+    (( attempt < 3 )) || fail "after the fix, in 3 windows: $why"
+    echo "window B, attempt $attempt: $why; taken again"
+done
 # The tasks made the same noise as before: the window is like A but for the settings.
 (( $(task_ns "stress-ng-timer:$WORKER" "$T/causes-B.json") > 0 )) \
     || fail "the waking task did not take CPU 1 in window B"

@@ -223,6 +223,6 @@ for attempt in 1 2 3; do
     judge_comparison && break
     (( attempt < 3 )) || fail "$spoilt (3 windows)"
     echo "window $attempt spoilt: $spoilt; taken again"
-    comparison_window
+    comparison_window "$T/thefts.$((attempt + 1))"
 done
 stop_daemon || fail "the daemon did not stop cleanly"
