@@ -87,8 +87,10 @@ need_cpu1() {
 # "--stop-after READY=1" for a reader that stops reading). It appends to $T/notify.log.
 start_listener() {
     NOTIFY_ADDR=${NOTIFY_ADDR:-$T/notify}
+    # On CPU 0, as the test's other tools: it wakes at every notification, and CPU 1 is the
+    # probe's.
     # shellcheck disable=SC2086 # the options are words
-    "$NOTIFY_LISTEN" ${NOTIFY_LISTEN_OPTS:-} "$NOTIFY_ADDR" >> "$T/notify.log" &
+    taskset -c 0 "$NOTIFY_LISTEN" ${NOTIFY_LISTEN_OPTS:-} "$NOTIFY_ADDR" >> "$T/notify.log" &
     LISTEN_PID=$!
     for _ in $(seq 50); do
         if [[ $NOTIFY_ADDR == @* ]]; then
