@@ -97,100 +97,112 @@ daemon_counts() {
                       (.ctxsw | to_entries[] | "ctxsw:\(.key) \(.value)")' "$1"
 }
 
-# A quiet second before, for the rate of every source while nothing of ours runs.
-sleep 0.5
-snapshot "$T/q0"
-sleep 1
-jctl call Reset '{"cpus": [1]}' > /dev/null || fail "Reset failed"
-snapshot "$T/a"
+# measure: the quiet second before, the thefts between two reads of /proc and the daemon's
+# counts, the quiet second after; compares them in $T/compare, and returns 1 when a source is
+# off by more than its bound.
+measure() {
+    # A quiet second before, for the rate of every source while nothing of ours runs.
+    sleep 0.5
+    snapshot "$T/q0"
+    sleep 1
+    jctl call Reset '{"cpus": [1]}' > /dev/null || fail "Reset failed"
+    snapshot "$T/a"
 
-"$THIEF" --cpu 1 --delay $((2 * INTERVAL_MS))ms --period 1ms --durations ${THEFT_US}us \
-    --count $THEFTS > "$T/thefts" || fail "jitter-thief failed (CPU 1 busy or offline?)"
-sleep_ms $((3 * INTERVAL_MS))
-snapshot "$T/b"
-jctl --json call GetStats '{"cpus": [1], "window": "all"}' > "$T/stats-b.json" \
-    || fail "GetStats failed"
-snapshot "$T/b2"   # the quiet second after starts once the call is answered
-sleep 1
-snapshot "$T/q1"
-# What a GetStats call costs CPU 1 by itself, allowed for at the edges besides the quiet rate:
-# the daemon's memory going back to the kernel is a TLB shootdown (a call-function IPI) to every
-# CPU its threads run on, the probe's among them (many, with a sanitizer's allocator).
-jctl --json call GetStats '{"cpus": [1], "window": "all"}' > /dev/null || fail "GetStats failed"
-snapshot "$T/q2"
+    "$THIEF" --cpu 1 --delay $((2 * INTERVAL_MS))ms --period 1ms --durations ${THEFT_US}us \
+        --count $THEFTS > "$T/thefts" || fail "jitter-thief failed (CPU 1 busy or offline?)"
+    sleep_ms $((3 * INTERVAL_MS))
+    snapshot "$T/b"
+    jctl --json call GetStats '{"cpus": [1], "window": "all"}' > "$T/stats-b.json" \
+        || fail "GetStats failed"
+    snapshot "$T/b2"   # the quiet second after starts once the call is answered
+    sleep 1
+    snapshot "$T/q1"
+    # What a GetStats call costs CPU 1 by itself, allowed for at the edges besides the quiet rate:
+    # the daemon's memory going back to the kernel is a TLB shootdown (a call-function IPI) to every
+    # CPU its threads run on, the probe's among them (many, with a sanitizer's allocator).
+    jctl --json call GetStats '{"cpus": [1], "window": "all"}' > /dev/null || fail "GetStats failed"
+    snapshot "$T/q2"
 
-jq -e '.cpus[0] | (.interrupts | type) == "object" and (.softirqs | type) == "object"
-                  and (.ctxsw | type) == "object" and .interrupts.LOC > 0' \
-    "$T/stats-b.json" > /dev/null \
-    || fail "GetStats lacks interrupts/softirqs/ctxsw: $(cat "$T/stats-b.json")"
-pass "GetStats carries interrupts, softirqs and ctxsw counts"
+    jq -e '.cpus[0] | (.interrupts | type) == "object" and (.softirqs | type) == "object"
+                      and (.ctxsw | type) == "object" and .interrupts.LOC > 0' \
+        "$T/stats-b.json" > /dev/null \
+        || fail "GetStats lacks interrupts/softirqs/ctxsw: $(cat "$T/stats-b.json")"
+    pass "GetStats carries interrupts, softirqs and ctxsw counts"
 
-# The window's edges, and the thefts well inside it: otherwise the edges are not quiet (a
-# daemon that harvests intervals late, or a thief that started before the first read).
-read -r from_ns to_ns < <(jq -r '.cpus[0] | "\(.from_ns) \(.to_ns)"' "$T/stats-b.json")
-t_a=$(awk '$1 == "time" { print $2 }' "$T/a")
-t_b=$(awk '$1 == "time" { print $2 }' "$T/b")
-read -r first_theft last_theft < <(awk 'NR == 1 { f = $1 } { l = $2 } END { print f, l }' "$T/thefts")
-(( from_ns <= t_a && first_theft > t_a )) \
-    || fail "the window starts at $from_ns, the first read at $t_a, the first theft at $first_theft"
-(( last_theft < to_ns && last_theft < t_b )) \
-    || fail "the last theft ends at $last_theft, the window at $to_ns, the last read at $t_b"
-edge_b=$(( t_b > to_ns ? t_b - to_ns : to_ns - t_b ))
-edge_ns=$(( t_a - from_ns > edge_b ? t_a - from_ns : edge_b ))
-echo "edges: $(( (t_a - from_ns) / 1000000 )) ms before the first read," \
-     "$(( edge_b / 1000000 )) ms from the last; thefts from" \
-     "$(( (first_theft - t_a) / 1000000 )) ms after the first read to" \
-     "$(( (to_ns - last_theft) / 1000000 )) ms before the window's end"
+    # The window's edges, and the thefts well inside it: otherwise the edges are not quiet (a
+    # daemon that harvests intervals late, or a thief that started before the first read).
+    read -r from_ns to_ns < <(jq -r '.cpus[0] | "\(.from_ns) \(.to_ns)"' "$T/stats-b.json")
+    t_a=$(awk '$1 == "time" { print $2 }' "$T/a")
+    t_b=$(awk '$1 == "time" { print $2 }' "$T/b")
+    read -r first_theft last_theft < <(awk 'NR == 1 { f = $1 } { l = $2 } END { print f, l }' "$T/thefts")
+    (( from_ns <= t_a && first_theft > t_a )) \
+        || fail "the window starts at $from_ns, the first read at $t_a, the first theft at $first_theft"
+    (( last_theft < to_ns && last_theft < t_b )) \
+        || fail "the last theft ends at $last_theft, the window at $to_ns, the last read at $t_b"
+    edge_b=$(( t_b > to_ns ? t_b - to_ns : to_ns - t_b ))
+    edge_ns=$(( t_a - from_ns > edge_b ? t_a - from_ns : edge_b ))
+    echo "edges: $(( (t_a - from_ns) / 1000000 )) ms before the first read," \
+         "$(( edge_b / 1000000 )) ms from the last; thefts from" \
+         "$(( (first_theft - t_a) / 1000000 )) ms after the first read to" \
+         "$(( (to_ns - last_theft) / 1000000 )) ms before the window's end"
 
-# Per source: the daemon's count D, /proc's P = b - a, and the bound: its quiet rate (the larger
-# of the second before and the second after) over the longer edge, with three standard
-# deviations of a count at that rate, plus 2 for the reads' rounding, plus what one GetStats
-# call made (q2 - q1). A daemon that loses an
-# interval's counts, counts one twice, reads another CPU's column or confuses two sources is
-# off by far more.
-daemon_counts "$T/stats-b.json" > "$T/d"
-# A sanitizer build's allocator hands memory back on its own terms, tens of shootdowns of the
-# probe's CPU per call at times: the edges then hold more of them than one measured call shows.
-uncompared=
-if [[ $(ldd "$JITTERD") == *libasan* ]]; then
-    uncompared="irq:TLB irq:CAL"
-    skip_part "TLB and call-function counts" \
-        "sanitizer build: its allocator's shootdowns of CPU 1 at the window's edges vary per call"
-fi
-awk -v edge_ns="$edge_ns" -v locfile="$T/loc" -v uncompared="$uncompared" '
-    FNR == 1 { file++ }
-    { v[file, $1] = $2; names[$1] = 1 }
-    END {
-        bad = 0
-        for (n in names) {
-            if (n == "time" || !((2, n) in v) || !((3, n) in v) || index(" " uncompared " ", " " n " ")) {
-                continue        # absent from a read: a source that came or went meanwhile
+    # Per source: the daemon's count D, /proc's P = b - a, and the bound: its quiet rate (the larger
+    # of the second before and the second after) over the longer edge, with three standard
+    # deviations of a count at that rate, plus 2 for the reads' rounding, plus what one GetStats
+    # call made (q2 - q1). A daemon that loses an
+    # interval's counts, counts one twice, reads another CPU's column or confuses two sources is
+    # off by far more.
+    daemon_counts "$T/stats-b.json" > "$T/d"
+    # A sanitizer build's allocator hands memory back on its own terms, tens of shootdowns of the
+    # probe's CPU per call at times: the edges then hold more of them than one measured call shows.
+    uncompared=
+    if [[ $(ldd "$JITTERD") == *libasan* ]]; then
+        uncompared="irq:TLB irq:CAL"
+        skip_part "TLB and call-function counts" \
+            "sanitizer build: its allocator's shootdowns of CPU 1 at the window's edges vary per call"
+    fi
+    awk -v edge_ns="$edge_ns" -v locfile="$T/loc" -v uncompared="$uncompared" '
+        FNR == 1 { file++ }
+        { v[file, $1] = $2; names[$1] = 1 }
+        END {
+            bad = 0
+            for (n in names) {
+                if (n == "time" || !((2, n) in v) || !((3, n) in v) || index(" " uncompared " ", " " n " ")) {
+                    continue        # absent from a read: a source that came or went meanwhile
+                }
+                r0 = (v[2, n] - v[1, n]) / (v[2, "time"] - v[1, "time"]) * 1e9
+                r1 = ((4, n) in v) && ((7, n) in v) ? (v[4, n] - v[7, n]) / (v[4, "time"] - v[7, "time"]) * 1e9 : 0
+                rate = r0 > r1 ? r0 : r1
+                mean = rate * edge_ns / 1e9
+                call = ((6, n) in v) && v[6, n] > v[4, n] ? v[6, n] - v[4, n] : 0
+                bound = int(mean + 3 * sqrt(mean) + 0.999) + 2 + call
+                p = v[3, n] - v[2, n]
+                d = ((5, n) in v) ? v[5, n] : 0
+                diff = d > p ? d - p : p - d
+                if (p > 0 || d > 0) {
+                    printf "%-22s daemon %7d  /proc %7d  bound +-%d (quiet %.0f/s over %d ms)%s\n",
+                           n, d, p, bound, rate, edge_ns / 1e6, (diff > bound ? "  <-- FAIL" : "")
+                }
+                if (diff > bound) {
+                    bad++
+                }
+                if (n == "irq:LOC") {
+                    print d, p, bound > locfile   # the line for the checks below
+                }
             }
-            r0 = (v[2, n] - v[1, n]) / (v[2, "time"] - v[1, "time"]) * 1e9
-            r1 = ((4, n) in v) && ((7, n) in v) ? (v[4, n] - v[7, n]) / (v[4, "time"] - v[7, "time"]) * 1e9 : 0
-            rate = r0 > r1 ? r0 : r1
-            mean = rate * edge_ns / 1e9
-            call = ((6, n) in v) && v[6, n] > v[4, n] ? v[6, n] - v[4, n] : 0
-            bound = int(mean + 3 * sqrt(mean) + 0.999) + 2 + call
-            p = v[3, n] - v[2, n]
-            d = ((5, n) in v) ? v[5, n] : 0
-            diff = d > p ? d - p : p - d
-            if (p > 0 || d > 0) {
-                printf "%-22s daemon %7d  /proc %7d  bound +-%d (quiet %.0f/s over %d ms)%s\n",
-                       n, d, p, bound, rate, edge_ns / 1e6, (diff > bound ? "  <-- FAIL" : "")
-            }
-            if (diff > bound) {
-                bad++
-            }
-            if (n == "irq:LOC") {
-                print d, p, bound > locfile   # the line for the checks below
-            }
-        }
-        exit bad > 0
-    }' "$T/q0" "$T/a" "$T/b" "$T/q1" "$T/d" "$T/q2" "$T/b2" > "$T/compare" || {
-    cat "$T/compare"
-    fail "the daemon's counts differ from /proc's by more than the window's edges explain"
+            exit bad > 0
+        }' "$T/q0" "$T/a" "$T/b" "$T/q1" "$T/d" "$T/q2" "$T/b2" > "$T/compare"
 }
+# Preemptions and softirqs come in bursts at times (what wakes one kthread wakes others), beyond
+# a Poisson count at the quiet rate: a window whose edges caught one is measured again, three
+# times at most, and then the test fails.
+for attempt in 1 2 3; do
+    measure && break
+    cat "$T/compare"
+    (( attempt < 3 )) ||
+        fail "the daemon's counts differ from /proc's by more than the window's edges explain (3 windows)"
+    echo "window $attempt: a count off by more than its bound (above); measured again"
+done
 cat "$T/compare"
 read -r loc_d loc_p loc_bound < "$T/loc"
 # The comparison means something only if the task moved LOC far beyond the bound. A theft
@@ -290,15 +302,20 @@ pass "jitterctl stats prints the top causes (the first: $top)"
 #   milliseconds at times: the interval's worst gap beyond the 8 ms tells).
 # A daemon that reads the counters when it harvests gives an interval taken late the counts of
 # the next one too, and the next one none.
-jctl --timeout 5s call --more Monitor '{"cpus": [1]}' > "$T/monitor" 2> /dev/null &
+# (Monitor is stopped below once the thefts are over; its own bound is for a test that fails
+# before, and leaves room for a slow start on a loaded host.)
+jctl --timeout 30s call --more Monitor '{"cpus": [1]}' > "$T/monitor" 2> /dev/null &
 monitor=$!
 CLEANUP_PIDS+=("$monitor")
 wait_until 5 bash -c "(( \$(wc -l < '$T/monitor') >= 8 ))" || fail "fewer than 8 Monitor replies in 5 s"
 # The lattice: the median phase of the intervals' starts (one that a late acknowledgement
-# moved is off by milliseconds).
+# moved is off by milliseconds: RT throttling holds a SCHED_FIFO probe off for 50 ms a second).
+# A phase is taken within half an interval of the first start's, on either side: starts a
+# little early and a little late must stay on the same side for the median.
 interval_ns=$((INTERVAL_MS * 1000000))
 lattice_ns=$(jq -s --argjson p "$interval_ns" '.[0].start_ns as $s0
-    | [.[].start_ns | (. - $s0) % $p] | sort | .[length / 2 | floor] + $s0' "$T/monitor")
+    | [.[].start_ns | (. - $s0) % $p | if . * 2 > $p then . - $p else . end]
+    | sort | .[length / 2 | floor] + $s0' "$T/monitor")
 EDGES=12
 now=$("$THIEF" --now)
 first=$(( lattice_ns + ((now - lattice_ns) / (INTERVAL_MS * 1000000) + 3) * INTERVAL_MS * 1000000
@@ -352,7 +369,10 @@ awk -v intervals="$T/intervals" -v first="$first" -v last="$last" '
     }' "$T/edge-thefts" > "$T/edge-check" || {
     rc=$?
     cat "$T/edge-check"
-    (( rc == 2 )) && fail "the thefts did not hold intervals open: the test could not do its part"
+    (( rc == 2 )) && fail "the thefts did not hold intervals open: the test could not do its" \
+        "part (intervals from $(head -1 "$T/intervals" | cut -f1) to $(tail -1 "$T/intervals" |
+        cut -f1) ns, $(wc -l < "$T/intervals") of them; lattice $lattice_ns ns; thefts from" \
+        "$first to $last ns)"
     fail "an interval that ended during a theft, or the next, does not hold its own counts"
 }
 pass "$(grep -c '^theft.*interval at' "$T/edge-check") of $EDGES thefts held an interval open:" \
