@@ -302,73 +302,102 @@ pass "jitterctl stats prints the top causes (the first: $top)"
 #   milliseconds at times: the interval's worst gap beyond the 8 ms tells).
 # A daemon that reads the counters when it harvests gives an interval taken late the counts of
 # the next one too, and the next one none.
-# (Monitor is stopped below once the thefts are over; its own bound is for a test that fails
-# before, and leaves room for a slow start on a loaded host.)
-jctl --timeout 30s call --more Monitor '{"cpus": [1]}' > "$T/monitor" 2> /dev/null &
-monitor=$!
-CLEANUP_PIDS+=("$monitor")
-wait_until 5 bash -c "(( \$(wc -l < '$T/monitor') >= 8 ))" || fail "fewer than 8 Monitor replies in 5 s"
-# The lattice: the median phase of the intervals' starts (one that a late acknowledgement
-# moved is off by milliseconds: RT throttling holds a SCHED_FIFO probe off for 50 ms a second).
-# A phase is taken within half an interval of the first start's, on either side: starts a
-# little early and a little late must stay on the same side for the median.
-interval_ns=$((INTERVAL_MS * 1000000))
-lattice_ns=$(jq -s --argjson p "$interval_ns" '.[0].start_ns as $s0
-    | [.[].start_ns | (. - $s0) % $p | if . * 2 > $p then . - $p else . end]
-    | sort | .[length / 2 | floor] + $s0' "$T/monitor")
-EDGES=12
-now=$("$THIEF" --now)
-first=$(( lattice_ns + ((now - lattice_ns) / (INTERVAL_MS * 1000000) + 3) * INTERVAL_MS * 1000000
-          - 2000000 ))
-"$THIEF" --cpu 1 --at "$first" --period $((2 * INTERVAL_MS))ms --durations 8ms --count $EDGES \
-    > "$T/edge-thefts" || fail "jitter-thief failed"
-sleep_ms $((3 * INTERVAL_MS))
-kill "$monitor" 2> /dev/null
-wait "$monitor" 2> /dev/null || true
-last=$(awk 'END { print $2 }' "$T/edge-thefts")
-jq -r '[.start_ns, .duration_ns, (.cpus[0].ctxsw.involuntary // 0), (.cpus[0].interrupts.LOC // 0),
-        .cpus[0].max_gap_ns] | @tsv' "$T/monitor" | sort -n > "$T/intervals"
-awk -v intervals="$T/intervals" -v first="$first" -v last="$last" '
-    BEGIN {
-        while ((getline line < intervals) > 0) {
-            split(line, f, "\t")
-            s[++n] = f[1]; d[n] = f[2]; c[n] = f[3]; loc[n] = f[4]; gap[n] = f[5]
-            # quiet: whole intervals before the first theft (the first reply may be partial)
-            if (n > 1 && s[n] + d[n] < first) { q++; qs += loc[n] / d[n]; qss += (loc[n] / d[n]) ^ 2 }
+# edge_thefts: EDGES thefts at the intervals' ends, checked in $T/edge-check; its status is
+# the check's: 0, 1 (counts not the interval's own), 2 (the thefts held no interval open),
+# 3 (other tasks took CPU 1 in the intervals checked).
+edge_thefts() {
+    # (Monitor is stopped below once the thefts are over; its own bound is for a test that fails
+    # before, and leaves room for a slow start on a loaded host.)
+    jctl --timeout 30s call --more Monitor '{"cpus": [1]}' > "$T/monitor" 2> /dev/null &
+    monitor=$!
+    CLEANUP_PIDS+=("$monitor")
+    wait_until 5 bash -c "(( \$(wc -l < '$T/monitor') >= 8 ))" || fail "fewer than 8 Monitor replies in 5 s"
+    # The lattice: the median phase of the intervals' starts (one that a late acknowledgement
+    # moved is off by milliseconds: RT throttling holds a SCHED_FIFO probe off for 50 ms a second).
+    # A phase is taken within half an interval of the first start's, on either side: starts a
+    # little early and a little late must stay on the same side for the median.
+    interval_ns=$((INTERVAL_MS * 1000000))
+    lattice_ns=$(jq -s --argjson p "$interval_ns" '.[0].start_ns as $s0
+        | [.[].start_ns | (. - $s0) % $p | if . * 2 > $p then . - $p else . end]
+        | sort | .[length / 2 | floor] + $s0' "$T/monitor")
+    EDGES=12
+    now=$("$THIEF" --now)
+    first=$(( lattice_ns + ((now - lattice_ns) / (INTERVAL_MS * 1000000) + 3) * INTERVAL_MS * 1000000
+              - 2000000 ))
+    "$THIEF" --cpu 1 --at "$first" --period $((2 * INTERVAL_MS))ms --durations 8ms --count $EDGES \
+        > "$T/edge-thefts" || fail "jitter-thief failed"
+    sleep_ms $((3 * INTERVAL_MS))
+    kill "$monitor" 2> /dev/null
+    wait "$monitor" 2> /dev/null || true
+    last=$(awk 'END { print $2 }' "$T/edge-thefts")
+    jq -r '[.start_ns, .duration_ns, (.cpus[0].ctxsw.involuntary // 0), (.cpus[0].interrupts.LOC // 0),
+            .cpus[0].max_gap_ns] | @tsv' "$T/monitor" | sort -n > "$T/intervals"
+    awk -v intervals="$T/intervals" -v first="$first" -v last="$last" '
+        BEGIN {
+            while ((getline line < intervals) > 0) {
+                split(line, f, "\t")
+                s[++n] = f[1]; d[n] = f[2]; c[n] = f[3]; loc[n] = f[4]; gap[n] = f[5]
+                # quiet: whole intervals before the first theft (the first reply may be partial)
+                if (n > 1 && s[n] + d[n] < first) {
+                    q++; qs += loc[n] / d[n]; qss += (loc[n] / d[n]) ^ 2
+                    if (c[n] > cmax) cmax = c[n]
+                }
+            }
+            if (q < 3) { print "fewer than 3 quiet intervals"; exit 2 }
+            rate = qs / q; sd = sqrt(qss / q - rate * rate)
         }
-        if (q < 3) { print "fewer than 3 quiet intervals"; exit 2 }
-        rate = qs / q; sd = sqrt(qss / q - rate * rate)
-    }
-    # A theft held its interval open when the interval that holds it ends as it ends (the
-    # probe acknowledged the next one once back): it and the next interval are checked.
-    {
-        k = 0
-        for (i = 1; i <= n; i++) if (s[i] < $2) k = i
-        if (k == 0 || k == n || s[k + 1] < $2 - 100000 || s[k + 1] > $2 + 1000000) {
-            printf "theft at %s: did not end an interval (the daemon ticked outside it)\n", $1
-            next
+        # A theft held its interval open when the interval that holds it ends as it ends (the
+        # probe acknowledged the next one once back): it and the next interval are checked.
+        {
+            k = 0
+            for (i = 1; i <= n; i++) if (s[i] < $2) k = i
+            if (k == 0 || k == n || s[k + 1] < $2 - 100000 || s[k + 1] > $2 + 1000000) {
+                printf "theft at %s: did not end an interval (the daemon ticked outside it)\n", $1
+                next
+            }
+            held++
+            check[k] = 1; check[k + 1] = 1
+            printf "theft at %s: interval at %s, %d preemptions%s\n", $1, s[k], c[k], (c[k] < 1 ? "  <-- none" : "")
+            if (c[k] < 1) bad++
         }
-        held++
-        check[k] = 1; check[k + 1] = 1
-        printf "theft at %s: interval at %s, %d preemptions%s\n", $1, s[k], c[k], (c[k] < 1 ? "  <-- none" : "")
-        if (c[k] < 1) bad++
-    }
-    END {
-        if (held * 2 < NR) { printf "only %d of %d thefts held an interval open\n", held, NR; exit 2 }
-        for (i = 1; i <= n; i++) {
-            if (!check[i]) continue
-            want = rate * d[i]; bound = 3 * sd * d[i] + 2
-            gone = gap[i] > 8000000 ? gap[i] - 8000000 : 0
-            low = rate * (d[i] - gone) - bound
-            off = loc[i] > want + bound + 1 || loc[i] < low
-            printf "interval at %s: LOC %d, want %.1f +- %.1f (+1; %.1f ms gone besides)%s\n", s[i],
-                   loc[i], want, bound, gone / 1e6, (off ? "  <-- off" : "")
-            if (off) bad++
-        }
-        exit bad > 0
-    }' "$T/edge-thefts" > "$T/edge-check" || {
-    rc=$?
+        END {
+            if (held * 2 < NR) { printf "only %d of %d thefts held an interval open\n", held, NR; exit 2 }
+            for (i = 1; i <= n; i++) {
+                if (!check[i]) continue
+                want = rate * d[i]; bound = 3 * sd * d[i] + 2
+                gone = gap[i] > 8000000 ? gap[i] - 8000000 : 0
+                low = rate * (d[i] - gone) - bound
+                off = loc[i] > want + bound + 1 || loc[i] < low
+                # Off, with more preemptions than the theft and the most of a quiet interval:
+                # other tasks took CPU 1 then, and their timers are LOC too.
+                crowd = off && c[i] > cmax + 1
+                printf "interval at %s: LOC %d, want %.1f +- %.1f (+1; %.1f ms gone besides), %d" \
+                       " preemptions%s\n", s[i], loc[i], want, bound, gone / 1e6, c[i],
+                       (crowd ? "  <-- others ran" : off ? "  <-- off" : "")
+                if (crowd) spoilt++
+                else if (off) bad++
+            }
+            if (bad) exit 1
+            if (spoilt) {
+                printf "%d intervals shared with other tasks (quiet ones: %d preemptions at most)\n",
+                       spoilt, cmax
+                exit 3
+            }
+            exit 0
+        }' "$T/edge-thefts" > "$T/edge-check"
+}
+# Other tasks on CPU 1 in an interval checked spoil it (their timers are LOC too): the thefts
+# are made again, three times at most.
+for attempt in 1 2 3; do
+    rc=0
+    edge_thefts || rc=$?
+    (( rc == 3 && attempt < 3 )) || break
     cat "$T/edge-check"
+    echo "edge thefts, attempt $attempt: spoilt by other tasks on CPU 1 (above); made again"
+done
+(( rc == 0 )) || {
+    cat "$T/edge-check"
+    (( rc == 3 )) && fail "other tasks took CPU 1 in the intervals checked, 3 times"
     (( rc == 2 )) && fail "the thefts did not hold intervals open: the test could not do its" \
         "part (intervals from $(head -1 "$T/intervals" | cut -f1) to $(tail -1 "$T/intervals" |
         cut -f1) ns, $(wc -l < "$T/intervals") of them; lattice $lattice_ns ns; thefts from" \

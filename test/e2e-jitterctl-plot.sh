@@ -23,6 +23,9 @@ PHASE=5.5    # seconds: at 200 ms intervals, some 27 intervals per snapshot
 INTERVALS=24 # intervals with samples each snapshot needs at least, for the test
 
 start_daemon
+# This script and what it starts (jitterctl, jq, the thief's process) stay on CPU 0: the
+# SCHED_OTHER probe shares CPU 1 with every task that lands there. The thief pins its thread.
+taskset -cp 0 $$ > /dev/null || fail "cannot keep the test on CPU 0"
 
 # sampled: how many intervals since the Reset hold samples. A busy host can leave CPU 1 to
 # others for whole intervals: each phase then goes on until it has enough of them.
@@ -56,20 +59,6 @@ theft_us=$((p90 * 2 / 1000))
 # the noise of phase A.
 slack_ns=$(clock_slack_ns)
 noise=$(noise_ns)
-jctl call Reset > /dev/null || fail "Reset"
-rounds=$(awk -v p=$PHASE 'BEGIN { printf "%d", p / 0.15 / 12 }')
-count=0
-: > "$T/thefts"
-while (( count < rounds * 12 )) || ! enough_sampled; do
-    (( count < 3 * rounds * 12 )) \
-        || fail "only $(sampled) intervals with samples after $count thefts: CPU 1 is too busy, rerun"
-    "$THIEF" --cpu 1 --delay 20ms --period 150ms --durations "${theft_us}us" --count 12 --due \
-        >> "$T/thefts" || fail "jitter-thief failed"
-    count=$((count + 12))
-done
-sleep 0.25
-jctl snapshot --output "$T/b.json" || fail "snapshot B"
-pass "phases: A, then B with $count thefts of $theft_us us (A's p90 worst gap $((p90 / 1000)) us)"
 # The events of phase B, all the history holds since its Reset (with those of the interval the
 # Reset fell in, harvested after it, as the histogram has them too): "THEFT" for each that is
 # a theft, bounded from both sides, else its length; a theft that no event is makes "missing".
@@ -85,10 +74,30 @@ b_events() {
                | if any($th[]; . as [$s, $e, $due] | $x | is_theft($s; $e; $due; $slack; $noise))
                  then "THEFT" else .duration_ns end)'
 }
-b_events > "$T/b-events" || fail "events of phase B"
-grep '^missing' "$T/b-events" | head -3 | grep . \
-    && fail "thefts of phase B that are no event, bounded from both sides (slack $slack_ns ns," \
-            "noise $noise ns)"
+# A host stall beside a theft (beyond the noise phase A measured) makes its event longer than
+# the bounds allow: phase B is then taken again, three times at most.
+for attempt in 1 2 3; do
+    jctl call Reset > /dev/null || fail "Reset"
+    rounds=$(awk -v p=$PHASE 'BEGIN { printf "%d", p / 0.15 / 12 }')
+    count=0
+    : > "$T/thefts"
+    while (( count < rounds * 12 )) || ! enough_sampled; do
+        (( count < 3 * rounds * 12 )) \
+            || fail "only $(sampled) intervals with samples after $count thefts: CPU 1 is too busy, rerun"
+        "$THIEF" --cpu 1 --delay 20ms --period 150ms --durations "${theft_us}us" --count 12 --due \
+            >> "$T/thefts" || fail "jitter-thief failed"
+        count=$((count + 12))
+    done
+    sleep 0.25
+    jctl snapshot --output "$T/b.json" || fail "snapshot B"
+    pass "phases: A, then B with $count thefts of $theft_us us (A's p90 worst gap $((p90 / 1000)) us)"
+    b_events > "$T/b-events" || fail "events of phase B"
+    grep -q '^missing' "$T/b-events" || break
+    msg="thefts of phase B that are no event, bounded from both sides (slack $slack_ns ns,"
+    msg+=" noise $noise ns): $(grep '^missing' "$T/b-events" | head -3 | tr '\n' ' ')"
+    (( attempt < 3 )) || fail "$msg (3 attempts)"
+    echo "phase B, attempt $attempt: $msg; taken again"
+done
 pass "each of the $count thefts of phase B is an event, bounded from both sides (slack" \
      "$slack_ns ns, noise $noise ns)"
 
