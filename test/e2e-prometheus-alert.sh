@@ -10,9 +10,10 @@
 # worst gap W, the share L of the CPU it takes, its rate r0 of interruptions. Each condition
 # lies clearly beyond it:
 #   JitterWorstGapHigh, JitterInterruptionRateRising, JitterCpuAvailabilityLow
-#                            thefts of T = max(2 ms, 4 W) by a SCHED_FIFO thief, at least
+#                            thefts of T = max(2 ms, 2 W) by a SCHED_FIFO thief, at least
 #                            3 r0 + 5 a second and together at least max(5 %, 10 L) of the
-#                            CPU, for over a minute (the daemon's window="1m" is not scaled)
+#                            CPU, with more than W + 2 ms between them, for over a minute
+#                            (the daemon's window="1m" is not scaled)
 #   JitterGapAboveSLA        60 us taken every ~100 us: 1 in 1000 gaps above 50 us
 #   JitterProbeDown          the daemon moved into the housekeeping cpuset: the probe "migrated"
 #   JitterdTextfileStale     the daemon stopped (SIGSTOP), its textfile's mtime 10 min back
@@ -248,21 +249,40 @@ fi
 inactive ${healthy[@]}
 pass "healthy host: all ${#ALERTS[@]} rules evaluate without error; ${healthy[*]} inactive"
 
-# ---- Thefts of T = max(2 ms, 4 W) every P: a gap above 1 ms and above the noise's worst;
+# ---- Thefts of T = max(2 ms, 2 W) every P: a gap above 1 ms and twice the noise's worst;
 # at least 3 r0 + 5 a second, interruptions more than twice as frequent as the history's;
 # at least max(5 %, 10 L) of the CPU, so below 99.9 % and far below the noise's share. They
-# run over a minute, so that the daemon's minute (window="1m") holds nothing else.
-read -r theft_us period_us < <(awk -v w="$W" -v l="$L" -v r="$r0" 'BEGIN {
-    t = 4 * w * 1e6; t = t < 2000 ? 2000 : int((t + 999) / 1000) * 1000
-    f = 10 * l; f = f < 0.05 ? 0.05 : f
-    p = 1e6 / (3 * r + 5); q = t / f; p = int(p < q ? p : q)
-    print t, p }')
-(( theft_us <= 100000 )) \
-    || fail "the noise's worst gap, $(fmt_ms "$W") ms, needs thefts of $((theft_us / 1000)) ms:" \
-            "more than the 100 ms this test takes from a CPU"
-(( period_us >= theft_us + 2000 )) \
-    || fail "thefts of $((theft_us / 1000)) ms cannot come $(awk -v r="$r0" 'BEGIN { print 3 * r + 5 }')" \
-            "times a second with 2 ms between them: this host's own rate, $r0/s, is too high"
+# run over a minute, so that the daemon's minute (window="1m") holds nothing else. Between
+# two thefts the probe has more than the noise's worst gap and 2 ms: a stall of the host
+# there cannot join two thefts into one gap (with 4 W, 42 ms every 44 ms on a host whose worst
+# gap was 10 ms, three thefts made one gap of 132 ms).
+# A stall of the host in the quiet seconds may make W too large for thefts that frequent: the
+# noise is then measured again over as many seconds, three times at most, and the test fails.
+for attempt in 1 2 3; do
+    read -r theft_us period_us < <(awk -v w="$W" -v l="$L" -v r="$r0" 'BEGIN {
+        t = 2 * w * 1e6; t = t < 2000 ? 2000 : int((t + 999) / 1000) * 1000
+        f = 10 * l; f = f < 0.05 ? 0.05 : f
+        p = 1e6 / (3 * r + 5); q = t / f; p = int(p < q ? p : q)
+        print t, p }')
+    w_us=$(awk -v w="$W" 'BEGIN { printf "%d", w * 1e6 + 0.5 }')
+    if (( theft_us > 100000 )); then
+        msg="the noise's worst gap, $(fmt_ms "$W") ms, needs thefts of $((theft_us / 1000)) ms:"
+        msg+=" more than the 100 ms this test takes from a CPU"
+    elif (( period_us < theft_us + w_us + 2000 )); then
+        msg="thefts of $((theft_us / 1000)) ms cannot come"
+        msg+=" $(awk -v r="$r0" 'BEGIN { print 3 * r + 5 }') times a second with the noise's"
+        msg+=" worst gap, $(fmt_ms "$W") ms, and 2 ms between them: this host's own rate, $r0/s,"
+        msg+=" is too high"
+    else
+        break
+    fi
+    (( attempt < 3 )) || fail "$msg (the noise measured 3 times)"
+    echo "$msg; the worst gap measured again over $healthy_s s"
+    # Per interval (window="interval"): the minute's worst still holds the stall just seen.
+    sleep $healthy_s
+    W=$(query "max_over_time(jitter_gap_max_seconds{cpu=\"1\",window=\"interval\"}[${healthy_s}s])")
+    [[ -n $W ]] || fail "no worst gap per interval of CPU 1 in Prometheus"
+done
 echo "thefts of $((theft_us / 1000)) ms every $((period_us / 1000)) ms"
 rm -f "$T/stop"
 (
@@ -302,12 +322,26 @@ read -r n longest share per_s < <(awk '{ d = $2 - $1; s += d; if ($2 - $3 > m) m
 short=$(awk -v t="$theft_us" '$2 - $1 < t * 1000' "$T/thefts" | wc -l)
 (( short == 0 )) || fail "$short of the $n thefts took less than $((theft_us / 1000)) ms"
 # The worst gap: at least the thefts' T; at most the longest theft from its due time, with a
-# gap of the noise before it and 1 ms for the switches to the thief and back.
+# gap of the noise before it and 1 ms for the switches to the thief and back. The noise is the
+# worse of W and the worst gap of the probe while the thief ran that lies apart from every
+# theft (1 ms around each): a stall of the host during the minute of thefts may be longer
+# than any in the quiet seconds before.
+jctl --json events --cpu 1 --since 5m --min 1ms --limit 10000 > "$T/theft-events.json" \
+    || fail "jitterctl events"
+W2=$(jq --argjson th "$(thefts_json "$T/thefts")" '
+    ($th | map(.[2]) | min) as $first | ($th | map(.[1]) | max) as $last |
+    [.[] | select(.start_ns >= $first and .start_ns <= $last) | . as $e
+         | select(all($th[]; $e.start_ns + $e.duration_ns < .[2] - 1000000
+                             or $e.start_ns > .[1] + 1000000)) | .duration_ns]
+    | (max // 0) / 1e9' "$T/theft-events.json") || fail "cannot read the events of the thefts"
+Wt=$(awk -v a="$W" -v b="$W2" 'BEGIN { print (a > b ? a : b) }')
 value=$(jq -r .value <<< "$gap_alert")
-awk -v v="$value" -v t="$theft_us" -v m="$longest" -v w="$W" \
+awk -v v="$value" -v t="$theft_us" -v m="$longest" -v w="$Wt" \
     'BEGIN { exit !(v >= t * 1e-6 && v <= m * 1e-9 + w + 1e-3) }' \
     || fail "JitterWorstGapHigh fires with $(fmt_ms "$value") ms, not within" \
-            "[$((theft_us / 1000)) ms, $(awk -v m="$longest" -v w="$W" 'BEGIN { printf "%.2f", m / 1e6 + w * 1e3 + 1 }') ms]"
+            "[$((theft_us / 1000)) ms, $(awk -v m="$longest" -v w="$Wt" 'BEGIN { printf "%.2f", m / 1e6 + w * 1e3 + 1 }') ms]" \
+            "(the noise's worst gap $(fmt_ms "$W") ms before the thefts, $(fmt_ms "$W2") ms" \
+            "apart from them while they ran)"
 # The share available: what the thief left, less the noise's share at most, within 0.5 % (the
 # minute's edges, and the thief's starts between batches).
 value=$(jq -r .value <<< "$avail_alert")
