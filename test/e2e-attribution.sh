@@ -368,9 +368,10 @@ edge_thefts() {
                 gone = gap[i] > 8000000 ? gap[i] - 8000000 : 0
                 low = rate * (d[i] - gone) - bound
                 off = loc[i] > want + bound + 1 || loc[i] < low
-                # Off, with more preemptions than the theft and the most of a quiet interval:
-                # other tasks took CPU 1 then, and their timers are LOC too.
-                crowd = off && c[i] > cmax + 1
+                # Off, with more preemptions than the theft and one of the kernel (0 or 1 in
+                # an interval of this test otherwise): other tasks took CPU 1 then, and their
+                # timers are LOC too.
+                crowd = off && c[i] > 2
                 printf "interval at %s: LOC %d, want %.1f +- %.1f (+1; %.1f ms gone besides), %d" \
                        " preemptions%s\n", s[i], loc[i], want, bound, gone / 1e6, c[i],
                        (crowd ? "  <-- others ran" : off ? "  <-- off" : "")
