@@ -11,7 +11,7 @@
 # lies clearly beyond it:
 #   JitterWorstGapHigh, JitterInterruptionRateRising, JitterCpuAvailabilityLow
 #                            thefts of T = max(2 ms, 2 W) by a SCHED_FIFO thief, at least
-#                            3 r0 + 5 a second and together at least max(5 %, 10 L) of the
+#                            3 r0 + 5 a second and together at least max(5 %, 3 L) of the
 #                            CPU, with more than W + 2 ms between them, for over a minute
 #                            (the daemon's window="1m" is not scaled)
 #   JitterGapAboveSLA        60 us taken every ~100 us: 1 in 1000 gaps above 50 us
@@ -251,7 +251,9 @@ pass "healthy host: all ${#ALERTS[@]} rules evaluate without error; ${healthy[*]
 
 # ---- Thefts of T = max(2 ms, 2 W) every P: a gap above 1 ms and twice the noise's worst;
 # at least 3 r0 + 5 a second, interruptions more than twice as frequent as the history's;
-# at least max(5 %, 10 L) of the CPU, so below 99.9 % and far below the noise's share. They
+# at least max(5 %, 3 L) of the CPU, so below 99.9 % and well beyond the noise's share (which
+# the value's bounds allow for; on a VM that loses 3-5 % by itself, 10 L left no room for the
+# thefts' spacing). They
 # run over a minute, so that the daemon's minute (window="1m") holds nothing else. Between
 # two thefts the probe has more than the noise's worst gap and 2 ms: a stall of the host
 # there cannot join two thefts into one gap (with 4 W, 42 ms every 44 ms on a host whose worst
@@ -261,7 +263,7 @@ pass "healthy host: all ${#ALERTS[@]} rules evaluate without error; ${healthy[*]
 for attempt in 1 2 3; do
     read -r theft_us period_us < <(awk -v w="$W" -v l="$L" -v r="$r0" 'BEGIN {
         t = 2 * w * 1e6; t = t < 2000 ? 2000 : int((t + 999) / 1000) * 1000
-        f = 10 * l; f = f < 0.05 ? 0.05 : f
+        f = 3 * l; f = f < 0.05 ? 0.05 : f
         p = 1e6 / (3 * r + 5); q = t / f; p = int(p < q ? p : q)
         print t, p }')
     w_us=$(awk -v w="$W" 'BEGIN { printf "%d", w * 1e6 + 0.5 }')
