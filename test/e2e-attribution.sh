@@ -308,18 +308,25 @@ pass "jitterctl stats prints the top causes (the first: $top)"
 edge_thefts() {
     # (Monitor is stopped below once the thefts are over; its own bound is for a test that fails
     # before, and leaves room for a slow start on a loaded host.)
-    jctl --timeout 30s call --more Monitor '{"cpus": [1]}' > "$T/monitor" 2> /dev/null &
+    # jitterctl itself in the background (not jctl's subshell), so that the kill below ends
+    # it; each attempt's replies in a file of its own.
+    mon=$T/monitor.$attempt
+    "$JITTERCTL" --socket "$SOCK" --timeout 30s call --more Monitor '{"cpus": [1]}' > "$mon" \
+        2> /dev/null &
     monitor=$!
     CLEANUP_PIDS+=("$monitor")
-    wait_until 5 bash -c "(( \$(wc -l < '$T/monitor') >= 8 ))" || fail "fewer than 8 Monitor replies in 5 s"
+    wait_until 5 bash -c "(( \$(wc -l < '$mon') >= 8 ))" || fail "fewer than 8 Monitor replies in 5 s"
     # The lattice: the median phase of the intervals' starts (one that a late acknowledgement
     # moved is off by milliseconds: RT throttling holds a SCHED_FIFO probe off for 50 ms a second).
     # A phase is taken within half an interval of the first start's, on either side: starts a
     # little early and a little late must stay on the same side for the median.
     interval_ns=$((INTERVAL_MS * 1000000))
-    lattice_ns=$(jq -s --argjson p "$interval_ns" '.[0].start_ns as $s0
+    # (Whole lines only: jitterctl is still writing.)
+    lattice_ns=$(head -n "$(wc -l < "$mon")" "$mon" | jq -s --argjson p "$interval_ns" '
+        map(select(.start_ns != null)) | .[0].start_ns as $s0
         | [.[].start_ns | (. - $s0) % $p | if . * 2 > $p then . - $p else . end]
-        | sort | .[length / 2 | floor] + $s0' "$T/monitor")
+        | sort | .[length / 2 | floor] + $s0')
+    [[ -n $lattice_ns ]] || fail "no lattice from Monitor's replies: $(head -3 "$mon")"
     EDGES=12
     now=$("$THIEF" --now)
     first=$(( lattice_ns + ((now - lattice_ns) / (INTERVAL_MS * 1000000) + 3) * INTERVAL_MS * 1000000
@@ -330,8 +337,8 @@ edge_thefts() {
     kill "$monitor" 2> /dev/null
     wait "$monitor" 2> /dev/null || true
     last=$(awk 'END { print $2 }' "$T/edge-thefts")
-    jq -r '[.start_ns, .duration_ns, (.cpus[0].ctxsw.involuntary // 0), (.cpus[0].interrupts.LOC // 0),
-            .cpus[0].max_gap_ns] | @tsv' "$T/monitor" | sort -n > "$T/intervals"
+    jq -r 'select(.start_ns != null) | [.start_ns, .duration_ns, (.cpus[0].ctxsw.involuntary // 0), (.cpus[0].interrupts.LOC // 0),
+            .cpus[0].max_gap_ns] | @tsv' "$mon" | sort -n > "$T/intervals"
     awk -v intervals="$T/intervals" -v first="$first" -v last="$last" '
         BEGIN {
             while ((getline line < intervals) > 0) {
