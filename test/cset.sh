@@ -12,6 +12,11 @@
 #   cset_dirs              the cpusets below the root, one per line (to compare before/after)
 #   cset_clean_stale       removes the sets of runs that ended without their cleanup (SIGKILL,
 #                          as at a CTest timeout), says so, and balances the root again
+#   cset_shield CPU        makes CPU quiet for the test (below); cset_unshield gives it back
+#   cset_shield_if_usable CPU
+#                          cset_shield where cset can, and says whether CPU is shielded
+#   cset_exit              the EXIT trap of a test that shields: cset_unshield, then lib.sh's
+#                          cleanup, whatever failed
 
 CSET_ROOT=${CSET_ROOT:-/sys/fs/cgroup/cpuset}
 CSET_HK=jitterd-hk-$$
@@ -160,4 +165,24 @@ cset_unshield() {
         done < "$CSET_AFFINITY"
     fi
     taskset -pc "$(cat /sys/devices/system/cpu/online)" $$ > /dev/null 2>&1 || true
+}
+
+# cset_shield_if_usable CPU: shields CPU where cset can; otherwise the test runs as it is.
+cset_shield_if_usable() {
+    if cset_usable; then
+        cset_shield "$1"
+        echo "CPU $1 shielded"
+    else
+        echo "CPU $1 is not shielded: $CSET_WHY"
+    fi
+}
+
+# cset_exit: for `trap cset_exit EXIT`: the shield given back first, then lib.sh's cleanup,
+# which takes the test's exit status from $?.
+cset_exit() {
+    local rc=$?
+    set +e
+    cset_unshield
+    (exit $rc)
+    cleanup
 }

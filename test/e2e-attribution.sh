@@ -41,20 +41,8 @@ start_daemon --interval ${INTERVAL_MS}ms
 # among them, and its ancestors, to CPU 0; new tasks inherit their parent's set; the kernel's
 # per-CPU threads cannot move), and given back at its end; where cset cannot, the test runs as
 # it is, and what it compares is judged all the same.
-attribution_exit() {
-    local rc=$?
-    set +e
-    cset_unshield
-    (exit $rc)
-    cleanup # lib.sh's: it takes the exit status from $?
-}
-trap attribution_exit EXIT
-if cset_usable; then
-    cset_shield 1
-    echo "CPU 1 shielded"
-else
-    echo "CPU 1 is not shielded: $CSET_WHY"
-fi
+trap cset_exit EXIT
+cset_shield_if_usable 1
 
 # The probe thread is the daemon's thread allowed on CPU 1 only (the manager moved off it).
 PROBE_TID=

@@ -43,20 +43,8 @@ taskset -cp 0 $$ > /dev/null || fail "cannot keep the test on CPU 0"
 # among them, and its ancestors, to CPU 0; new tasks inherit their parent's set; the kernel's
 # per-CPU threads cannot move), and given back at its end; where cset cannot, the test runs as
 # it is, and what it compares is judged all the same.
-explain_exit() {
-    local rc=$?
-    set +e
-    cset_unshield
-    (exit $rc)
-    cleanup # lib.sh's: it takes the exit status from $?
-}
-trap explain_exit EXIT
-if cset_usable; then
-    cset_shield 1
-    echo "CPU 1 shielded"
-else
-    echo "CPU 1 is not shielded: $CSET_WHY"
-fi
+trap cset_exit EXIT
+cset_shield_if_usable 1
 # Every interval's counts, kept with a failed run (JITTERD_TEST_KEEP) to work the fit out again.
 jctl --timeout 60s call --more Monitor '{"cpus": [1]}' > "$T/monitor.jsonl" &
 CLEANUP_PIDS+=($!)

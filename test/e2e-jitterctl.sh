@@ -4,14 +4,7 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/cset.sh"
 need_cpu1
 # The shield (compare, below) goes first, then lib.sh's cleanup, whatever failed.
-jitterctl_exit() {
-    local rc=$?
-    set +e
-    cset_unshield
-    (exit $rc)
-    cleanup
-}
-trap jitterctl_exit EXIT
+trap cset_exit EXIT
 
 cat > "$T/jitterd.conf" <<CONF
 [probe]

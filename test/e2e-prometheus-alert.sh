@@ -31,14 +31,7 @@ source "$(dirname "$0")/cset.sh"
 need_cpu1
 cset_usable || skip "$CSET_WHY"
 # The shield goes first, then lib.sh's cleanup, whatever failed.
-alert_exit() {
-    local rc=$?
-    set +e
-    cset_unshield
-    (exit $rc)
-    cleanup
-}
-trap alert_exit EXIT
+trap cset_exit EXIT
 for tool in prometheus prometheus-node-exporter promtool curl jq taskset python3; do
     command -v "$tool" > /dev/null || fail "needs $tool (tools/dev/deps test)"
 done
@@ -323,19 +316,27 @@ read -r n longest share per_s < <(awk '{ d = $2 - $1; s += d; if ($2 - $3 > m) m
     END { printf "%d %d %.6f %.3f\n", NR, m, s / (b - a), NR / ((b - a) / 1e9) }' "$T/thefts")
 short=$(awk -v t="$theft_us" '$2 - $1 < t * 1000' "$T/thefts" | wc -l)
 (( short == 0 )) || fail "$short of the $n thefts took less than $((theft_us / 1000)) ms"
+# between_thefts MIN JQ: JQ applied to {events, span_s}: the interruptions of CPU 1 of MIN or
+# more while the thief ran (from its first due time to its last theft's end, span_s long) that
+# lie apart from every theft (1 ms around each): the host's own noise during the thefts.
+between_thefts() {
+    jctl --json events --cpu 1 --since 5m --min "$1" --limit 10000 > "$T/between-$1.json" \
+        || fail "jitterctl events"
+    jq --argjson th "$(thefts_json "$T/thefts")" '
+        ($th | map(.[2]) | min) as $first | ($th | map(.[1]) | max) as $last
+        | {span_s: (($last - $first) / 1e9),
+           events: [.[] | select(.start_ns >= $first and .start_ns <= $last) | . as $e
+                    | select(all($th[]; $e.start_ns + $e.duration_ns < .[2] - 1000000
+                                        or $e.start_ns > .[1] + 1000000))]}
+        | '"$2" "$T/between-$1.json"
+}
 # The worst gap: at least the thefts' T; at most the longest theft from its due time, with a
 # gap of the noise before it and 1 ms for the switches to the thief and back. The noise is the
 # worse of W and the worst gap of the probe while the thief ran that lies apart from every
 # theft (1 ms around each): a stall of the host during the minute of thefts may be longer
 # than any in the quiet seconds before.
-jctl --json events --cpu 1 --since 5m --min 1ms --limit 10000 > "$T/theft-events.json" \
-    || fail "jitterctl events"
-W2=$(jq --argjson th "$(thefts_json "$T/thefts")" '
-    ($th | map(.[2]) | min) as $first | ($th | map(.[1]) | max) as $last |
-    [.[] | select(.start_ns >= $first and .start_ns <= $last) | . as $e
-         | select(all($th[]; $e.start_ns + $e.duration_ns < .[2] - 1000000
-                             or $e.start_ns > .[1] + 1000000)) | .duration_ns]
-    | (max // 0) / 1e9' "$T/theft-events.json") || fail "cannot read the events of the thefts"
+W2=$(between_thefts 1ms '[.events[].duration_ns] | (max // 0) / 1e9') \
+    || fail "cannot read the events of the thefts"
 Wt=$(awk -v a="$W" -v b="$W2" 'BEGIN { print (a > b ? a : b) }')
 value=$(jq -r .value <<< "$gap_alert")
 awk -v v="$value" -v t="$theft_us" -v m="$longest" -v w="$Wt" \
@@ -354,14 +355,7 @@ awk -v v="$value" -v s="$share" -v l="$L" 'BEGIN { exit !(v <= 1 - s + 0.005 && 
 # three times the noise's on top. The noise's rate is the worse of r0 and that of the
 # interruptions of 100 us or more while the thief ran that lie apart from every theft (1 ms
 # around each): the host may be busier during the thefts than in the quiet seconds before.
-jctl --json events --cpu 1 --since 5m --min 100us --limit 10000 > "$T/theft-events-100us.json" \
-    || fail "jitterctl events"
-r2=$(jq --argjson th "$(thefts_json "$T/thefts")" '
-    ($th | map(.[2]) | min) as $first | ($th | map(.[1]) | max) as $last |
-    [.[] | select(.start_ns >= $first and .start_ns <= $last) | . as $e
-         | select(all($th[]; $e.start_ns + $e.duration_ns < .[2] - 1000000
-                             or $e.start_ns > .[1] + 1000000))]
-    | length / (($last - $first) / 1e9)' "$T/theft-events-100us.json") \
+r2=$(between_thefts 100us '(.events | length) / .span_s') \
     || fail "cannot read the events of the thefts"
 rn=$(awk -v a="$r0" -v b="$r2" 'BEGIN { print (a > b ? a : b) }')
 value=$(jq -r .value <<< "$rate_alert")
