@@ -162,19 +162,24 @@ T0=$(now_ns)
 # --- window A: everything mis-tuned. The writer's unbound work and vmstat_update land on CPU 1
 # in most windows of 3 s, not all (the flusher may find nothing to write, or the work may be
 # among the causes an interruption keeps beyond its first four): a window without them is taken
-# again, twice at most, and then expect_fix below fails.
+# again, twice at most, and then expect_fix below fails. doctor comes right after the window:
+# it learns which kworker ran a work item from the events the daemon keeps, which the waking
+# task's thousands of interruptions a second roll over within seconds (the snapshot, which a
+# loaded CPU 0 can make take 20 s, comes after it).
 for attempt in 1 2 3; do
     window A
     echo "window A ($(elapsed))"
-    jctl --timeout 60s snapshot --output "$T/before.json" || fail "snapshot of window A"
-    echo "snapshot of window A ($(elapsed))"
     jctl --timeout 60s --json doctor --window all > "$T/doctor-A.json" || fail "doctor --json"
+    echo "doctor of window A ($(elapsed))"
     jq -e 'any(.causes[]; .check == "workqueue" and .when == "now")
            and any(.causes[]; .kind == "work" and .name == "vmstat_update")' \
         "$T/doctor-A.json" > /dev/null && break
     echo "window A, attempt $attempt: no unbound work or no vmstat_update on CPU 1 among" \
-         "doctor's causes"
+         "doctor's causes; its work items: $(jq -c '[.causes[] | select(.kind == "work")
+         | "\(.name) \(.when)"]' "$T/doctor-A.json")"
 done
+jctl --timeout 60s snapshot --output "$T/before.json" || fail "snapshot of window A"
+echo "snapshot of window A ($(elapsed))"
 echo "--- jitterctl doctor --json after window A ($(elapsed)), the first 12 causes:"
 jq -r '.causes[:12][] | "\(.rank). \(.what): \(.ns) ns, \(.share * 1000 | round / 10) %;" +
     " \(.when) \(.command // .ask_host // .note)"' "$T/doctor-A.json"
