@@ -382,22 +382,36 @@ edge_thefts() {
             exit 0
         }' "$T/edge-thefts" > "$T/edge-check"
 }
-# Other tasks on CPU 1 in an interval checked spoil it (their timers are LOC too): the thefts
-# are made again, three times at most.
+# Other tasks on CPU 1 in an interval checked spoil it (their timers are LOC too), and thefts
+# that missed the intervals' ends (the lattice, read from the replies before them, no longer
+# where the daemon ticked: seen twice in full runs beside the builds of the other passes, never
+# alone) test nothing: the thefts are made again, from a lattice read anew, three times at most.
+# interval_phases: each interval's start (the thefts' intervals in $T/intervals) less the
+# lattice, in ms within half an interval, to tell which.
+interval_phases() {
+    awk -v l="$lattice_ns" -v p=$((INTERVAL_MS * 1000000)) '{
+        d = ($1 - l) % p; if (d < 0) d += p; if (d * 2 > p) d -= p
+        printf "%s%.1f", (NR > 1 ? " " : ""), d / 1e6 }' "$T/intervals"
+}
 for attempt in 1 2 3; do
     rc=0
     edge_thefts || rc=$?
-    (( rc == 3 && attempt < 3 )) || break
+    (( (rc == 3 || rc == 2) && attempt < 3 )) || break
     cat "$T/edge-check"
-    echo "edge thefts, attempt $attempt: spoilt by other tasks on CPU 1 (above); made again"
+    if (( rc == 3 )); then
+        echo "edge thefts, attempt $attempt: spoilt by other tasks on CPU 1 (above); made again"
+    else
+        echo "edge thefts, attempt $attempt: they missed the intervals' ends (the intervals'" \
+             "starts from the lattice, ms: $(interval_phases)); made again"
+    fi
 done
 (( rc == 0 )) || {
     cat "$T/edge-check"
     (( rc == 3 )) && fail "other tasks took CPU 1 in the intervals checked, 3 times"
-    (( rc == 2 )) && fail "the thefts did not hold intervals open: the test could not do its" \
+    (( rc == 2 )) && fail "the thefts did not hold intervals open, 3 times: the test could not do its" \
         "part (intervals from $(head -1 "$T/intervals" | cut -f1) to $(tail -1 "$T/intervals" |
         cut -f1) ns, $(wc -l < "$T/intervals") of them; lattice $lattice_ns ns; thefts from" \
-        "$first to $last ns)"
+        "$first to $last ns; their starts from the lattice, ms: $(interval_phases))"
     fail "an interval that ended during a theft, or the next, does not hold its own counts"
 }
 pass "$(grep -c '^theft.*interval at' "$T/edge-check") of $EDGES thefts held an interval open:" \
