@@ -220,10 +220,15 @@ W=$(query "max_over_time(jitter_gap_max_seconds{cpu=\"1\",window=\"1m\"}[${healt
 avail=$(query "min_over_time(jitter_cpu_available_ratio{cpu=\"1\",window=\"1m\"}[${healthy_s}s])")
 [[ -n $W && -n $avail ]] || fail "no gap or availability of CPU 1 in Prometheus"
 L=$(awk -v a="$avail" 'BEGIN { printf "%.6f", 1 - a }')
+# How far the noise's share moves: the worst of the quiet intervals (a second each), which a
+# minute's share stays within while the host's noise keeps its level.
+Li=$(jctl --json call GetTimeline '{"cpu": 1, "window": "1m"}' \
+    | jq '[.points[] | select(.duration_ns > 0 and (.stalled | not)) | .lost_ns / .duration_ns]
+          | max // 0') || fail "GetTimeline of the quiet host"
 fmt_ms() { awk -v v="$1" 'BEGIN { printf "%.2f", v * 1e3 }'; }
 fmt_pct() { awk -v v="$1" 'BEGIN { printf "%.2f", v * 100 }'; }
 echo "healthy host (CPU 1 shielded): worst gap $(fmt_ms "$W") ms, $(fmt_pct "$L") % of the CPU" \
-     "lost, $r0 interruptions/s of 100 us or more"
+     "lost (its worst interval $(fmt_pct "$Li") %), $r0 interruptions/s of 100 us or more"
 # A rule whose bound the healthy host itself exceeds fires on it, rightly; its inactivity
 # before the condition cannot be shown here, and is said to be unchecked, with the noise.
 healthy=("${ALERTS[@]}")
@@ -311,9 +316,11 @@ jq -e --arg node "$NODE" 'all(.[]; .labels.cpu == "1" and .labels.instance == $n
 # due (the probe lost the CPU from then on, or earlier by a stall of the host that also held
 # the thief), the share of the CPU it took from its first theft to its last, and how many it
 # made a second.
-read -r n longest share per_s < <(awk '{ d = $2 - $1; s += d; if ($2 - $3 > m) m = $2 - $3
+read -r n longest share share_due per_s < <(awk '{ d = $2 - $1; s += d; e += $2 - $3
+        if ($2 - $3 > m) m = $2 - $3
         if (NR == 1 || $1 < a) a = $1; if ($2 > b) b = $2 }
-    END { printf "%d %d %.6f %.3f\n", NR, m, s / (b - a), NR / ((b - a) / 1e9) }' "$T/thefts")
+    END { printf "%d %d %.6f %.6f %.3f\n", NR, m, s / (b - a), e / (b - a), NR / ((b - a) / 1e9) }' \
+    "$T/thefts")
 short=$(awk -v t="$theft_us" '$2 - $1 < t * 1000' "$T/thefts" | wc -l)
 (( short == 0 )) || fail "$short of the $n thefts took less than $((theft_us / 1000)) ms"
 # between_thefts MIN JQ: JQ applied to {events, span_s}: the interruptions of CPU 1 of MIN or
@@ -348,22 +355,26 @@ awk -v v="$value" -v t="$theft_us" -v m="$longest" -v w="$Wt" \
             "(the noise's worst gap $(fmt_ms "$W") ms before the thefts, $(fmt_ms "$W2") ms" \
             "apart from them while they ran)"
 # The share available: what the thief left, less the noise's share at most, within 0.5 % (the
-# minute's edges, and the thief's starts between batches). The noise's share is the worse of L
-# and what the interruptions of 100 us or more took while the thief ran beyond the thefts
-# themselves (their switches, and a host busier then than in the quiet seconds before).
+# minute's edges, and the thief's starts between batches). The thief took at least its thefts
+# and at most their time from when its timer was due (the probe may lose the CPU from the timer
+# interrupt on; share_due). The noise's share is the worst of L, of the worst quiet interval's
+# (Li), and of what the interruptions of 100 us or more took while the thief ran beyond the
+# thefts from their due times (a host busier then than in the quiet seconds before).
 L2=$(jctl --json events --cpu 1 --since 5m --min 100us --limit 10000 \
     | jq --argjson th "$(thefts_json "$T/thefts")" '
         ($th | map(.[2]) | min) as $first | ($th | map(.[1]) | max) as $last
         | ([.[] | select(.start_ns >= $first and .start_ns <= $last) | .duration_ns] | add // 0)
-          - ($th | map(.[1] - .[0]) | add)
+          - ($th | map(.[1] - .[2]) | add)
         | if . < 0 then 0 else . end / ($last - $first)') \
     || fail "cannot read the events of the thefts"
-Lt=$(awk -v a="$L" -v b="$L2" 'BEGIN { print (a > b ? a : b) }')
+Lt=$(awk -v a="$L" -v b="$L2" -v c="$Li" 'BEGIN { m = a > b ? a : b; print (m > c ? m : c) }')
 value=$(jq -r .value <<< "$avail_alert")
-awk -v v="$value" -v s="$share" -v l="$Lt" 'BEGIN { exit !(v <= 1 - s + 0.005 && v >= 1 - s - l - 0.005) }' \
+awk -v v="$value" -v s="$share" -v e="$share_due" -v l="$Lt" \
+    'BEGIN { exit !(v <= 1 - s + 0.005 && v >= 1 - e - l - 0.005) }' \
     || fail "JitterCpuAvailabilityLow fires with $value, not within the thief's $(fmt_pct "$share") %" \
-            "of the CPU taken and the noise's $(fmt_pct "$L") % before the thefts," \
-            "$(fmt_pct "$L2") % beyond them while they ran"
+            "($(fmt_pct "$share_due") % from the timers' due times)" \
+            "of the CPU taken and the noise's $(fmt_pct "$L") % before the thefts (its worst" \
+            "interval $(fmt_pct "$Li") %), $(fmt_pct "$L2") % beyond them while they ran"
 # The rate: the thief's, to within a fifth (rate()'s extrapolation over 15 s), and at most
 # three times the noise's on top. The noise's rate is the worse of r0 and that of the
 # interruptions of 100 us or more while the thief ran that lie apart from every theft (1 ms
