@@ -338,7 +338,8 @@ edge_thefts() {
                     if (c[n] > cmax) cmax = c[n]
                 }
             }
-            if (q < 3) { print "fewer than 3 quiet intervals"; exit 2 }
+            # (exit in BEGIN still runs END, whose own exit would replace the status)
+            if (q < 3) { print "fewer than 3 quiet intervals"; noquiet = 1; exit }
             rate = qs / q; sd = sqrt(qss / q - rate * rate)
         }
         # A theft held its interval open when the interval that holds it ends as it ends (the
@@ -356,6 +357,7 @@ edge_thefts() {
             if (c[k] < 1) bad++
         }
         END {
+            if (noquiet) exit 2
             if (held * 2 < NR) { printf "only %d of %d thefts held an interval open\n", held, NR; exit 2 }
             for (i = 1; i <= n; i++) {
                 if (!check[i]) continue
