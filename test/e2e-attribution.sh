@@ -292,7 +292,7 @@ pass "jitterctl stats prints the top causes (the first: $top)"
 # the next one too, and the next one none.
 # edge_thefts: EDGES thefts at the intervals' ends, checked in $T/edge-check; its status is
 # the check's: 0, 1 (counts not the interval's own), 2 (the thefts held no interval open),
-# 3 (other tasks took CPU 1 in the intervals checked).
+# 3 (other tasks took CPU 1 in more than a quarter of the intervals checked).
 edge_thefts() {
     # (Monitor is stopped below once the thefts are over; its own bound is for a test that fails
     # before, and leaves room for a slow start on a loaded host.)
@@ -361,6 +361,7 @@ edge_thefts() {
             if (held * 2 < NR) { printf "only %d of %d thefts held an interval open\n", held, NR; exit 2 }
             for (i = 1; i <= n; i++) {
                 if (!check[i]) continue
+                checked++
                 want = rate * d[i]; bound = 3 * sd * d[i] + 2
                 gone = gap[i] > 8000000 ? gap[i] - 8000000 : 0
                 low = rate * (d[i] - gone) - bound
@@ -376,15 +377,18 @@ edge_thefts() {
                 else if (off) bad++
             }
             if (bad) exit 1
-            if (spoilt) {
-                printf "%d intervals shared with other tasks (quiet ones: %d preemptions at most)\n",
-                       spoilt, cmax
+            # Those cannot be judged; the others are, while they are three in four at least.
+            if (spoilt * 4 > checked) {
+                printf "%d of %d intervals shared with other tasks (quiet ones: %d preemptions" \
+                       " at most)\n", spoilt, checked, cmax
                 exit 3
             }
+            if (spoilt) printf "%d of %d intervals shared with other tasks, not judged\n", spoilt, checked
             exit 0
         }' "$T/edge-thefts" > "$T/edge-check"
 }
-# Other tasks on CPU 1 in an interval checked spoil it (their timers are LOC too), and thefts
+# Other tasks on CPU 1 in more than a quarter of the intervals checked spoil the thefts (their
+# timers are LOC too; where fewer, those intervals are not judged, the others are), and thefts
 # that missed the intervals' ends (the lattice, read from the replies before them, no longer
 # where the daemon ticked: seen twice in full runs beside the builds of the other passes, never
 # alone) test nothing: the thefts are made again, from a lattice read anew, three times at most.
@@ -416,9 +420,10 @@ done
         "$first to $last ns; their starts from the lattice, ms: $(interval_phases))"
     fail "an interval that ended during a theft, or the next, does not hold its own counts"
 }
+unjudged=$(grep 'not judged' "$T/edge-check" || true)
 pass "$(grep -c '^theft.*interval at' "$T/edge-check") of $EDGES thefts held an interval open:" \
      "each counted in the interval that holds it, and every such interval's and the next one's" \
-     "LOC its own"
+     "LOC its own${unjudged:+ ($unjudged)}"
 
 stop_daemon || fail "exit status not 0"
 pass "clean stop"

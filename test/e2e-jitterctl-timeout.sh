@@ -50,6 +50,9 @@ while (accept(my $c, $l)) {
 PERL
 # start_fake MODE [COUNT GAP_MS]: runs the fake on $SOCK.
 start_fake() {
+    # Emptied here: the child truncates it only once it runs, and until then the wait below
+    # would find the previous fake's "listening".
+    : > "$T/fake.out"
     perl "$T/fake.pl" "$1" "$SOCK" "${2:-0}" "${3:-0}" > "$T/fake.out" 2>&1 &
     FAKE_PID=$!
     CLEANUP_PIDS+=("$FAKE_PID")
