@@ -112,7 +112,8 @@ cset_remove() {
 
 # cset_shield CPU: makes CPU quiet for the test that needs it, as `cset shield` would: the
 # sets of cset_isolate (the other CPUs housekeeping, CPU exclusive, no load balancing), and every
-# task of the root set moved to the housekeeping set, except kernel threads, this test's own
+# task of the root set moved to the housekeeping set, except kernel threads (those that may
+# move are given the housekeeping CPUs by their affinity instead), this test's own
 # process tree (the daemon, and what it starts later, which may pin itself to CPU: the test's
 # shell stays in the root set, kept off CPU by its affinity instead) and its ancestors. Moving a
 # task into a v1 cpuset resets its affinity, and moving it back resets it again: each task's
@@ -143,9 +144,17 @@ print(",".join(str(x) for x in sorted(cpus - {int(sys.argv[1])})))' "$cpu" \
     : > "$CSET_AFFINITY"
     while read -r tid; do
         [[ -r /proc/$tid/stat ]] || continue
-        # Kernel threads (PF_KTHREAD) stay where they are.
+        # Kernel threads (PF_KTHREAD): those bound to their CPUs (PF_NO_SETAFFINITY: per-CPU
+        # threads, workqueue workers) stay; the others (kdamond, khugepaged, RCU's, which took
+        # a tenth of CPU 1 from a probe at times) are given the housekeeping CPUs by their
+        # affinity, as `cset shield --kthread on` does.
         flags=$(awk '{ print $9 }' "/proc/$tid/stat" 2> /dev/null) || continue
-        (( (flags & 0x00200000) == 0 )) || continue
+        if (( (flags & 0x00200000) != 0 )); then
+            (( (flags & 0x04000000) == 0 )) || continue
+            echo "$tid $(taskset -p "$tid" 2> /dev/null | awk '{ print $NF }')" >> "$CSET_AFFINITY"
+            taskset -pc "$hk" "$tid" > /dev/null 2>&1 || true
+            continue
+        fi
         tgid=$(awk '$1 == "Tgid:" { print $2 }' "/proc/$tid/status" 2> /dev/null) || continue
         [[ $mine == *" $tgid "* ]] && continue
         echo "$tid $(taskset -p "$tid" 2> /dev/null | awk '{ print $NF }')" >> "$CSET_AFFINITY"
