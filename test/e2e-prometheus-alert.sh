@@ -220,11 +220,15 @@ W=$(query "max_over_time(jitter_gap_max_seconds{cpu=\"1\",window=\"1m\"}[${healt
 avail=$(query "min_over_time(jitter_cpu_available_ratio{cpu=\"1\",window=\"1m\"}[${healthy_s}s])")
 [[ -n $W && -n $avail ]] || fail "no gap or availability of CPU 1 in Prometheus"
 L=$(awk -v a="$avail" 'BEGIN { printf "%.6f", 1 - a }')
-# How far the noise's share moves: the worst of the quiet intervals (a second each), which a
-# minute's share stays within while the host's noise keeps its level.
+# How far the noise's share moves: its worst second in the quiet seconds (five intervals of
+# 200 ms in a row, the daemon's first ones left out), which a minute's share stays within while
+# the host's noise keeps its level.
 Li=$(jctl --json call GetTimeline '{"cpu": 1, "window": "1m"}' \
-    | jq '[.points[] | select(.duration_ns > 0 and (.stalled | not)) | .lost_ns / .duration_ns]
-          | max // 0') || fail "GetTimeline of the quiet host"
+    | jq --argjson s "$healthy_s" '.points | (.[-1].start_ns - $s * 1e9) as $from
+        | [.[] | select(.start_ns >= $from and (.stalled | not))] as $p
+        | [range(0; ($p | length) - 4) | $p[.:. + 5]
+           | (map(.lost_ns) | add) / (map(.duration_ns) | add)] | max // 0') \
+    || fail "GetTimeline of the quiet host"
 fmt_ms() { awk -v v="$1" 'BEGIN { printf "%.2f", v * 1e3 }'; }
 fmt_pct() { awk -v v="$1" 'BEGIN { printf "%.2f", v * 100 }'; }
 echo "healthy host (CPU 1 shielded): worst gap $(fmt_ms "$W") ms, $(fmt_pct "$L") % of the CPU" \
@@ -323,14 +327,17 @@ read -r n longest share share_due per_s < <(awk '{ d = $2 - $1; s += d; e += $2 
     "$T/thefts")
 short=$(awk -v t="$theft_us" '$2 - $1 < t * 1000' "$T/thefts" | wc -l)
 (( short == 0 )) || fail "$short of the $n thefts took less than $((theft_us / 1000)) ms"
+# The thief's record as JSON, in a file: thousands of thefts are more than one argument may
+# hold (128 KiB).
+thefts_json "$T/thefts" > "$T/thefts.json"
 # between_thefts MIN JQ: JQ applied to {events, span_s}: the interruptions of CPU 1 of MIN or
 # more while the thief ran (from its first due time to its last theft's end, span_s long) that
 # lie apart from every theft (1 ms around each): the host's own noise during the thefts.
 between_thefts() {
     jctl --json events --cpu 1 --since 5m --min "$1" --limit 10000 > "$T/between-$1.json" \
         || fail "jitterctl events"
-    jq --argjson th "$(thefts_json "$T/thefts")" '
-        ($th | map(.[2]) | min) as $first | ($th | map(.[1]) | max) as $last
+    jq --slurpfile ths "$T/thefts.json" '
+        $ths[0] as $th | ($th | map(.[2]) | min) as $first | ($th | map(.[1]) | max) as $last
         | {span_s: (($last - $first) / 1e9),
            events: [.[] | select(.start_ns >= $first and .start_ns <= $last) | . as $e
                     | select(all($th[]; $e.start_ns + $e.duration_ns < .[2] - 1000000
@@ -361,8 +368,8 @@ awk -v v="$value" -v t="$theft_us" -v m="$longest" -v w="$Wt" \
 # (Li), and of what the interruptions of 100 us or more took while the thief ran beyond the
 # thefts from their due times (a host busier then than in the quiet seconds before).
 L2=$(jctl --json events --cpu 1 --since 5m --min 100us --limit 10000 \
-    | jq --argjson th "$(thefts_json "$T/thefts")" '
-        ($th | map(.[2]) | min) as $first | ($th | map(.[1]) | max) as $last
+    | jq --slurpfile ths "$T/thefts.json" '
+        $ths[0] as $th | ($th | map(.[2]) | min) as $first | ($th | map(.[1]) | max) as $last
         | ([.[] | select(.start_ns >= $first and .start_ns <= $last) | .duration_ns] | add // 0)
           - ($th | map(.[1] - .[2]) | add)
         | if . < 0 then 0 else . end / ($last - $first)') \
