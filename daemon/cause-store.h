@@ -22,7 +22,7 @@
 #include "counter.h"
 
 /* Causes kept per interruption; the time of the others is in other_ns. */
-#define STORED_CAUSES_MAX 4
+#define STORED_CAUSES_MAX 6
 
 typedef struct StoredCause {
         uint8_t kind; /* CauseKind */

@@ -161,7 +161,7 @@ T0=$(now_ns)
 
 # --- window A: everything mis-tuned. The writer's unbound work and vmstat_update land on CPU 1
 # in most windows of 3 s, not all (the flusher may find nothing to write, or the work may be
-# among the causes an interruption keeps beyond its first four, "other causes"): a window
+# among the causes an interruption keeps beyond its first six, "other causes"): a window
 # without them is made 3 s longer, three times at most (12 s), and then expect_fix below fails.
 # doctor comes right after each 3 s: it learns which kworker ran a work item from the events the
 # daemon keeps, which the waking task's thousands of interruptions a second roll over within
