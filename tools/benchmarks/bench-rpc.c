@@ -30,7 +30,8 @@ int main(int argc, char **argv)
                         strerror(-r));
                 return 1;
         }
-        params = json_pack("{ss}", "window", argc > 3 ? argv[3] : "1m");
+        params =
+                json_pack("{ss sb}", "window", argc > 3 ? argv[3] : "1m", "without_analyses", true);
         lat = calloc((size_t)n, sizeof(*lat));
         for (long i = 0; i < n; i++) {
                 json_t *reply = NULL;
