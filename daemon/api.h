@@ -34,8 +34,8 @@ void api_monitor_interval(Api *a, const ManagerInterval *iv);
 size_t api_n_monitors(const Api *a);
 
 /* The replies of GetStatus, with each probed CPU's isolation as @iso has it (NULL: without
- * it), of GetStats for @cpus over @window (the "cpus" array), and of GetHistogram. NULL on OOM or a bad
- * window. */
+ * it), of GetStats for @cpus over @window (the "cpus" array), and of GetHistogram. NULL on
+ * OOM or a bad window. */
 json_t *api_status(Manager *m, const Isolation *iso);
 json_t *api_stats(Manager *m, const cpu_set_t *cpus, const char *window);
 json_t *api_histogram(Manager *m, int cpu, const char *window, const char *kind);
