@@ -12,11 +12,7 @@
 
 #include "api.h"
 
-#include "analyses.h"
-
 #include "audit.h"
-#include "fit.h"
-#include "periodicity.h"
 #include "interface.h"
 #include "cpulist.h"
 #include "isolation.h"
@@ -26,6 +22,7 @@
 #include "summary-json.h"
 #include "summary.h"
 #include "util.h"
+#include "window-data.h"
 
 #define EVENTS_LIMIT_DEFAULT 1000
 #define EVENTS_LIMIT_MAX 10000
@@ -66,9 +63,6 @@ struct Api {
         MonitorClient *monitors;
         MonitorQueue *queues;
         size_t n_queues;
-
-        /* GetStats' causes and periods of each window, kept until the next harvest. */
-        Analyses *analyses;
 
         /* How the CPUs are isolated, as GetStatus shows it: read at most once per interval
          * or second, however often it is called (a read walks every cpuset directory, on the
@@ -215,10 +209,8 @@ int api_attrib_to_json(Manager *m, const AttribDelta *d, json_t *o)
         return 0;
 }
 
-/* With @x, the causes and periods too; *@missing counts the entries whose periods are still
- * to come. */
-static json_t *api_cpu_stats(Manager *m, Analyses *x, int cpu, const char *window,
-                             const HistoryWindow *w, unsigned *missing)
+/* One CPU's GetStats entry: the window's summary and its counters, all reads. */
+static json_t *api_cpu_stats(Manager *m, int cpu, const char *window, const HistoryWindow *w)
 {
         SlotSummary s;
         json_t *o;
@@ -233,14 +225,10 @@ static json_t *api_cpu_stats(Manager *m, Analyses *x, int cpu, const char *windo
         json_object_set_new(o, "to_ns", json_integer((json_int_t)w->to_ns));
         json_object_set_new(o, "stalls", json_integer((json_int_t)w->stalls));
         (void)api_attrib_to_json(m, &w->attrib, o);
-        if (x && o) {
-                *missing += analyses_add(x, cpu, window, w, o);
-        }
         return o;
 }
 
-static json_t *stats_array(Manager *m, Analyses *x, const cpu_set_t *cpus, const char *window,
-                           unsigned *missing)
+static json_t *stats_array(Manager *m, const cpu_set_t *cpus, const char *window)
 {
         uint64_t from, to;
         bool all;
@@ -265,13 +253,13 @@ static json_t *stats_array(Manager *m, Analyses *x, const cpu_set_t *cpus, const
                         memset(w, 0, sizeof(*w));
                         probe_slot_clear(&w->slot);
                 }
-                json_array_append_new(arr, api_cpu_stats(m, x, cpu, window, w, missing));
+                json_array_append_new(arr, api_cpu_stats(m, cpu, window, w));
         }
         free(w);
         return arr;
 }
 
-/* The parameters of GetStats and GetCauses: "cpus" (default every probed CPU) and "window"
+/* The parameters of GetCauses: "cpus" (default every probed CPU) and "window"
  * (default "1m"), its name in @ret_window and its start in @ret_from. Returns 0, or -1 after
  * replying with the error. */
 static int get_cpus_window(Manager *m, VarlinkCallCtx *call, json_t *params, cpu_set_t *ret_cpus,
@@ -292,33 +280,76 @@ static int get_cpus_window(Manager *m, VarlinkCallCtx *call, json_t *params, cpu
         return 0;
 }
 
+/* GetStats used to carry "causes", "background" and "periods", searched for in the daemon.
+ * They are worked out by the client now (from GetWindow), and a client that still reads them
+ * must not take their absence for "none": a call that does not say it expects none
+ * ("without_analyses": true) is answered io.jitterd.AnalysesMoved. */
 static int method_get_stats(VarlinkCallCtx *call, json_t *params, void *userdata)
 {
+        static const VarlinkField fields[] = {
+                {"cpus", JSON_ARRAY, false},
+                {"window", JSON_STRING, false},
+                {"without_analyses", JSON_TRUE, false},
+        };
         Api *a = userdata;
         Manager *m = a->manager;
         const char *window;
-        uint64_t from;
+        uint64_t from, to;
+        bool all;
         cpu_set_t cpus;
         json_t *arr;
-        unsigned missing = 0;
 
-        if (get_cpus_window(m, call, params, &cpus, &window, &from) < 0) {
+        if (varlink_call_check_params(call, params, fields, 3) < 0 ||
+            get_cpus(m, call, params, &cpus) < 0 ||
+            get_window(m, call, params, "1m", &window, &from, &to, &all) < 0) {
                 return 0;
         }
-        (void)from;
-        arr = stats_array(m, a->analyses, &cpus, window, &missing);
+        if (!json_is_true(json_object_get(params, "without_analyses"))) {
+                return varlink_call_error(
+                        call, "io.jitterd.AnalysesMoved",
+                        json_pack("{ss}", "reason",
+                                  "GetStats no longer carries causes, background or periods: "
+                                  "the client works them out from GetWindow (a jitterctl as "
+                                  "new as jitterd does); pass without_analyses: true to get "
+                                  "GetStats without them"));
+        }
+        arr = stats_array(m, &cpus, window);
         if (!arr) {
                 return -ENOMEM;
         }
-        /* Periods still being worked out: answered when they come, the loop goes on. */
-        if (missing > 0) {
-                if (analyses_reply_later(a->analyses, call, arr, window, missing) < 0) {
-                        json_decref(arr);
-                        return -ENOMEM;
-                }
+        return varlink_call_reply(call, json_pack("{so}", "cpus", arr));
+}
+
+/* The raw data of one CPU's window, for the client's own causes and periods (window-data.h). */
+static int method_get_window(VarlinkCallCtx *call, json_t *params, void *userdata)
+{
+        static const VarlinkField fields[] = {
+                {"cpu", JSON_INTEGER, true},
+                {"window", JSON_STRING, false},
+        };
+        Api *a = userdata;
+        Manager *m = a->manager;
+        const char *window;
+        uint64_t from, to;
+        bool all;
+        json_int_t cpu;
+        json_t *o;
+
+        if (varlink_call_check_params(call, params, fields, 2) < 0) {
                 return 0;
         }
-        return varlink_call_reply(call, json_pack("{so}", "cpus", arr));
+        cpu = json_integer_value(json_object_get(params, "cpu"));
+        if (!find_probe(m, cpu)) {
+                return error_no_such_cpu(call, cpu);
+        }
+        if (get_window(m, call, params, "1m", &window, &from, &to, &all) < 0) {
+                return 0;
+        }
+        o = window_data_to_json(m, (int)cpu, window, from, to, all);
+        if (!o) {
+                return -ENOMEM;
+        }
+        return varlink_call_reply(call, o);
 }
 
 json_t *api_histogram(Manager *m, int cpu, const char *window, const char *kind)
@@ -961,14 +992,11 @@ static int method_reset(VarlinkCallCtx *call, json_t *params, void *userdata)
 
 json_t *api_stats(Manager *m, const cpu_set_t *cpus, const char *window)
 {
-        unsigned missing = 0;
-
-        return stats_array(m, NULL, cpus, window, &missing);
+        return stats_array(m, cpus, window);
 }
 
 void api_interval(Api *a)
 {
-        analyses_next_generation(a->analyses);
         notify_monitors(a);
 }
 
@@ -987,11 +1015,12 @@ static void on_harvest(Manager *m, void *userdata)
         api_interval(userdata);
 }
 
-int api_new(Manager *m, bool threaded, Api **ret)
+int api_new(Manager *m, Api **ret)
 {
         static const VarlinkMethod methods[] = {
                 {"GetStatus", method_get_status, 0},
                 {"GetStats", method_get_stats, 0},
+                {"GetWindow", method_get_window, 0},
                 {"GetHistogram", method_get_histogram, 0},
                 {"GetEvents", method_get_events, 0},
                 {"GetCauses", method_get_causes, 0},
@@ -1007,18 +1036,12 @@ int api_new(Manager *m, bool threaded, Api **ret)
                 return -ENOMEM;
         }
         a->manager = m;
-        r = analyses_new(m, threaded, &a->analyses);
-        if (r < 0) {
-                free(a);
-                return r;
-        }
         /* The description is config/io.jitterd.varlink, compiled in (interface.c). */
         r = varlink_server_add_interface(manager_server(m), "io.jitterd",
                                          jitterd_interface_description, methods,
                                          sizeof(methods) / sizeof(methods[0]));
         if (r < 0 || (r = manager_add_hook(m, on_harvest, a)) < 0 ||
             (r = manager_add_interval_hook(m, on_interval, a)) < 0) {
-                analyses_free(a->analyses);
                 free(a);
                 return r;
         }
@@ -1035,7 +1058,6 @@ Api *api_free(Api *a)
         free_monitors(a);
         forget_intervals(a);
         free(a->queues);
-        analyses_free(a->analyses);
         free(a);
         return NULL;
 }

@@ -15,16 +15,15 @@
 typedef struct Api Api;
 
 /* Registers io.jitterd on manager_server(@m), and a harvest hook that sends each interval to
- * the Monitor calls. GetStats' periodicity runs on a worker thread with @threaded, else on
- * the loop (analyses.h). Returns 0 or a negative errno. */
-int api_new(Manager *m, bool threaded, Api **ret);
+ * the Monitor calls. Returns 0 or a negative errno. */
+int api_new(Manager *m, Api **ret);
 
 /* Ends the open Monitor calls and frees @a; before manager_free(), which frees the server.
  * Accepts NULL. */
 Api *api_free(Api *a);
 
-/* What the harvest hook does: the analyses cached for the previous interval expire, and every
- * Monitor call gets the intervals kept since the last call, each once. */
+/* What the harvest hook does: every Monitor call gets the intervals kept since the last call,
+ * each once. */
 void api_interval(Api *a);
 
 /* What the interval hook does: keeps @iv for the Monitor calls, when there are any, until the
@@ -35,10 +34,8 @@ void api_monitor_interval(Api *a, const ManagerInterval *iv);
 size_t api_n_monitors(const Api *a);
 
 /* The replies of GetStatus, with each probed CPU's isolation as @iso has it (NULL: without
- * it), of GetStats for @cpus over @window (the "cpus" array, without the
- * causes and periods: they cost milliseconds per CPU over long windows, too much for the
- * textfile each interval, which does not use them), and of GetHistogram. NULL on OOM or a bad
- * window. */
+ * it), of GetStats for @cpus over @window (the "cpus" array), and of GetHistogram. NULL on
+ * OOM or a bad window. */
 json_t *api_status(Manager *m, const Isolation *iso);
 json_t *api_stats(Manager *m, const cpu_set_t *cpus, const char *window);
 json_t *api_histogram(Manager *m, int cpu, const char *window, const char *kind);

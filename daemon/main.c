@@ -160,7 +160,7 @@ static int run(const Config *c, const char *config_path, const char *dropin, con
         /* The data flows one way: the manager harvests, then the API (Monitor) and the
          * textfile read what it harvested, each from its hook. The loop only runs in
          * manager_run(), so no call is served before the interface is registered. */
-        r = api_new(m, true, &api);
+        r = api_new(m, &api);
         if (r < 0) {
                 log_error("cannot register the io.jitterd interface: %s", strerror(-r));
                 manager_free(m);

@@ -108,7 +108,7 @@ double manager_drift_ppm(const Manager *m);
 History *manager_history(Manager *m);
 AttribTable *manager_attrib(Manager *m);
 VarlinkServer *manager_server(Manager *m);
-/* The event loop, for sources of the service's own (the analyses' worker). */
+/* The event loop, for sources of the service's own. */
 sd_event *manager_event(Manager *m);
 /* The path the server listens on, or "(socket-activated)". */
 const char *manager_socket_path(const Manager *m);

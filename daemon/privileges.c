@@ -83,7 +83,7 @@ int privileges_lock_memory(void)
          * heap) makes the kernel flush the TLB of every CPU that runs a thread of this
          * process, and that interrupt lands on the probes. Large blocks come from the heap
          * instead of their own mappings, and the heap is never trimmed. One heap for every
-         * thread: another thread's arena (the analyses' worker) would be a heap of its own,
+         * thread: another thread's arena would be a heap of its own,
          * given back when emptied. (An allocator other than glibc's, a sanitizer's, ignores
          * this.) */
         (void)mallopt(M_MMAP_MAX, 0);

@@ -11,8 +11,8 @@
 # the query, on the same clock, so the daemon's counts and /proc's differ by what the source did
 # in [from_ns, first read] and between the last read and to_ns (the window ends at the last
 # harvest before the query: before or after that read), at most. (Read after the query, the
-# last edge would hold the analysis the query asks for, on CPU 0: a busy CPU 0 makes the
-# scheduler softirq of CPU 1 run more often, to pull its tasks.) Both edges are kept quiet (the
+# last edge would hold jitterctl's own work, on CPU 0: a busy CPU 0 makes the scheduler softirq
+# of CPU 1 run more often, to pull its tasks.) Both edges are kept quiet (the
 # task runs well inside the window, which the thief's own record shows), so the bound is the
 # source's quiet rate, measured in the seconds before and after, over the longer edge, measured,
 # with three standard deviations of its count.
@@ -100,7 +100,7 @@ measure() {
         --count $THEFTS > "$T/thefts" || fail "jitter-thief failed (CPU 1 busy or offline?)"
     sleep_ms $((3 * INTERVAL_MS))
     snapshot "$T/b"
-    jctl --json call GetStats '{"cpus": [1], "window": "all"}' > "$T/stats-b.json" \
+    jctl --json call GetStats '{"without_analyses": true, "cpus": [1], "window": "all"}' > "$T/stats-b.json" \
         || fail "GetStats failed"
     snapshot "$T/b2"   # the quiet second after starts once the call is answered
     sleep 1
@@ -108,7 +108,7 @@ measure() {
     # What a GetStats call costs CPU 1 by itself, allowed for at the edges besides the quiet rate:
     # the daemon's memory going back to the kernel is a TLB shootdown (a call-function IPI) to every
     # CPU its threads run on, the probe's among them (many, with a sanitizer's allocator).
-    jctl --json call GetStats '{"cpus": [1], "window": "all"}' > /dev/null || fail "GetStats failed"
+    jctl --json call GetStats '{"without_analyses": true, "cpus": [1], "window": "all"}' > /dev/null || fail "GetStats failed"
     snapshot "$T/q2"
 
     jq -e '.cpus[0] | (.interrupts | type) == "object" and (.softirqs | type) == "object"
@@ -210,10 +210,15 @@ timed=$(awk -v p=1000000 '
 pass "LOC on CPU 1: daemon $loc_d, /proc $loc_p ($timed timed wake-ups), within +-$loc_bound;" \
      "every source within its bound"
 
+# The causes as jitterctl works them out (GetStats carries none), taken before the intervals are
+# counted: the window they were worked out on held no more intervals than that count.
+jctl --json stats --cpu 1 --window all > "$T/causes-b.json" || fail "jitterctl stats failed"
+jq -e '.cpus[0] | has("causes") and has("periods")' "$T/causes-b.json" > /dev/null \
+    || fail "jitterctl stats has no causes or periods: $(cat "$T/causes-b.json")"
 intervals=$(jctl --json call GetTimeline '{"cpu": 1, "window": "all"}' | jq '.points | length')
 if (( intervals < 60 )); then
     jq -e '.cpus[0].causes | length > 0 and all(.[]; has("cost_ns") | not)' \
-        "$T/stats-b.json" > /dev/null || fail "a fit over only $intervals intervals"
+        "$T/causes-b.json" > /dev/null || fail "a fit over only $intervals intervals"
     pass "no fit over $intervals intervals (fewer than 60), only counts and rates"
 fi
 
@@ -224,7 +229,7 @@ for _ in $(seq 100); do
     sleep 0.1
 done
 (( intervals >= 70 )) || fail "only $intervals intervals after 10 s"
-jctl --json call GetStats '{"cpus": [1], "window": "all"}' > "$T/stats.json" || fail "GetStats"
+jctl --json stats --cpu 1 --window all > "$T/stats.json" || fail "jitterctl stats failed"
 jq -c '.cpus[0].causes[]' "$T/stats.json"
 jq -e '.cpus[0].causes | map(select(has("cost_ns"))) | length > 0' "$T/stats.json" > /dev/null \
     || fail "no cause with a cost over $intervals intervals"

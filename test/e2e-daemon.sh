@@ -46,6 +46,40 @@ done
     || fail "theft at $missing_theft not among the events, bounded from both sides (slack $slack_ns ns)"
 pass "all $(wc -l < "$T/thefts") thefts found as events, bounded from both sides"
 
+# GetWindow, the raw data jitterctl works the causes and periods out from: every theft starts an
+# interruption among its event starts (delta-encoded: each the ns since the previous one), bounded
+# as THEFT_JQ bounds an event's start, and its intervals' rows line up.
+jctl --json call GetWindow '{"cpu": 1, "window": "1m"}' > "$T/window.json" || fail "GetWindow failed"
+missing_start=$(jq -r --argjson th "$(thefts_json "$T/thefts")" --argjson slack "$slack_ns" \
+    --argjson noise "$noise" '
+    [foreach .event_starts_ns[] as $d (0; . + $d)] as $starts
+    | [$th[] | . as [$s, $e, $due]
+       | select(any($starts[]; . >= $due - 10000 - $slack - $noise and . <= $s + $slack) | not)
+       | $s] | first // empty' "$T/window.json")
+[[ -z $missing_start ]] || fail "theft at $missing_start is no event start in GetWindow"
+jq -e '(.sources | length) as $n
+    | (.counts | length) > 0 and (.durations_ns | length) == (.counts | length)
+      and (.lost_ns | length) == (.counts | length) and all(.counts[][]; . >= 0)
+      and all(.counts[] | to_entries[] | select(.key % 2 == 0); .value < $n)
+      and .events_complete_from_ns >= .from_ns' "$T/window.json" > /dev/null \
+    || fail "GetWindow's intervals do not line up: $(head -c 600 "$T/window.json")"
+pass "GetWindow holds every theft as an event start, and one row of counts per interval"
+
+# GetStats carries reads only: no causes, background or periods (jitterctl works them out), and
+# a call that does not say it expects none (an older jitterctl's) is told they moved.
+jctl --json call GetStats '{"without_analyses": true, "window": "1m"}' > "$T/plain.json" \
+    || fail "GetStats failed"
+jq -e '.cpus[0] | has("samples") and (has("causes") or has("background") or has("periods") | not)' \
+    "$T/plain.json" > /dev/null || fail "GetStats carries a search result: $(cat "$T/plain.json")"
+rc=0
+out=$(jctl call GetStats '{"window": "1m"}' 2>&1) || rc=$?
+(( rc == 1 )) && [[ $out == *io.jitterd.AnalysesMoved* && $out == *GetWindow* ]] \
+    || fail "GetStats without without_analyses: exit $rc, $out"
+jctl --json stats --cpu 1 --window 1m > "$T/stats-1m.json" || fail "jitterctl stats failed"
+jq -e '.cpus[0] | has("causes") and has("periods")' "$T/stats-1m.json" > /dev/null \
+    || fail "jitterctl stats works out no causes or periods: $(cat "$T/stats-1m.json")"
+pass "GetStats carries no search result; an older client is told; jitterctl works them out"
+
 # The window holds every theft as an interruption, a gap as long as the longest one the thief
 # recorded, and a sample at least every threshold (10 us) outside the time the interruptions
 # took (the window's span less lost_ns, both as the daemon's window states them).
@@ -60,12 +94,12 @@ jq -e '.cpus[0].interrupts | length > 0' "$T/stats.json" >/dev/null \
 pass "GetStats shows the thefts, samples and interrupt counts"
 
 # Restart keeps the history (checkpoint at stop, restore at start).
-before=$(jctl --json call io.jitterd.GetStats '{"window": "all"}' | jq '.cpus[0].samples')
+before=$(jctl --json call io.jitterd.GetStats '{"without_analyses": true, "window": "all"}' | jq '.cpus[0].samples')
 stop_daemon || fail "SIGTERM did not exit 0"
 grep -q STOPPING=1 "$T/notify.log" || fail "no STOPPING=1"
 [[ -s $STATE/history.state ]] || fail "no checkpoint written at stop"
 start_daemon
-after=$(jctl --json call io.jitterd.GetStats '{"window": "all"}' | jq '.cpus[0].samples')
+after=$(jctl --json call io.jitterd.GetStats '{"without_analyses": true, "window": "all"}' | jq '.cpus[0].samples')
 (( after >= before )) || fail "history lost across restart: $before samples before, $after after"
 jctl --json events --cpu 1 --min 250us --limit 10000 | jq -e "length >= 8" >/dev/null || fail "events lost across restart"
 pass "restart keeps history ($before samples before, $after after) and events"

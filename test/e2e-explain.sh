@@ -50,8 +50,8 @@ jctl --timeout 60s call --more Monitor '{"cpus": [1]}' > "$T/monitor.jsonl" &
 CLEANUP_PIDS+=($!)
 
 # The analyses of a window of some 10 000 interruptions (the fit, the periodicity search) are
-# worked out in the daemon for GetStats: seconds on a CPU 0 shared with builds, more than
-# jitterctl's default 10 s wait at times. The test waits up to 60 s for them.
+# worked out by jitterctl explain from GetWindow, at nice 10 or 19 on CPU 0: seconds on a CPU 0
+# shared with builds. The test waits up to 60 s for each reply.
 # comparison_window FILE: 110 thefts of 2 ms at random times, 100 ms apart on average (a
 # Poisson count per interval, one duration: see docs/analyses.md for why), each woken by a
 # thread on CPU 0 through a futex, recorded in FILE; the comparison's window in compare.json.

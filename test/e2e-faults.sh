@@ -31,7 +31,7 @@ trap faults_exit EXIT
 log_mark() { wc -l < "$T/daemon.log"; }
 # log_since MARK: the daemon's log after line MARK.
 log_since() { tail -n +$(($1 + 1)) "$T/daemon.log"; }
-all_samples() { jctl --json call io.jitterd.GetStats '{"window": "all"}' | jq '.cpus[0].samples'; }
+all_samples() { jctl --json call io.jitterd.GetStats '{"without_analyses": true, "window": "all"}' | jq '.cpus[0].samples'; }
 run_samples() { jctl --json status | jq '.probes[0].samples'; } # since this start
 state_ino() { stat -c %i "$STATE/history.state" 2>/dev/null || echo none; }
 probe_tid() { ls /proc/"$DAEMON_PID"/task | grep -vx "$DAEMON_PID" | head -1; }

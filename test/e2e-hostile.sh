@@ -84,8 +84,8 @@ sleep 2.5
 
 # Answering leaves the probe's CPU alone. Memory a process hands back to the kernel makes it
 # flush the TLB of every CPU that runs one of the process's threads, and the probe is one of
-# them: GetStats from CPU 0 for 5 s (about 25 intervals, each with its analyses computed anew,
-# some hundred calls) must make the daemon send no more TLB shootdowns than 5 quiet seconds do.
+# them: jitterctl stats from CPU 0 for 5 s (about 25 intervals; GetStats, and GetWindow for the
+# analyses jitterctl works out itself, some hundred calls each) must make the daemon send no more TLB shootdowns than 5 quiet seconds do.
 # CPU 1's count of shootdowns received (/proc/interrupts) cannot tell: any other process that
 # ran there (a build on this shared machine) sends its own. So the daemon's own are counted, by
 # the kernel's tlb:tlb_flush tracepoint (reason 4: an IPI sent to other CPUs) in a private

@@ -4,7 +4,8 @@
 # for. Every command that calls the daemon must then exit 1 with one clear line naming the
 # method the server saw ("method M not found (is jitterd older than jitterctl?)"), and no
 # command may hang or crash on it. "jitterctl call", the raw client, shows the error as the
-# daemon sent it: its name and the method.
+# daemon sent it: its name and the method. GetStats it has, as an older jitterd has it: one
+# that refuses "without_analyses" (InvalidParameter), which jitterctl must name the same way.
 source "$(dirname "$0")/lib.sh"
 command -v python3 > /dev/null || fail "needs python3 (tools/dev/deps test)"
 
@@ -34,10 +35,15 @@ while True:
                 call = json.loads(msg)
                 method = call.get("method", "")
                 log.write(method + "\n")
+                params = call.get("parameters") or {}
                 if method == "org.varlink.service.GetInfo":
                     reply = {"parameters": {"vendor": "jitterd", "product": "jitterd",
                                             "version": "0.0.1", "url": "",
                                             "interfaces": ["org.varlink.service", "io.jitterd"]}}
+                elif method == "io.jitterd.GetStats" and "without_analyses" in params:
+                    # what an older jitterd answers a parameter it does not know
+                    reply = {"error": "org.varlink.service.InvalidParameter",
+                             "parameters": {"parameter": "without_analyses"}}
                 else:
                     reply = {"error": "org.varlink.service.MethodNotFound",
                              "parameters": {"method": method}}
@@ -62,6 +68,9 @@ for args in "status" "stats" "stats --cpu 1" "hist 1" "events" "check --max 1ms"
     # The first method the server was asked for that it lacks: what jitterctl must name.
     method=$(grep -vx 'org.varlink.service.GetInfo' "$T/methods.log" | head -1)
     want="jitterctl: method $method not found (is jitterd older than jitterctl?)"
+    # An older jitterd has GetStats, without the parameter that says no analyses are expected.
+    [[ $method != io.jitterd.GetStats ]] \
+        || want="jitterctl: GetStats does not take without_analyses (is jitterd older than jitterctl?)"
     [[ $args != call* ]] \
         || want="jitterctl: $method: org.varlink.service.MethodNotFound {\"method\":\"$method\"}"
     if [[ -z $method ]]; then

@@ -228,7 +228,7 @@ case_ 2 'invalid CPU list' audit --cpus x
 # call
 case_ 0 '"version"' call GetStatus
 case_ 0 '"interfaces"' call org.varlink.service.GetInfo
-case_ 0 '"window": "10s"' call GetStats '{"window": "10s"}'
+case_ 0 '"window": "10s"' call GetStats '{"without_analyses": true, "window": "10s"}'
 case_ 1 'InvalidParameter' call GetStats '{"bogus": 1}'
 case_ 2 'must be a JSON object' call GetStats '[1]'
 # A method the real daemon lacks: its MethodNotFound names it (e2e-jitterctl-older has every

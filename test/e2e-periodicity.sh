@@ -63,8 +63,8 @@ periodic() {
     if [[ -n $tick_pid ]]; then
         wait "$tick_pid" || fail "the 1 ms thief failed"
     fi
-    jctl --json call GetStats '{"cpus": [1], "window": "all"}' > "$T/stats.json" \
-        || fail "GetStats failed"
+    jctl --json stats --cpu 1 --window all > "$T/stats.json" \
+        || fail "jitterctl stats failed"
     jctl --json events --cpu 1 --since 1m --min 150us --limit 10000 > "$T/events.json" \
         || fail "GetEvents failed"
     jctl --json events --cpu 1 --since 1m --limit 10000 > "$T/all-events.json" \

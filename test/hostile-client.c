@@ -30,7 +30,9 @@ static const char *const valid_calls[] = {
         "{\"method\":\"org.varlink.service.GetInterfaceDescription\",\"parameters\":"
         "{\"interface\":\"io.jitterd\"}}",
         "{\"method\":\"io.jitterd.GetStatus\"}",
-        "{\"method\":\"io.jitterd.GetStats\",\"parameters\":{\"cpus\":[1],\"window\":\"10s\"}}",
+        "{\"method\":\"io.jitterd.GetStats\",\"parameters\":{\"cpus\":[1],\"window\":\"10s\","
+        "\"without_analyses\":true}}",
+        "{\"method\":\"io.jitterd.GetWindow\",\"parameters\":{\"cpu\":1,\"window\":\"all\"}}",
         "{\"method\":\"io.jitterd.GetHistogram\",\"parameters\":{\"cpu\":1,\"window\":\"1m\","
         "\"kind\":\"diffdiff\"}}",
         "{\"method\":\"io.jitterd.GetEvents\",\"parameters\":{\"since\":\"1m\",\"limit\":50}}",

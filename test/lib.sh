@@ -162,9 +162,9 @@ stop_daemon() {
 }
 
 # jctl ARGS...: jitterctl on the test's daemon. It waits 30 s for a reply, not its default 10 s:
-# the analyses of a window that GetStats works out in the daemon, on a worker at the lowest
-# priority, took 20 s on a CPU 0 shared with builds. A test that sets its own --timeout gets it
-# (the last one given counts); the default itself is e2e-jitterctl-timeout's.
+# a CPU 0 shared with builds holds the daemon's loop off for seconds at times. A test that sets
+# its own --timeout gets it (the last one given counts); the default itself is
+# e2e-jitterctl-timeout's.
 jctl() { "$JITTERCTL" --socket "$SOCK" --timeout 30s "$@"; }
 
 # now_ns: the time in ns (CLOCK_REALTIME, as date reads it), what a test times its waits with;

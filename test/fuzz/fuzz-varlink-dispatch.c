@@ -212,7 +212,7 @@ static Manager *dispatch_setup(void)
                 abort();
         }
         if (varlink_server_set_info(m->server, "jitterd", "jitterd", "fuzz", NULL) < 0 ||
-            api_new(m, false, &dispatch_api) < 0) {
+            api_new(m, &dispatch_api) < 0) {
                 abort();
         }
 

@@ -738,7 +738,7 @@ func statusAndStats(p *Peer, cpu int) {
 	p.expectReply("io.jitterd.GetStatus", "", func(r map[string]interface{}) string {
 		return onlyCPU(arr(r, "probes"), "probes", cpu)
 	})
-	p.expectReply("io.jitterd.GetStats", "", func(r map[string]interface{}) string {
+	p.expectReply("io.jitterd.GetStats", `{"without_analyses": true}`, func(r map[string]interface{}) string {
 		if why := onlyCPU(arr(r, "cpus"), "cpus", cpu); why != "" {
 			return why
 		}
@@ -748,7 +748,7 @@ func statusAndStats(p *Peer, cpu int) {
 		return ""
 	})
 	for _, w := range []string{"10s", "all"} {
-		params := fmt.Sprintf(`{"cpus": [%d], "window": %q}`, cpu, w)
+		params := fmt.Sprintf(`{"cpus": [%d], "window": %q, "without_analyses": true}`, cpu, w)
 		p.expectReply("io.jitterd.GetStats", params, func(r map[string]interface{}) string {
 			if why := onlyCPU(arr(r, "cpus"), "cpus", cpu); why != "" {
 				return why
@@ -760,9 +760,40 @@ func statusAndStats(p *Peer, cpu int) {
 			if num(s["samples"]) <= 0 || num(obj(s["gap"])["count"]) != num(s["samples"]) {
 				return "no samples, or gap.count is not samples"
 			}
+			for _, k := range []string{"causes", "background", "periods"} {
+				if _, ok := s[k]; ok {
+					return fmt.Sprintf("GetStats carries %q, which the daemon no longer works out", k)
+				}
+			}
+			return ""
+		})
+		// The raw data of the same window: one row of counts per interval, the events' starts.
+		params = fmt.Sprintf(`{"cpu": %d, "window": %q}`, cpu, w)
+		p.expectReply("io.jitterd.GetWindow", params, func(r map[string]interface{}) string {
+			if num(r["cpu"]) != float64(cpu) || r["window"] != w {
+				return fmt.Sprintf("cpu %v window %v, asked for %d %s", r["cpu"], r["window"], cpu, w)
+			}
+			n := len(arr(r, "counts"))
+			if len(arr(r, "durations_ns")) != n || len(arr(r, "lost_ns")) != n {
+				return "durations_ns, lost_ns and counts differ in length"
+			}
+			for _, row := range arr(r, "counts") {
+				pairs, _ := row.([]interface{})
+				for k := 0; k+1 < len(pairs); k += 2 {
+					if i := num(pairs[k]); i < 0 || int(i) >= len(arr(r, "sources")) {
+						return fmt.Sprintf("a count names source %v of %d", pairs[k], len(arr(r, "sources")))
+					}
+				}
+				if len(pairs)%2 != 0 {
+					return "a row of counts is not pairs"
+				}
+			}
 			return ""
 		})
 	}
+	// A client that does not say it reads no analyses from GetStats (one older than this
+	// interface, which would take their absence for none) is told they moved.
+	p.expectError("io.jitterd.GetStats", fmt.Sprintf(`{"cpus": [%d]}`, cpu), "io.jitterd.AnalysesMoved", nil)
 }
 
 // histograms: GetHistogram's buckets, of either kind, are well-formed and add up to its total.
@@ -981,6 +1012,8 @@ func invalid(p *Peer, cpu int) {
 	p.expectError("io.jitterd.GetCauses", `{"since": "1m"}`, ip, P{"parameter": "since"})
 	p.expectError("io.jitterd.GetTimeline", fmt.Sprintf(`{"cpu": %d}`, other), "io.jitterd.NoSuchCpu", P{"cpu": other})
 	p.expectError("io.jitterd.GetTimeline", fmt.Sprintf(`{"cpu": %d, "window": "1y"}`, cpu), "io.jitterd.InvalidWindow", P{"window": "1y"})
+	p.expectError("io.jitterd.GetWindow", fmt.Sprintf(`{"cpu": %d}`, other), "io.jitterd.NoSuchCpu", P{"cpu": other})
+	p.expectError("io.jitterd.GetWindow", fmt.Sprintf(`{"cpu": %d, "window": "1y"}`, cpu), "io.jitterd.InvalidWindow", P{"window": "1y"})
 	p.expectError("io.jitterd.Monitor", "", "org.varlink.service.ExpectedMore", nil)
 	p.checkError(fmt.Sprintf(`io.jitterd.Monitor {"cpus": [%d]} with more`, other), "io.jitterd.NoSuchCpu",
 		P{"cpu": other}, p.send("io.jitterd.Monitor", fmt.Sprintf(`{"cpus": [%d]}`, other), varlink.More)())

@@ -1,6 +1,6 @@
 /* jitter-bench-rpc: round-trip latency of GetStats over one connection, as tools/bench
- * reports it. Prints "CALLS P50_US P99_US MAX_US".
- *   jitter-bench-rpc SOCKET CALLS [WINDOW] */
+ * reports it, or of GetWindow of CPU CPU. Prints "CALLS P50_US P99_US MAX_US".
+ *   jitter-bench-rpc SOCKET CALLS [WINDOW [CPU]] */
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -14,6 +14,7 @@
 
 int main(int argc, char **argv)
 {
+        const char *method = "io.jitterd.GetStats";
         VarlinkClient *c;
         json_t *params;
         uint64_t *lat;
@@ -21,7 +22,7 @@ int main(int argc, char **argv)
         int r;
 
         if (argc < 3 || (n = atol(argv[2])) <= 0) {
-                fprintf(stderr, "usage: jitter-bench-rpc SOCKET CALLS [WINDOW]\n");
+                fprintf(stderr, "usage: jitter-bench-rpc SOCKET CALLS [WINDOW [CPU]]\n");
                 return 2;
         }
         r = varlink_client_connect(argv[1], &c);
@@ -30,14 +31,20 @@ int main(int argc, char **argv)
                         strerror(-r));
                 return 1;
         }
-        params = json_pack("{ss}", "window", argc > 3 ? argv[3] : "1m");
+        if (argc > 4) {
+                method = "io.jitterd.GetWindow";
+                params = json_pack("{ss si}", "window", argv[3], "cpu", atoi(argv[4]));
+        } else {
+                params = json_pack("{ss sb}", "window", argc > 3 ? argv[3] : "1m",
+                                   "without_analyses", true);
+        }
         lat = calloc((size_t)n, sizeof(*lat));
         for (long i = 0; i < n; i++) {
                 json_t *reply = NULL;
                 char *err = NULL;
                 uint64_t t0 = now_ns(CLOCK_MONOTONIC);
 
-                r = varlink_client_call(c, "io.jitterd.GetStats", params, &reply, &err);
+                r = varlink_client_call(c, method, params, &reply, &err);
                 lat[i] = now_ns(CLOCK_MONOTONIC) - t0;
                 if (r < 0 || err) {
                         fprintf(stderr, "jitter-bench-rpc: call %ld failed: %s\n", i,

@@ -148,7 +148,7 @@ int main(int argc, char **argv)
                 return 2;
         }
         socket_path = argv[1];
-        stats_params = json_pack("{ss}", "window", "1m");
+        stats_params = json_pack("{ss sb}", "window", "1m", "without_analyses", true);
         events_params = json_pack("{ss si}", "since", "1m", "limit", 1000);
         if (!stats_params || !events_params ||
             pthread_create(&monitor, NULL, monitor_loop, NULL) != 0) {

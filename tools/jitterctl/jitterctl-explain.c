@@ -286,10 +286,10 @@ int jitterctl_explain(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                      cpus ? json_pack("{ss sO}", "window", window, "cpus", cpus)
                           : json_pack("{ss}", "window", window),
                      &causes) < 0 ||
-            ctl_call(ctl, "GetStats",
-                     cpus ? json_pack("{ss sO}", "window", window, "cpus", cpus)
-                          : json_pack("{ss}", "window", window),
-                     &stats) < 0) {
+            ctl_get_stats(ctl,
+                          cpus ? json_pack("{ss sO}", "window", window, "cpus", cpus)
+                               : json_pack("{ss}", "window", window),
+                          true, &stats) < 0) {
                 goto out;
         }
         if (strcmp(json_get_string(causes, "trace", "off"), "recording") != 0) {

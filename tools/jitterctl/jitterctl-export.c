@@ -47,7 +47,9 @@ static int export_call(Ctl *ctl, const char *method, json_t *params, json_t **re
 static int export_stats(Ctl *ctl, const char *window, json_t **ret)
 {
         json_t *reply, *cpus;
-        int r = export_call(ctl, "GetStats", json_pack("{ss}", "window", window), &reply);
+        int r = export_call(ctl, "GetStats",
+                            json_pack("{ss sb}", "window", window, "without_analyses", true),
+                            &reply);
 
         if (r < 0) {
                 return r;

@@ -169,7 +169,7 @@ static int plot_from_daemon(Ctl *ctl, const char *window, json_t *cpus, PlotData
         if (params && cpus) {
                 json_object_set(params, "cpus", cpus);
         }
-        if (ctl_call(ctl, "GetStats", params, &stats) < 0) {
+        if (ctl_get_stats(ctl, params, false, &stats) < 0) {
                 return -EIO;
         }
         json_array_foreach(json_object_get(stats, "cpus"), i, s)

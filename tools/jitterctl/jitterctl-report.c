@@ -268,7 +268,7 @@ int cmd_report(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                 json_decref(params);
                 return CTL_EXIT_FAILURE;
         }
-        if (ctl_call(ctl, "GetStats", params, &reply) < 0) {
+        if (ctl_get_stats(ctl, params, false, &reply) < 0) {
                 json_decref(status);
                 return CTL_EXIT_FAILURE;
         }

@@ -61,7 +61,7 @@ static int snapshot_build(Ctl *ctl, json_t **ret)
         if (ctl_call(ctl, "GetStatus", NULL, &status) < 0) {
                 return -EIO;
         }
-        if (ctl_call(ctl, "GetStats", json_pack("{s:s}", "window", "all"), &stats) < 0) {
+        if (ctl_get_stats(ctl, json_pack("{s:s}", "window", "all"), false, &stats) < 0) {
                 json_decref(status);
                 return -EIO;
         }

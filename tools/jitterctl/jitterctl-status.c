@@ -382,7 +382,7 @@ int cmd_stats(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                 json_decref(cpus);
                 return ctl_usage_error(cmd, "unexpected argument \"%s\"", argv[optind]);
         }
-        if (ctl_call(ctl, "GetStats", window_params(window, cpus), &reply) < 0) {
+        if (ctl_get_stats(ctl, window_params(window, cpus), true, &reply) < 0) {
                 return CTL_EXIT_FAILURE;
         }
         if (ctl->json) {
@@ -715,7 +715,7 @@ int cmd_check(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
         if (r != CTL_CONTINUE) {
                 return r;
         }
-        if (ctl_call(ctl, "GetStats", window_params(a.window, a.cpus), &reply) < 0) {
+        if (ctl_get_stats(ctl, window_params(a.window, a.cpus), false, &reply) < 0) {
                 return CTL_EXIT_FAILURE;
         }
         if (a.key[0]) {

@@ -21,10 +21,12 @@
 static const CtlCommand commands[] = {
         {"status", cmd_status, "", "daemon version, uptime, counter and probes", NULL},
         {"stats", cmd_stats, "[--window W] [--cpu LIST] [--diffdiff]",
-         "statistics per CPU, top causes and periods",
+         "statistics per CPU, top causes and periods (computed here, niced)",
          "  -w, --window W     window: 10s, 1m (default), 5m, 1h, 24h or all\n"
          "  -c, --cpu LIST     only these CPUs (\"1\", \"2-5,7\")\n"
-         "  -d, --diffdiff     show the difference of consecutive gaps instead of gaps\n"},
+         "  -d, --diffdiff     show the difference of consecutive gaps instead of gaps\n"
+         "  (the causes and periods: from GetWindow, on the daemon's housekeeping CPUs at\n"
+         "  nice 10, or 19 where a probe shares them)\n"},
         {"hist", cmd_hist, "CPU [--window W] [--diffdiff]",
          "histogram of one CPU as a log-scale bar chart",
          "  -w, --window W     window: 10s, 1m (default), 5m, 1h, 24h or all\n"
@@ -65,9 +67,11 @@ static const CtlCommand commands[] = {
          "  -C, --cpus LIST    audit locally, these CPUs (default with --root: all online)\n"
          "  -P, --priority N   local audit: the probes' SCHED_FIFO priority (0: SCHED_OTHER)\n"},
         {"explain", jitterctl_explain, "[--window W] [--cpu LIST]",
-         "share of the time lost per traced cause, next to the least-squares estimate",
+         "traced causes' share of time lost, next to the least-squares one (computed here, niced)",
          "  -w, --window W     window: 10s, 1m (default), 5m, 1h, 24h or all\n"
-         "  -c, --cpu LIST     only these CPUs\n"},
+         "  -c, --cpu LIST     only these CPUs\n"
+         "  (the least-squares estimate: from GetWindow, on the daemon's housekeeping CPUs\n"
+         "  at nice 10, or 19 where a probe shares them)\n"},
         {"doctor", jitterctl_doctor, "[--window W] [--cpus LIST] [--all]",
          "what took the CPUs, ranked, with the setting and the command that moves each away",
          "  -w, --window W     window: 10s, 1m (default), 5m, 1h, 24h or all\n"

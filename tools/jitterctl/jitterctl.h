@@ -114,6 +114,12 @@ int ctl_call_full(Ctl *ctl, const char *method, json_t *params, json_t **ret, ch
 /* ctl_call_full() for the common case: every failure is printed. */
 int ctl_call(Ctl *ctl, const char *method, json_t *params, json_t **ret);
 
+/* Calls GetStats with @params (stolen, NULL for none; "window" defaults to "1m") into @ret. With
+ * @analyses, each CPU's entry gets "causes", "background" and "periods" too, worked out here
+ * from GetWindow (jitterd does not search for them), pinned to the daemon's housekeeping CPUs at
+ * nice 10 (19 where a probe shares them). Returns 0, or a negative errno after saying why. */
+int ctl_get_stats(Ctl *ctl, json_t *params, bool analyses, json_t **ret);
+
 /* Prints @v as indented JSON and a newline to stdout. Returns CTL_EXIT_OK, or CTL_EXIT_FAILURE
  * if stdout could not be written. */
 int ctl_print_json(json_t *v);

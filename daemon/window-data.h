@@ -1,0 +1,31 @@
+#pragma once
+
+/* GetWindow's reply: the raw data of one CPU's window that the causes (the least-squares fit,
+ * fit.h) and the periods (periodicity.h) are worked out from, by the client that wants them.
+ * The daemon runs neither: it copies what the history holds, in a compact form.
+ *
+ * Per interval (the history's fine and coarse ones, as GetTimeline has them; stalled ones are
+ * left out, as the fit leaves them out): its length, its time lost, and the counters that moved
+ * in it, as pairs of an index into "sources" and a count. Per interruption: its start, the
+ * first one's in ns, every other one as the ns since the previous one.
+ *
+ * Bounded: at most WINDOW_DATA_INTERVALS_MAX intervals and WINDOW_DATA_EVENTS_MAX events, the
+ * newest, and the intervals' part at most WINDOW_DATA_INTERVAL_BYTES of JSON; what is left
+ * out is counted in the reply. With the events' part (at most 21 bytes an event) a reply
+ * stays below 3.5 MiB, inside the 4 MiB a connection may have queued. Never logs. */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "manager.h"
+
+#define WINDOW_DATA_INTERVALS_MAX 16384
+#define WINDOW_DATA_INTERVAL_BYTES (1024 * 1024)
+#define WINDOW_DATA_EVENTS_MAX 100000
+
+/* The GetWindow reply for @cpu over [@from_ns, @to_ns] (@all: since start or the last reset),
+ * named @window. NULL when out of memory. */
+json_t *window_data_to_json(Manager *m, int cpu, const char *window, uint64_t from_ns,
+                            uint64_t to_ns, bool all);

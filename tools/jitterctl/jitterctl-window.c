@@ -1,0 +1,276 @@
+/* Causes, background and periods of a window, from GetWindow's raw data. */
+
+#include "jitterctl-window.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attrib.h"
+#include "fit.h"
+#include "periodicity.h"
+#include "util.h"
+
+/* A source's count over the window, as the GetStats entry @entry has it (its maps hold every
+ * source that moved), or -1 when the entry does not name it. */
+static json_int_t entry_count(json_t *entry, const char *name)
+{
+        static const struct {
+                const char *prefix;
+                const char *key;
+        } maps[] = {
+                {"irq:", "interrupts"},
+                {"softirq:", "softirqs"},
+                {"ctxsw:", "ctxsw"},
+        };
+        json_t *v = NULL;
+
+        if (strcmp(name, "smi") == 0) {
+                v = json_object_get(entry, "smi");
+        }
+        for (size_t k = 0; k < sizeof(maps) / sizeof(maps[0]); k++) {
+                if (strncmp(name, maps[k].prefix, strlen(maps[k].prefix)) == 0) {
+                        v = json_object_get(json_object_get(entry, maps[k].key),
+                                            name + strlen(maps[k].prefix));
+                }
+        }
+        return json_is_integer(v) ? json_integer_value(v) : -1;
+}
+
+/* Checks the intervals' part of @w and sums each source's counts into @sums (one per source).
+ * Returns 0 or -EINVAL. */
+static int check_intervals(json_t *w, uint64_t *sums)
+{
+        json_t *sources = json_object_get(w, "sources"), *counts = json_object_get(w, "counts");
+        json_t *dur = json_object_get(w, "durations_ns"), *lost = json_object_get(w, "lost_ns");
+        size_t n = json_array_size(counts), i;
+        json_t *row;
+
+        if (!json_is_array(sources) || !json_is_array(counts) || !json_is_array(dur) ||
+            !json_is_array(lost) || json_array_size(dur) != n || json_array_size(lost) != n ||
+            json_array_size(sources) > ATTRIB_MAX_SOURCES) {
+                return -EINVAL;
+        }
+        for (i = 0; i < json_array_size(sources); i++) {
+                if (!json_is_string(json_array_get(sources, i))) {
+                        return -EINVAL;
+                }
+        }
+        json_array_foreach(counts, i, row)
+        {
+                if (!json_is_array(row) || json_array_size(row) % 2 != 0 ||
+                    json_integer_value(json_array_get(dur, i)) <= 0 ||
+                    json_integer_value(json_array_get(lost, i)) < 0) {
+                        return -EINVAL;
+                }
+                for (size_t k = 0; k < json_array_size(row); k += 2) {
+                        json_int_t id = json_integer_value(json_array_get(row, k));
+                        json_int_t count = json_integer_value(json_array_get(row, k + 1));
+
+                        if (!json_is_integer(json_array_get(row, k)) || id < 0 ||
+                            (size_t)id >= json_array_size(sources) || count < 0) {
+                                return -EINVAL;
+                        }
+                        sums[id] += (uint64_t)count;
+                }
+        }
+        return 0;
+}
+
+/* The least-squares fit over the intervals of @w (checked), or NULL (fewer than
+ * FIT_MIN_INTERVALS, out of memory); free() it. */
+static FitResult *fit_window(json_t *w)
+{
+        json_t *counts = json_object_get(w, "counts"), *row;
+        json_t *dur = json_object_get(w, "durations_ns"), *lost = json_object_get(w, "lost_ns");
+        _cleanup_free_ AttribCount *items = NULL;
+        FitResult *res = NULL;
+        Fit *fit = NULL;
+        size_t i;
+
+        if (json_array_size(counts) < FIT_MIN_INTERVALS ||
+            fit_new(json_array_size(counts) + 16, &fit) < 0) {
+                return NULL;
+        }
+        items = calloc(ATTRIB_MAX_SOURCES, sizeof(*items));
+        json_array_foreach(counts, i, row)
+        {
+                size_t n = 0;
+
+                for (size_t k = 0; items && k < json_array_size(row); k += 2) {
+                        items[n].id = (uint16_t)json_integer_value(json_array_get(row, k));
+                        items[n].count = (uint64_t)json_integer_value(json_array_get(row, k + 1));
+                        n++;
+                }
+                if (items) {
+                        /* A row naming a source twice is left out, as the daemon's data never
+                         * has one. */
+                        (void)fit_add(fit, (double)json_integer_value(json_array_get(lost, i)),
+                                      (double)json_integer_value(json_array_get(dur, i)), items, n);
+                }
+        }
+        res = items ? malloc(sizeof(*res)) : NULL;
+        if (res && fit_solve(fit, res) < 0) {
+                free(res);
+                res = NULL;
+        }
+        fit_free(fit);
+        return res;
+}
+
+static double per_second(json_int_t count, double duration_ns)
+{
+        return duration_ns > 0 ? (double)count * 1e9 / duration_ns : 0.0;
+}
+
+static json_t *stderr_json(double v)
+{
+        return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* The causes: the fit's sources, largest share first, then every other source that moved,
+ * most frequent first; as GetStats had them. */
+static json_t *causes_json(json_t *w, json_t *entry, const uint64_t *sums, const FitResult *res)
+{
+        json_t *sources = json_object_get(w, "sources");
+        size_t n = json_array_size(sources);
+        double duration_ns = (double)json_integer_value(json_object_get(w, "duration_ns"));
+        _cleanup_free_ bool *used = calloc(n + 1, sizeof(bool));
+        json_t *arr = json_array();
+
+        if (!arr || !used) {
+                json_decref(arr);
+                return NULL;
+        }
+        for (size_t k = 0; res && k < res->n; k++) {
+                const FitSource *src = &res->sources[k];
+                const char *name = json_string_value(json_array_get(sources, src->id));
+                const char *group = json_string_value(json_array_get(sources, src->group));
+                json_int_t count = entry_count(entry, name);
+
+                count = count >= 0 ? count : (json_int_t)sums[src->id];
+                used[src->id] = true;
+                json_array_append_new(
+                        arr,
+                        json_pack("{ss sI sf sf sf so ss so}", "source", name, "count", count,
+                                  "per_second", per_second(count, duration_ns), "cost_ns",
+                                  src->cost_ns, "explains", src->share, "explains_stderr",
+                                  stderr_json(src->share_stderr), "group", group ? group : name,
+                                  "group_explains_stderr", stderr_json(src->group_share_stderr)));
+        }
+        for (;;) {
+                size_t best = SIZE_MAX;
+                json_int_t best_count = 0;
+
+                for (size_t i = 0; i < n; i++) {
+                        json_int_t c =
+                                entry_count(entry, json_string_value(json_array_get(sources, i)));
+
+                        c = c >= 0 ? c : (json_int_t)sums[i];
+                        if (!used[i] && (best == SIZE_MAX || c > best_count)) {
+                                best = i;
+                                best_count = c;
+                        }
+                }
+                if (best == SIZE_MAX) {
+                        break;
+                }
+                used[best] = true;
+                if (best_count > 0) {
+                        json_array_append_new(
+                                arr, json_pack("{ss sI sf}", "source",
+                                               json_string_value(json_array_get(sources, best)),
+                                               "count", best_count, "per_second",
+                                               per_second(best_count, duration_ns)));
+                }
+        }
+        return arr;
+}
+
+/* The periods of the interruptions of @w, as GetStats had them; NULL for a bad list. */
+static json_t *periods_json(json_t *w, unsigned online_cpus)
+{
+        json_t *deltas = json_object_get(w, "event_starts_ns"), *d, *arr;
+        size_t n = json_array_size(deltas), i;
+        _cleanup_free_ uint64_t *starts = calloc(n ? n : 1, sizeof(uint64_t));
+        PeriodicityOptions opt;
+        PeriodicityResult res;
+        uint64_t t = 0;
+
+        if (!json_is_array(deltas) || !starts) {
+                return NULL;
+        }
+        json_array_foreach(deltas, i, d)
+        {
+                json_int_t v = json_integer_value(d);
+
+                if (!json_is_integer(d) || v < 0 || (uint64_t)v > UINT64_MAX - t) {
+                        return NULL;
+                }
+                t += (uint64_t)v;
+                starts[i] = t;
+        }
+        arr = json_array();
+        periodicity_options_init(&opt);
+        /* A period is reported from 3 % of the interruptions that no shorter period explains,
+         * or when it recurs on half its periods over the window: a real CPU carries hundreds of
+         * unrelated interruptions per second, among which a theft every 137 ms is 1 % or less.
+         * Chance periods are kept out by the analysis' own tests against chance, not by these
+         * thresholds. */
+        opt.min_share = 0.03;
+        opt.min_fill = 0.5;
+        opt.online_cpus = online_cpus;
+        if (!arr || n == 0 || periodicity_find(starts, n, &opt, &res) < 0) {
+                return arr;
+        }
+        for (size_t k = 0; k < res.n; k++) {
+                const PeriodicityPeriod *p = &res.periods[k];
+                json_t *o = json_pack("{sI sI sf}", "period_ns", (json_int_t)p->period_ns, "events",
+                                      (json_int_t)p->events, "share", p->share);
+
+                if (o && p->source) {
+                        json_object_set_new(o, "source", json_string(p->source));
+                }
+                json_array_append_new(arr, o);
+        }
+        return arr;
+}
+
+int window_analyses_add(json_t *window, unsigned online_cpus, json_t *entry)
+{
+        size_t n = json_array_size(json_object_get(window, "sources"));
+        _cleanup_free_ uint64_t *sums = calloc(n + 1, sizeof(uint64_t));
+        _cleanup_free_ FitResult *res = NULL;
+        json_t *causes, *periods;
+
+        if (!sums) {
+                return -ENOMEM;
+        }
+        if (!json_is_object(window) || !json_is_object(entry) ||
+            !json_is_integer(json_object_get(window, "duration_ns")) ||
+            check_intervals(window, sums) < 0) {
+                return -EINVAL;
+        }
+        periods = periods_json(window, online_cpus);
+        if (!periods) {
+                return -EINVAL;
+        }
+        res = fit_window(window);
+        causes = causes_json(window, entry, sums, res);
+        if (!causes) {
+                json_decref(periods);
+                return -ENOMEM;
+        }
+        json_object_set_new(entry, "causes", causes);
+        json_object_set_new(entry, "periods", periods);
+        if (res) {
+                json_object_set_new(entry, "background",
+                                    json_pack("{sf sf so}", "ns_per_second",
+                                              res->background_ns_per_s, "explains",
+                                              res->background_share, "explains_stderr",
+                                              stderr_json(res->background_share_stderr)));
+        }
+        return 0;
+}
