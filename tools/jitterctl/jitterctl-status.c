@@ -487,18 +487,19 @@ int cmd_events(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                 {"since", required_argument, NULL, 's'},
                 {"min", required_argument, NULL, 'm'},
                 {"limit", required_argument, NULL, 'n'},
+                {"records", no_argument, NULL, 'r'},
                 CTL_COMMON_OPTIONS,
                 {},
         };
         const char *since = NULL, *min = NULL;
         json_t *cpus = NULL, *params, *reply = NULL, *events, *e;
         unsigned long long limit = 0;
-        bool have_limit = false, traced = false;
-        uint64_t ns;
+        bool have_limit = false, traced = false, records = false;
+        uint64_t ns, min_ns = 0;
         size_t i;
         int c, r;
 
-        while ((c = getopt_long(argc, argv, "c:s:m:n:h", options, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "c:s:m:n:rh", options, NULL)) >= 0) {
                 switch (c) {
                 case 's':
                 case 'm':
@@ -508,6 +509,10 @@ int cmd_events(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                                                        optarg, c == 's' ? "10m" : "50us");
                         }
                         *(c == 's' ? &since : &min) = optarg;
+                        min_ns = c == 'm' ? ns : min_ns;
+                        break;
+                case 'r':
+                        records = true;
                         break;
                 case 'n':
                         if (ctl_parse_uint(optarg, INT32_MAX, &limit) < 0 || limit == 0) {
@@ -539,11 +544,17 @@ int cmd_events(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
         if (since) {
                 json_object_set_new(params, "since", json_string(since));
         }
-        if (min) {
+        if (min && !records) {
                 json_object_set_new(params, "min_duration", json_string(min));
         }
         if (have_limit) {
-                json_object_set_new(params, "limit", json_integer((json_int_t)limit));
+                /* GetCaptures answers at most 100 captures. */
+                json_object_set_new(
+                        params, "limit",
+                        json_integer((json_int_t)(records && limit > 100 ? 100 : limit)));
+        }
+        if (records) {
+                return jitterctl_event_records(ctl, params, min_ns);
         }
         if (ctl_call(ctl, "GetEvents", params, &reply) < 0) {
                 return CTL_EXIT_FAILURE;
