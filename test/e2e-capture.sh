@@ -170,5 +170,7 @@ files=$(find "$STATE/captures" -name 'capture-*.json' | wc -l)
 (( skipped >= 3 )) || fail "only $skipped captures skipped of six thefts and 3 written"
 (( files == 4 )) || fail "$files capture files, 1 of the earlier run and 3 written"
 [[ $(jq .trace.captures.kept "$T/status.json") == 4 ]] || fail "GetStatus kept is not 4"
+jctl status | grep -Eq "^ +captures above 1(\.0+)? ?ms: 4 kept \([0-9]+ KiB\), 3 written and [0-9]+ skipped" \
+    || { jctl status; fail "jitterctl status does not show the captures"; }
 pass "bounds: 3 written in the minute, $skipped skipped, 3 files; the oldest removed first at start"
 stop_daemon || fail "the daemon did not stop cleanly"

@@ -63,6 +63,26 @@ static void print_config(json_t *config, uint64_t history_bytes)
                (double)history_bytes / 1024);
 }
 
+/* The trace kept around long interruptions ([trace] keep_above), when it is. */
+static void print_captures(json_t *c)
+{
+        uint64_t above = 0, kept = 0, bytes = 0, written = 0, skipped = 0;
+        char d[FORMAT_MAX];
+
+        if (!json_get_u64(c, "keep_above_ns", &above)) {
+                return;
+        }
+        json_get_u64(c, "kept", &kept);
+        json_get_u64(c, "kept_bytes", &bytes);
+        json_get_u64(c, "written", &written);
+        json_get_u64(c, "skipped", &skipped);
+        printf("          captures above %s: %llu kept (%llu KiB), %llu written and %llu "
+               "skipped since start\n",
+               format_ns(d, sizeof(d), (double)above), (unsigned long long)kept,
+               (unsigned long long)(bytes + 1023) / 1024, (unsigned long long)written,
+               (unsigned long long)skipped);
+}
+
 /* The trace recorder: off, recording (clock, what the kernel lacks, losses), or why not. */
 static void print_trace(json_t *trace)
 {
@@ -91,6 +111,7 @@ static void print_trace(json_t *trace)
         if (reason) {
                 printf("          %s\n", reason);
         }
+        print_captures(json_object_get(trace, "captures"));
 }
 
 /* How the probe's CPU is isolated: "isolcpus=", "v1 shield SET", "v2 partition SET", "none". */
