@@ -56,11 +56,17 @@ static void print_interruption(const Ctl *ctl, json_t *cap, json_t *in)
                         continue;
                 }
                 json_get_u64(rec, "cpu", &rcpu);
-                printf("  %10s  %4" PRIu64 "  %-12s  %-34s  %10s\n",
-                       format_offset(off, sizeof(off), rel), rcpu,
-                       json_get_string(rec, "kind", "?"), json_get_string(rec, "name", "?"),
-                       json_get_u64(rec, "duration_ns", &rd) ? format_ns(d, sizeof(d), (double)rd)
-                                                             : "-");
+                /* Padded by width, not bytes: "µs" is two bytes and one column. */
+                fputs("  ", stdout);
+                fput_padded(stdout, format_offset(off, sizeof(off), rel), 10);
+                printf("  %4" PRIu64 "  %-12s  %-34s  ", rcpu, json_get_string(rec, "kind", "?"),
+                       json_get_string(rec, "name", "?"));
+                fput_padded(stdout,
+                            json_get_u64(rec, "duration_ns", &rd)
+                                    ? format_ns(d, sizeof(d), (double)rd)
+                                    : "-",
+                            10);
+                fputc('\n', stdout);
                 shown++;
         }
         if (shown == 0) {
