@@ -57,6 +57,12 @@ steal() {
     (( $(wc -l < "$T/thefts") == $2 )) || fail "jitter-thief reported $(wc -l < "$T/thefts") thefts"
 }
 
+# in_events START END: GetEvents has an interruption over [START, END].
+in_events() {
+    jctl --json events --limit 10000 | jq -e --argjson s "$1" --argjson e "$2" '
+        any(.[]; .start_ns <= $s + 2000 and .start_ns + .duration_ns + 2000 >= $e)' > /dev/null
+}
+
 # captured START END: GetCaptures has a capture with an interruption over [START, END].
 captured() {
     jctl --json call GetCaptures '{"limit": 100}' > "$T/captures.json" 2> /dev/null || return 1
@@ -71,6 +77,8 @@ read -r start end _ < <(awk '($2 - $1) > 1000000' "$T/thefts" | tail -1)
 # The capture of the last long theft is written once a trace read reaches 10 ms past its end:
 # at the next harvest (200 ms) at the latest.
 wait_until 10 captured "$start" "$end" || fail "the last theft of 3 ms has no capture in 10 s"
+read -r start end _ < <(tail -1 "$T/thefts")
+wait_until 10 in_events "$start" "$end" || fail "the last theft is not in GetEvents in 10 s"
 # The captures taken and the events seen up to the end of the thefts, at the same time.
 jctl --json call GetCaptures '{"limit": 100}' > "$T/captures.json"
 jctl --json events --limit 10000 > "$T/events.json"
@@ -156,8 +164,7 @@ settled() {
     jctl --json status > "$T/status.json" || return 1
     jq -e '.trace.captures | .written + .skipped >= 6 and .written >= 3' "$T/status.json" \
         > /dev/null || return 1
-    jctl --json events --limit 10000 | jq -e --argjson s "$start" --argjson e "$end" '
-        any(.[]; .start_ns <= $s + 2000 and .start_ns + .duration_ns + 2000 >= $e)' > /dev/null
+    in_events "$start" "$end"
 }
 wait_until 10 settled || { cat "$T/status.json"; fail "the six thefts are not all taken in 10 s"; }
 sleep 0.5
