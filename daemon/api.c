@@ -511,6 +511,32 @@ static int method_get_events(VarlinkCallCtx *call, json_t *params, void *userdat
         return varlink_call_reply(call, json_pack("{so}", "events", arr));
 }
 
+static int method_get_captures(VarlinkCallCtx *call, json_t *params, void *userdata)
+{
+        static const VarlinkField fields[] = {
+                {"cpus", JSON_ARRAY, false},
+                {"since", JSON_STRING, false},
+                {"limit", JSON_INTEGER, false},
+        };
+        Api *a = userdata;
+        Manager *m = a->manager;
+        uint64_t since = 0, now = now_ns(CLOCK_REALTIME);
+        json_int_t limit;
+        cpu_set_t cpus;
+        json_t *reply;
+
+        if (varlink_call_check_params(call, params, fields, 3) < 0 ||
+            get_cpus(m, call, params, &cpus) < 0 ||
+            get_duration(call, params, "since", 0, &since) < 0) {
+                return 0;
+        }
+        if (varlink_get_int(params, "limit", 1, 100, 10, &limit) < 0) {
+                return varlink_call_error_invalid_parameter(call, "limit");
+        }
+        reply = manager_captures(m, &cpus, since && since < now ? now - since : 0, (size_t)limit);
+        return reply ? varlink_call_reply(call, reply) : -ENOMEM;
+}
+
 static int method_get_causes(VarlinkCallCtx *call, json_t *params, void *userdata)
 {
         Api *a = userdata;
@@ -1024,6 +1050,7 @@ int api_new(Manager *m, Api **ret)
                 {"GetHistogram", method_get_histogram, 0},
                 {"GetEvents", method_get_events, 0},
                 {"GetCauses", method_get_causes, 0},
+                {"GetCaptures", method_get_captures, 0},
                 {"GetTimeline", method_get_timeline, 0},
                 {"Monitor", method_monitor, VARLINK_METHOD_REQUIRES_MORE},
                 {"Audit", method_audit, 0},

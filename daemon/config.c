@@ -162,6 +162,17 @@ static const ConfigKey keys[] = {
         KEY_ENUM("trace", "enabled", trace_enabled, int, boolean_names, "no",
                  "Record kernel trace events of the probed CPUs (a tracefs instance of the "
                  "daemon's own) and name the causes of every interruption: yes or no."),
+        KEY_DURATION("trace", "keep_above", trace_keep_above_ns, "0", 10 * NSEC_PER_USEC,
+                     NSEC_PER_SEC, CONFIG_FLAG_ZERO_DISABLES,
+                     "Keep the trace records from 10 ms before to 10 ms after every "
+                     "interruption longer than this in state_dir/captures, for GetCaptures. "
+                     "0: none kept."),
+        KEY_UINT("trace", "keep_per_minute", trace_keep_per_minute, "10", 1, 600,
+                 "Most captures written in any minute; those beyond are skipped and "
+                 "counted."),
+        KEY_SIZE("trace", "keep_max_size", trace_keep_max_bytes, "64MiB", MIB, 4 * GIB,
+                 "Most bytes of captures kept in state_dir/captures (and at most 1000 files); "
+                 "the oldest are removed first."),
 };
 
 #define N_KEYS ELEMENTSOF(keys)

@@ -60,7 +60,10 @@ typedef struct Config {
         char audit_root[CONFIG_PATH_MAX]; /* "": the real /proc and /sys; never ends in '/' */
 
         /* [trace] */
-        int trace_enabled; /* 0 or 1 */
+        int trace_enabled;            /* 0 or 1 */
+        uint64_t trace_keep_above_ns; /* 0: no capture is kept */
+        unsigned trace_keep_per_minute;
+        uint64_t trace_keep_max_bytes;
 } Config;
 
 typedef enum ConfigType {

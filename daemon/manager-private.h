@@ -1,14 +1,15 @@
 #pragma once
 
-/* The Manager's own state, shared by the two files of the manager (manager.c and
- * manager-trace.c) and by the white-box tests that build a Manager by hand. Everything else
- * goes through manager.h. */
+/* The Manager's own state, shared by the three files of the manager (manager.c,
+ * manager-trace.c and manager-capture.c) and by the white-box tests that build a Manager by
+ * hand. Everything else goes through manager.h. */
 
 #include "manager.h"
 
 #include <jansson.h>
 #include <systemd/sd-event.h>
 
+#include "capture-store.h"
 #include "cause-store.h"
 #include "ksyms.h"
 #include "notify.h"
@@ -101,6 +102,13 @@ struct Manager {
         bool trace_read_failing;
         /* Reads the trace between harvests when it records much (manager-trace.c). */
         sd_event_source *trace_read_source;
+        /* CLOCK_MONOTONIC just before the last read that succeeded: the records up to it
+         * are in the recorder's window. */
+        uint64_t trace_read_ns;
+        /* The trace captures while [trace] keep_above is set and recording
+         * (manager-capture.c); a failed write was logged. */
+        CaptureStore *captures;
+        bool capture_failing;
 
         /* Called after every harvest, in the order they were added (main.c adds the API's
          * Monitor and the textfile). */
@@ -133,12 +141,32 @@ void manager_trace_stop(Manager *m);
  * interruptions then (manager_drain_events()). */
 void manager_trace_read(Manager *m);
 
-/* After each harvest while recording: notes each probed CPU's steal time and the SMIs of the
- * interval it handed over, at the interval's end, for GetCauses to show beside the
- * interruptions with no record. */
+/* After each harvest: writes the trace captures that are due; while recording, notes each
+ * probed CPU's steal time and the SMIs of the interval it handed over, at the interval's end,
+ * for GetCauses to show beside the interruptions with no record. */
 void manager_trace_harvested(Manager *m);
 
 /* Takes the interruptions @p's probe reported since the last call into the history, with
  * their trace causes when recording (at each harvest, and between harvests after a read of a
  * busy trace, while the recorder's window still holds their records). */
 void manager_drain_events(Manager *m, ProbeCtl *p);
+
+/* --- trace captures (manager-capture.c) --- */
+
+/* With [trace] keep_above set and the recorder running, starts keeping captures in
+ * state_dir/captures, taking those of earlier runs within the bounds; logs once when it
+ * cannot. */
+void manager_capture_start(Manager *m);
+
+/* Stops taking captures; those written stay. Accepts a manager that takes none. */
+void manager_capture_stop(Manager *m);
+
+/* Asks for the records around an interruption of @cpu, when it is longer than keep_above. */
+void manager_capture_note(Manager *m, int cpu, uint64_t start_ns, uint64_t duration_ns);
+
+/* Writes the captures whose end the last trace read reached (after every read). */
+void manager_capture_flush(Manager *m);
+
+/* GetStatus' trace "captures": keep_above_ns, kept, kept_bytes, written, skipped, evicted,
+ * interruptions (those noted); null when no capture is kept. */
+json_t *manager_capture_status(const Manager *m);

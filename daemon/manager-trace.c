@@ -53,6 +53,7 @@ void manager_trace_harvested(Manager *m)
         bool have[CPU_SETSIZE];
         int smi = attrib_table_find(m->attrib, "smi");
 
+        manager_capture_flush(m);
         if (!m->trace || !m->cause_store) {
                 return;
         }
@@ -129,6 +130,8 @@ void manager_trace_start(Manager *m)
                 return;
         }
         m->trace_read_failing = false;
+        m->trace_read_ns = 0;
+        manager_capture_start(m);
         log_info("recording trace events of CPU %s in %s (clock %s)",
                  cpulist_format(list, sizeof(list), &m->cpus), trace_recorder_dir(m->trace),
                  trace_recorder_clock(m->trace));
@@ -139,6 +142,7 @@ void manager_trace_start(Manager *m)
 
 void manager_trace_stop(Manager *m)
 {
+        manager_capture_stop(m);
         privileges_dac(true);
         m->trace = trace_recorder_free(m->trace);
         privileges_dac(false);
@@ -157,6 +161,7 @@ static int on_trace_read(sd_event_source *s, uint64_t usec, void *userdata)
         for (size_t i = 0; i < m->n_probes; i++) {
                 manager_drain_events(m, &m->probes[i]);
         }
+        manager_capture_flush(m);
         return 0;
 }
 
@@ -193,12 +198,16 @@ static void plan_trace_read(Manager *m)
 
 void manager_trace_read(Manager *m)
 {
+        uint64_t now = now_ns(CLOCK_MONOTONIC);
         int r;
 
         if (!m->trace) {
                 return;
         }
         r = trace_recorder_read(m->trace);
+        if (r >= 0) {
+                m->trace_read_ns = now;
+        }
         plan_trace_read(m);
         if (r < 0 && !m->trace_read_failing) {
                 log_warning("%s; trace causes are missing until it recovers",
@@ -237,6 +246,7 @@ void manager_drain_events(Manager *m, ProbeCtl *p)
                 ev.duration_ns = tickconv_to_ns(&m->counter.conv, dur);
                 (void)history_add_event(m->history, &ev);
                 trace_explain(m, p, start, dur, ev.start_ns);
+                manager_capture_note(m, p->cpu, ev.start_ns, ev.duration_ns);
         }
 }
 
@@ -296,6 +306,7 @@ json_t *manager_trace_status(Manager *m)
         }
         if (o) {
                 json_object_set_new(o, "cpus", manager_trace_kind_totals(m));
+                json_object_set_new(o, "captures", manager_capture_status(m));
         }
         return o;
 }

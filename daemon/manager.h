@@ -161,3 +161,9 @@ json_t *manager_trace_window_causes(Manager *m, int cpu, const char *window, uin
  * start or Reset by cause kind, and unexplained ({"cpu", "lost_ns": {"irq": ...}}); counters
  * for Prometheus. NULL when out of memory. */
 json_t *manager_trace_kind_totals(Manager *m);
+
+/* The trace captures kept (manager-capture.c), oldest first, of interruptions on @cpus whose
+ * window began at or after @since_real_ns (CLOCK_REALTIME), their records those of @cpus:
+ * {"captures": [...], "truncated": bool}, the newest @limit at most and at most 8 MiB of
+ * files (truncated when more were left out). NULL without memory. */
+json_t *manager_captures(Manager *m, const cpu_set_t *cpus, uint64_t since_real_ns, size_t limit);

@@ -47,7 +47,7 @@ EXEMPT = {("probe/jitter-probe.c", "probe/format/")}
 # Header-only helpers that every layer may use (the clock, the cleanup attributes).
 SHARED = {"probe/util.h"}
 MANAGER_PRIVATE = "daemon/manager-private.h"
-MANAGER_FILES = {"daemon/manager.c", "daemon/manager-trace.c"}
+MANAGER_FILES = {"daemon/manager.c", "daemon/manager-trace.c", "daemon/manager-capture.c"}
 
 
 def sources(root, folders, exts=(".c", ".h")):

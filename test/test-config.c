@@ -225,6 +225,9 @@ static void test_bad_values(void **state)
                 {23, "prometheus_textfile: \"/var/lib/node-exporter/jitterd.txt\" is not a "
                      "file name ending in .prom"},
                 {26, "root: \"../fixture\" is not an absolute path"},
+                {29, "keep_above: 2s is out of range 10us..1s (or 0 to disable)"},
+                {30, "keep_per_minute: 0 is out of range 1..600"},
+                {31, "keep_max_size: 1KiB is out of range 1MiB..4GiB"},
         };
         ConfigDiag diag = {0};
         Config c, before;

@@ -819,7 +819,8 @@ func histograms(p *Peer, cpu int) {
 }
 
 // eventsAndCauses: GetEvents keeps to its limit, minimum and CPU, newest last; GetCauses
-// explains no more than was recorded, and nothing while the trace is off.
+// explains no more than was recorded, and nothing while the trace is off; GetCaptures keeps to
+// its limit, and has none while the trace is off.
 func eventsAndCauses(p *Peer, cpu int) {
 	p.expectReply("io.jitterd.GetEvents", "", nil)
 	p.expectReply("io.jitterd.GetEvents",
@@ -853,6 +854,19 @@ func eventsAndCauses(p *Peer, cpu int) {
 			}
 			if r["trace"] == "off" && num(e["explained"]) != 0 {
 				return "causes although the trace is off: " + short(e)
+			}
+			return ""
+		})
+	p.expectReply("io.jitterd.GetCaptures", "", func(r map[string]interface{}) string {
+		if len(arr(r, "captures")) != 0 || r["truncated"] != false {
+			return "captures although the trace is off: " + short(r)
+		}
+		return ""
+	})
+	p.expectReply("io.jitterd.GetCaptures", fmt.Sprintf(`{"cpus": [%d], "since": "10m", "limit": 5}`, cpu),
+		func(r map[string]interface{}) string {
+			if len(arr(r, "captures")) > 5 {
+				return "more captures than the limit: " + short(r)
 			}
 			return ""
 		})
@@ -1010,6 +1024,10 @@ func invalid(p *Peer, cpu int) {
 	p.expectError("io.jitterd.GetCauses", `{"window": "7y"}`, "io.jitterd.InvalidWindow", P{"window": "7y"})
 	p.expectError("io.jitterd.GetCauses", fmt.Sprintf(`{"cpus": [%d]}`, other), "io.jitterd.NoSuchCpu", P{"cpu": other})
 	p.expectError("io.jitterd.GetCauses", `{"since": "1m"}`, ip, P{"parameter": "since"})
+	p.expectError("io.jitterd.GetCaptures", `{"since": "soon"}`, "io.jitterd.InvalidDuration",
+		P{"parameter": "since", "value": "soon"})
+	p.expectError("io.jitterd.GetCaptures", `{"limit": 101}`, ip, P{"parameter": "limit"})
+	p.expectError("io.jitterd.GetCaptures", fmt.Sprintf(`{"cpus": [%d]}`, other), "io.jitterd.NoSuchCpu", P{"cpu": other})
 	p.expectError("io.jitterd.GetTimeline", fmt.Sprintf(`{"cpu": %d}`, other), "io.jitterd.NoSuchCpu", P{"cpu": other})
 	p.expectError("io.jitterd.GetTimeline", fmt.Sprintf(`{"cpu": %d, "window": "1y"}`, cpu), "io.jitterd.InvalidWindow", P{"window": "1y"})
 	p.expectError("io.jitterd.GetWindow", fmt.Sprintf(`{"cpu": %d}`, other), "io.jitterd.NoSuchCpu", P{"cpu": other})

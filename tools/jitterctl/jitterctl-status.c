@@ -63,6 +63,26 @@ static void print_config(json_t *config, uint64_t history_bytes)
                (double)history_bytes / 1024);
 }
 
+/* The trace kept around long interruptions ([trace] keep_above), when it is. */
+static void print_captures(json_t *c)
+{
+        uint64_t above = 0, kept = 0, bytes = 0, written = 0, skipped = 0;
+        char d[FORMAT_MAX];
+
+        if (!json_get_u64(c, "keep_above_ns", &above)) {
+                return;
+        }
+        json_get_u64(c, "kept", &kept);
+        json_get_u64(c, "kept_bytes", &bytes);
+        json_get_u64(c, "written", &written);
+        json_get_u64(c, "skipped", &skipped);
+        printf("          captures above %s: %llu kept (%llu KiB), %llu written and %llu "
+               "skipped since start\n",
+               format_ns(d, sizeof(d), (double)above), (unsigned long long)kept,
+               (unsigned long long)(bytes + 1023) / 1024, (unsigned long long)written,
+               (unsigned long long)skipped);
+}
+
 /* The trace recorder: off, recording (clock, what the kernel lacks, losses), or why not. */
 static void print_trace(json_t *trace)
 {
@@ -91,6 +111,7 @@ static void print_trace(json_t *trace)
         if (reason) {
                 printf("          %s\n", reason);
         }
+        print_captures(json_object_get(trace, "captures"));
 }
 
 /* How the probe's CPU is isolated: "isolcpus=", "v1 shield SET", "v2 partition SET", "none". */
@@ -487,18 +508,19 @@ int cmd_events(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                 {"since", required_argument, NULL, 's'},
                 {"min", required_argument, NULL, 'm'},
                 {"limit", required_argument, NULL, 'n'},
+                {"records", no_argument, NULL, 'r'},
                 CTL_COMMON_OPTIONS,
                 {},
         };
         const char *since = NULL, *min = NULL;
         json_t *cpus = NULL, *params, *reply = NULL, *events, *e;
         unsigned long long limit = 0;
-        bool have_limit = false, traced = false;
-        uint64_t ns;
+        bool have_limit = false, traced = false, records = false;
+        uint64_t ns, min_ns = 0;
         size_t i;
         int c, r;
 
-        while ((c = getopt_long(argc, argv, "c:s:m:n:h", options, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "c:s:m:n:rh", options, NULL)) >= 0) {
                 switch (c) {
                 case 's':
                 case 'm':
@@ -508,6 +530,10 @@ int cmd_events(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                                                        optarg, c == 's' ? "10m" : "50us");
                         }
                         *(c == 's' ? &since : &min) = optarg;
+                        min_ns = c == 'm' ? ns : min_ns;
+                        break;
+                case 'r':
+                        records = true;
                         break;
                 case 'n':
                         if (ctl_parse_uint(optarg, INT32_MAX, &limit) < 0 || limit == 0) {
@@ -539,11 +565,17 @@ int cmd_events(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
         if (since) {
                 json_object_set_new(params, "since", json_string(since));
         }
-        if (min) {
+        if (min && !records) {
                 json_object_set_new(params, "min_duration", json_string(min));
         }
         if (have_limit) {
-                json_object_set_new(params, "limit", json_integer((json_int_t)limit));
+                /* GetCaptures answers at most 100 captures. */
+                json_object_set_new(
+                        params, "limit",
+                        json_integer((json_int_t)(records && limit > 100 ? 100 : limit)));
+        }
+        if (records) {
+                return jitterctl_event_records(ctl, params, min_ns);
         }
         if (ctl_call(ctl, "GetEvents", params, &reply) < 0) {
                 return CTL_EXIT_FAILURE;

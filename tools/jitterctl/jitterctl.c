@@ -31,12 +31,15 @@ static const CtlCommand commands[] = {
          "histogram of one CPU as a log-scale bar chart",
          "  -w, --window W     window: 10s, 1m (default), 5m, 1h, 24h or all\n"
          "  -d, --diffdiff     the histogram of the difference of consecutive gaps\n"},
-        {"events", cmd_events, "[--cpu LIST] [--since DUR] [--min DUR] [--limit N]",
+        {"events", cmd_events, "[--cpu LIST] [--since DUR] [--min DUR] [--limit N] [--records]",
          "recorded interruptions, newest last",
          "  -c, --cpu LIST     only these CPUs\n"
          "  -s, --since DUR    only those of the last DUR (e.g. 10m)\n"
          "  -m, --min DUR      only those at least DUR long (e.g. 50us)\n"
-         "  -n, --limit N      at most the newest N (default 1000)\n"},
+         "  -n, --limit N      at most the newest N (default 1000; with --records, N captures,\n"
+         "                     default 10, at most 100)\n"
+         "  -r, --records      the trace records kept around each interruption longer than\n"
+         "                     [trace] keep_above, as a timeline from its start\n"},
         {"watch", cmd_watch, "[--cpu LIST] [--count N]",
          "live view, one refresh per interval (q or Ctrl-C quits)",
          "  -c, --cpu LIST     only these CPUs\n"

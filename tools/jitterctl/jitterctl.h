@@ -163,5 +163,10 @@ int jitterctl_export(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 /* The trace causes' shares next to the least-squares estimate (jitterctl-explain.c). */
 int jitterctl_explain(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 
+/* `events --records`: calls GetCaptures with @params (taken) and prints the trace kept around
+ * each interruption at least @min_ns long, as a timeline (jitterctl-captures.c). Returns the
+ * exit status. */
+int jitterctl_event_records(Ctl *ctl, json_t *params, uint64_t min_ns);
+
 /* What took the probed CPUs, ranked, with the fix of each (jitterctl-doctor.c). */
 int jitterctl_doctor(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
