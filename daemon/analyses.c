@@ -11,6 +11,7 @@
 #include "fit.h"
 #include "log.h"
 #include "periodicity.h"
+#include "util.h"
 #include "worker.h"
 
 /* Windows analysed and kept until the next harvest, per CPU the host has (at least 16): one
@@ -38,6 +39,7 @@ typedef struct PeriodsJob {
         unsigned online_cpus;
         int r;
         PeriodicityResult res;
+        uint64_t cpu_ns;         /* the worker's CPU time for it, charged to GetStats */
         struct PeriodsJob *next; /* in the backlog */
 } PeriodsJob;
 
@@ -245,6 +247,7 @@ static void periods_job_run(void *job)
 {
         PeriodsJob *j = job;
         PeriodicityOptions opt;
+        uint64_t cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
 
         periodicity_options_init(&opt);
         /* A period is reported from 3 % of the interruptions that no shorter period explains,
@@ -256,6 +259,7 @@ static void periods_job_run(void *job)
         opt.min_fill = 0.5;
         opt.online_cpus = j->online_cpus;
         j->r = j->n > 0 ? periodicity_find(j->starts, j->n, &opt, &j->res) : -ENODATA;
+        j->cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
 }
 
 /* Periods at which the window's interruptions repeat, as GetStats has them. */
@@ -347,6 +351,8 @@ static void on_periods_done(void *job, void *userdata)
         CacheEntry *c = cache_find(x, j->generation, j->cpu, j->window);
         json_t *periods = periods_to_json(j);
 
+        /* The clients' CPU budget covers the worker's part of their answers too. */
+        varlink_server_charge(manager_server(x->manager), "io.jitterd.GetStats", j->cpu_ns);
         /* No periods then, rather than a wrong list; said once per cause. */
         if (j->r < 0 && j->r != -ENODATA && j->r != x->last_error) {
                 log_warning("cannot look for periods in the interruptions of CPU %d: %s", j->cpu,
