@@ -62,8 +62,10 @@ struct Analyses {
         size_t cache_next;
         Pending *pending;
         int last_error; /* of the last periodicity that failed, logged once */
-        /* Jobs for when the worker's queue has room again, oldest first. */
+        /* Jobs for when the worker's queue has room again, oldest first; at most
+         * cache_size of them. */
         PeriodsJob *backlog, **backlog_tail;
+        size_t n_backlog;
 };
 
 typedef struct FitCtx {
@@ -327,15 +329,64 @@ static void submit_backlog(Analyses *x)
 {
         while (x->backlog && worker_submit(x->worker, periods_job_run, x->backlog) == 0) {
                 x->backlog = x->backlog->next;
+                x->n_backlog--;
                 if (!x->backlog) {
                         x->backlog_tail = &x->backlog;
                 }
         }
 }
 
+/* True when a GetStats call waits for the periods @j works out. */
+static bool job_awaited(const Analyses *x, const PeriodsJob *j)
+{
+        for (const Pending *p = x->pending; p; p = p->next) {
+                json_t *o;
+                size_t i;
+
+                if (p->generation != j->generation || strcmp(p->window, j->window) != 0) {
+                        continue;
+                }
+                json_array_foreach(p->cpus, i, o)
+                {
+                        if (json_integer_value(json_object_get(o, "cpu")) == j->cpu &&
+                            !json_object_get(o, "periods")) {
+                                return true;
+                        }
+                }
+        }
+        return false;
+}
+
+/* Drops the jobs of the backlog that no call waits for any more (their callers hung up), and
+ * forgets their windows, which a later call then analyses anew. */
+static void drop_unawaited(Analyses *x)
+{
+        x->backlog_tail = &x->backlog;
+        for (PeriodsJob **jp = &x->backlog; *jp;) {
+                PeriodsJob *j = *jp;
+                CacheEntry *c;
+
+                if (job_awaited(x, j)) {
+                        x->backlog_tail = &j->next;
+                        jp = &j->next;
+                        continue;
+                }
+                c = cache_find(x, j->generation, j->cpu, j->window);
+                if (c && !c->periods) {
+                        json_decref(c->causes);
+                        json_decref(c->background);
+                        c->causes = c->background = NULL;
+                }
+                *jp = j->next;
+                x->n_backlog--;
+                periods_job_free(j);
+        }
+}
+
 /* To the worker, or to the backlog while its queue is full. */
 static void submit(Analyses *x, PeriodsJob *j)
 {
+        x->n_backlog++;
         j->next = NULL;
         *x->backlog_tail = j;
         x->backlog_tail = &j->next;
@@ -391,6 +442,7 @@ static void pending_closed(VarlinkCallCtx *call, void *userdata)
 
                         *p = dead->next;
                         pending_free(dead);
+                        drop_unawaited(x);
                         return;
                 }
         }
@@ -469,7 +521,9 @@ bool analyses_add(Analyses *x, int cpu, const char *window, const HistoryWindow 
                 *c = (CacheEntry){.generation = x->generation, .cpu = cpu};
                 snprintf(c->window, sizeof(c->window), "%s", window);
                 c->causes = causes_to_json(x->manager, cpu, w, &c->background);
-                j = periods_job_new(x, cpu, window, w);
+                /* A full backlog is as much as the callers can wait for (the jobs of callers
+                 * that hung up are dropped): no periods then, as when out of memory. */
+                j = x->n_backlog < x->cache_size ? periods_job_new(x, cpu, window, w) : NULL;
                 if (j) {
                         submit(x, j);
                 } else {

@@ -603,6 +603,7 @@ func main() {
 	protocol(p, *cpu)
 	monitor(p, *cpu)
 	invalid(p, *cpu)
+	busy(p)
 	coverage(p, jitterd)
 	finish()
 }
@@ -997,6 +998,34 @@ func invalid(p *Peer, cpu int) {
 }
 
 // coverage: every method of both interfaces answered, every io.jitterd error produced.
+// busy: GetStats over "all" back to back spends the clients' CPU budget, and the daemon then
+// refuses with io.jitterd.Busy and a retry delay; after that delay the same connection is
+// answered again.
+func busy(p *Peer) {
+	const most = 2000
+	for i := 0; i < most; i++ {
+		o := p.call("io.jitterd.GetStats", `{"window": "all"}`)
+		if o.err != nil || o.errName == "" {
+			if o.err != nil {
+				fail("GetStats call %d: %v", i+1, o.err)
+				return
+			}
+			continue
+		}
+		label := fmt.Sprintf("GetStats over all, call %d back to back", i+1)
+		p.checkError(label, "io.jitterd.Busy", nil, o)
+		ms := num(obj(o.errParams)["retry_after_ms"])
+		if ms <= 0 || ms > 60000 {
+			fail("%s: retry_after_ms %v is no delay to wait", label, ms)
+			return
+		}
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+		p.expectReply("io.jitterd.GetStatus", "", nil)
+		return
+	}
+	fail("%d calls of GetStats over all back to back were never refused", most)
+}
+
 func coverage(p *Peer, jitterd *idl.IDL) {
 	var missing []string
 	for name, iface := range p.c.ifaces {
