@@ -48,9 +48,11 @@ static bool admission_admit(VarlinkCallCtx *call, void *userdata)
         if (wait_ns == 0) {
                 return true;
         }
-        retry_ms = (wait_ns + 999999) / 1000000;
-        if (retry_ms < ADMISSION_MIN_RETRY_MS) {
-                retry_ms = ADMISSION_MIN_RETRY_MS;
+        /* Past the debt, and by the minimum more: a client that comes back then finds the
+         * bucket with room for its call, this refusal's own cost paid. */
+        retry_ms = wait_ns / 1000000 + 1 + ADMISSION_MIN_RETRY_MS;
+        if (retry_ms > ADMISSION_MAX_RETRY_MS) {
+                retry_ms = ADMISSION_MAX_RETRY_MS;
         }
         /* The hold first: answering the call detaches it from its connection. */
         varlink_call_hold_connection(call, retry_ms * 1000);

@@ -11,7 +11,7 @@
  *   - the heavy bucket, for every other call (GetStats, GetHistogram, GetEvents, GetCauses,
  *     GetTimeline, Audit, Reset, and calls to no method).
  * While a bucket is in debt, its calls are refused with io.jitterd.Busy {retry_after_ms}, the
- * time until it has something saved again (at least ADMISSION_MIN_RETRY_MS), and the refused
+ * time until it has something saved again and ADMISSION_MIN_RETRY_MS more, and the refused
  * client's connection runs no further call until then: it stays open, and whatever it sends
  * meanwhile is answered afterwards. So a client that ignores the delay is refused at most once
  * per delay per connection, and refusing costs little. Both buckets together earn
@@ -31,9 +31,11 @@
 #define ADMISSION_LIGHT_RATIO 0.015
 #define ADMISSION_LIGHT_BURST_NS 30000000ULL
 #define ADMISSION_SERVE_RATIO (ADMISSION_HEAVY_RATIO + ADMISSION_LIGHT_RATIO)
-/* The shortest retry delay given: a refusal costs tens of microseconds, so at most this often
- * per connection. */
+/* A retry delay is the time until the bucket is out of debt plus ADMISSION_MIN_RETRY_MS, so a
+ * connection is refused at most once per 20 ms (a refusal costs tens of microseconds), and at
+ * most an hour. */
 #define ADMISSION_MIN_RETRY_MS 20
+#define ADMISSION_MAX_RETRY_MS 3600000
 
 typedef struct Admission Admission;
 
