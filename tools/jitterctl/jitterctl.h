@@ -104,7 +104,7 @@ const char *ctl_call_strerror(const Ctl *ctl, int r, char *buf, size_t size);
 
 /* How often a call refused with io.jitterd.Busy is made again, after the delay the refusal
  * gives (and only while the delays add up to no more than the timeout). */
-#define CTL_BUSY_RETRIES 5
+#define CTL_BUSY_RETRIES 10
 
 /* Calls io.jitterd.@method (or @method as given when it holds a dot) with @params (stolen, NULL
  * for none). Returns 0 and the reply parameters in @ret (a new reference), or prints why the
