@@ -37,6 +37,7 @@ typedef struct Conn {
 
 typedef struct Counts {
         unsigned long calls, ok, busy, busy_retry, other, retry_min_ms, retry_max_ms;
+        uint64_t ok_max_ns; /* the longest a call that was answered took */
 } Counts;
 
 static uint64_t mono_ns(void)
@@ -220,7 +221,12 @@ static void flood(Conn *conns, int n, Conn *status, double seconds, Counts *k, C
                                                 *status_max_ns = d;
                                         }
                                 } else {
+                                        uint64_t d = mono_ns() - c->sent_ns;
+
                                         (void)count_reply(k, msg, &ok);
+                                        if (ok && d > k->ok_max_ns) {
+                                                k->ok_max_ns = d;
+                                        }
                                         if (mono_ns() < end) {
                                                 (void)send_call(c, stats_call);
                                         }
@@ -293,9 +299,10 @@ int main(int argc, char **argv)
                "\"retry_min_ms\":%lu,\"retry_max_ms\":%lu,\"dropped\":%d,\"answered_after\":%d,"
                "\"after_calls\":%lu,"
                "\"status_calls\":%lu,\"status_ok\":%lu,\"status_busy\":%lu,"
-               "\"status_max_ms\":%.1f,\"status_closed\":%s}\n",
+               "\"status_max_ms\":%.1f,\"status_closed\":%s,\"ok_max_ms\":%.1f}\n",
                k.calls, k.ok, k.busy, k.busy_retry, k.other, k.retry_min_ms, k.retry_max_ms,
                dropped, answered, after_calls, ks.calls, ks.ok, ks.busy,
-               (double)status_max_ns / 1e6, status.closed ? "true" : "false");
+               (double)status_max_ns / 1e6, status.closed ? "true" : "false",
+               (double)k.ok_max_ns / 1e6);
         return 0;
 }
