@@ -19,6 +19,7 @@
 #include "duration.h"
 #include "log.h"
 #include "manager.h"
+#include "self-cost.h"
 #include "summary-json.h"
 #include "summary.h"
 #include "util.h"
@@ -711,15 +712,15 @@ json_t *api_status(Manager *m, const Isolation *iso)
                                     json_string(manager_config(m)->export_prometheus_textfile));
         }
         realtime_format_iso8601(when, sizeof(when), manager_start_real_ns(m));
-        return json_pack("{ss sI ss s{ss sI ss sf sf} so so sI}", "version", JITTERD_VERSION,
-                         "uptime_ns", (json_int_t)(now - manager_start_mono_ns(m)),
-                         "start_realtime", when, "counter", "source",
-                         counter_source_name(manager_counter(m)->source), "hz",
-                         (json_int_t)manager_counter(m)->hz, "hz_source",
-                         counter_hz_source_name(manager_counter(m)->hz_source), "precision_ppm",
-                         manager_counter(m)->precision_ppm, "drift_ppm", manager_drift_ppm(m),
-                         "probes", probes, "config", cfg, "history_bytes",
-                         (json_int_t)history_memory_bytes(manager_history(m)));
+        return json_pack(
+                "{ss sI ss s{ss sI ss sf sf} so so sI so*}", "version", JITTERD_VERSION,
+                "uptime_ns", (json_int_t)(now - manager_start_mono_ns(m)), "start_realtime", when,
+                "counter", "source", counter_source_name(manager_counter(m)->source), "hz",
+                (json_int_t)manager_counter(m)->hz, "hz_source",
+                counter_hz_source_name(manager_counter(m)->hz_source), "precision_ppm",
+                manager_counter(m)->precision_ppm, "drift_ppm", manager_drift_ppm(m), "probes",
+                probes, "config", cfg, "history_bytes",
+                (json_int_t)history_memory_bytes(manager_history(m)), "self", self_cost_to_json(m));
 }
 
 static int method_get_status(VarlinkCallCtx *call, json_t *params, void *userdata)

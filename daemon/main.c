@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admission.h"
 #include "api.h"
 #include "config.h"
 #include "log.h"
@@ -150,6 +151,7 @@ static int run(const Config *c, const char *config_path, const char *dropin, con
         Manager *m = NULL;
         Api *api = NULL;
         Textfile *textfile = NULL;
+        Admission *admission = NULL;
         int r;
 
         r = manager_new(c, config_path, dropin, o, &m);
@@ -173,7 +175,16 @@ static int run(const Config *c, const char *config_path, const char *dropin, con
                 manager_free(m);
                 return 1;
         }
+        r = admission_new(manager_server(m), &admission);
+        if (r < 0) {
+                log_error("cannot set up the CPU budget of the clients: %s", strerror(-r));
+                textfile_free(textfile);
+                api_free(api);
+                manager_free(m);
+                return 1;
+        }
         r = manager_run(m);
+        admission_free(admission);
         textfile_free(textfile);
         api_free(api);
         manager_free(m);

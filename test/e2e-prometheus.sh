@@ -234,6 +234,16 @@ tests:
         values: '1x10 0x30'
       - series: 'node_textfile_mtime_seconds{instance="h",file="/var/lib/node_exporter/jitterd.prom"}'
         values: '0+60x5 300x35'
+      # jitterd on h takes 3 s of CPU a minute (5 % of a core), on b 3 s until minute 10 and
+      # 9 s a minute (15 %) from then on; the budget is 10 % of a core on both.
+      - series: 'jitter_daemon_cpu_seconds_total{instance="h"}'
+        values: '0+3x40'
+      - series: 'jitter_daemon_cpu_seconds_total{instance="b"}'
+        values: '0+3x10 30+9x30'
+      - series: 'jitter_daemon_cpu_budget_ratio{instance="h"}'
+        values: '0.1x40'
+      - series: 'jitter_daemon_cpu_budget_ratio{instance="b"}'
+        values: '0.1x40'
     alert_rule_test:
       - eval_time: 30m
         alertname: JitterGapAboveSLA
@@ -250,9 +260,19 @@ tests:
         alertname: JitterdTextfileStale
         exp_alerts:
           - exp_labels: {severity: critical, instance: h, file: /var/lib/node_exporter/jitterd.prom}
+      # Over the budget from minute 10: the 5-minute rate is above it from about minute 13, and
+      # the alert fires 10 minutes later; not yet at minute 18, and never on h.
+      - eval_time: 18m
+        alertname: JitterdOverBudget
+        exp_alerts: []
+      - eval_time: 30m
+        alertname: JitterdOverBudget
+        exp_alerts:
+          - exp_labels: {severity: warning, instance: b}
 EOF
 out=$(promtool test rules "$T/rules-test.yml" 2>&1) || fail "promtool test rules: $out"
-pass "the alert rules fire on a gap SLA breach, a probe down and a stale textfile only"
+pass "the alert rules fire on a gap SLA breach, a probe down, a stale textfile and a daemon" \
+     "over its CPU budget only"
 
 # The dashboard: valid JSON whose queries are valid PromQL (checked as recording rules, with
 # Grafana's variables replaced by what they expand to).

@@ -105,6 +105,29 @@ static const Family fam_cause_lost = {
         "entry and exit charged to the causes, no_record the interruptions no trace record "
         "lies in (hardware, firmware, hypervisor), unexplained what no rule accounts for."};
 
+/* The daemon's own cost, from GetStatus' "self". */
+static const Family fam_self_cpu = {
+        "jitter_daemon_cpu_seconds_total", "counter",
+        "CPU time of jitterd's threads other than its probes (those running now)."};
+static const Family fam_self_budget = {
+        "jitter_daemon_cpu_budget_ratio", "gauge",
+        "CPU budget of jitterd beyond its probes, in cores; serving clients is held within it."};
+static const Family fam_self_calls = {"jitter_daemon_requests_total", "counter",
+                                      "Varlink calls received, by method, refused ones included."};
+static const Family fam_self_refused = {
+        "jitter_daemon_request_refusals_total", "counter",
+        "Varlink calls refused with io.jitterd.Busy because the clients' CPU budget was spent."};
+static const Family fam_self_call_cpu = {
+        "jitter_daemon_request_cpu_seconds_total", "counter",
+        "CPU time jitterd spent on the Varlink calls of each method, refusals included."};
+static const Family fam_self_duration = {
+        "jitter_daemon_request_duration_seconds", "histogram",
+        "Time from receiving a Varlink call that was let through to its (first) answer."};
+
+/* The bounds of a histogram of "self" at most, and its methods at most. */
+#define SELF_BOUNDS_MAX 16
+#define SELF_METHODS_MAX 64
+
 /* The kinds of jitter_cause_lost_seconds_total, in GetStatus' trace.cpus[].lost_ns. */
 static const char *const cause_kinds[] = {"irq",  "vector", "softirq",  "task",      "timer",
                                           "work", "ipi",    "overhead", "no_record", "unexplained"};
@@ -258,6 +281,22 @@ typedef struct CauseLost {
         uint64_t ns[CAUSE_KINDS];
 } CauseLost;
 
+typedef struct SelfMethod {
+        const char *method;
+        uint64_t calls, refused, cpu_ns, answered, duration_sum_ns;
+        uint64_t counts[SELF_BOUNDS_MAX]; /* cumulative */
+} SelfMethod;
+
+typedef struct SelfCost {
+        bool have; /* an older daemon reports none */
+        uint64_t cpu_ns;
+        double budget_ratio;
+        uint64_t bounds_ns[SELF_BOUNDS_MAX];
+        size_t n_bounds;
+        SelfMethod *methods;
+        size_t n_methods;
+} SelfCost;
+
 typedef struct Input {
         const char *version, *source, *hz_source;
         uint64_t uptime_ns, hz, threshold_ns, interval_ns, history_bytes;
@@ -274,6 +313,7 @@ typedef struct Input {
         size_t n_gaps;
         CauseLost *cause_lost; /* while the trace records */
         size_t n_cause_lost;
+        SelfCost self;
 } Input;
 
 static void input_done(Input *in)
@@ -284,6 +324,7 @@ static void input_done(Input *in)
         free(in->intervals);
         free(in->gaps);
         free(in->cause_lost);
+        free(in->self.methods);
 }
 
 /* Checks that @arr is an array of objects each with a valid "cpu" that no other has (the
@@ -388,6 +429,100 @@ static int parse_cause_lost(Input *in, json_t *status)
                         }
                 }
         }
+        return 0;
+}
+
+/* Reads the array @arr of at most @max non-negative integers into @ret, ascending when
+ * @ascending, and their number into *@n_ret. */
+static int read_u64_array(json_t *arr, size_t max, bool ascending, uint64_t *ret, size_t *n_ret)
+{
+        json_t *v;
+        size_t i;
+
+        if (!json_is_array(arr) || json_array_size(arr) > max) {
+                return -EBADMSG;
+        }
+        json_array_foreach(arr, i, v)
+        {
+                if (!json_is_integer(v) || json_integer_value(v) < 0) {
+                        return -EBADMSG;
+                }
+                ret[i] = (uint64_t)json_integer_value(v);
+                if (ascending && i > 0 && ret[i] <= ret[i - 1]) {
+                        return -EBADMSG;
+                }
+        }
+        *n_ret = json_array_size(arr);
+        return 0;
+}
+
+static int parse_self_method(SelfCost *sc, json_t *o, SelfMethod *m)
+{
+        size_t n;
+        int r;
+
+        if ((r = json_read_string(o, "method", LABEL_VALUE_MAX, &m->method)) < 0 ||
+            (r = json_read_u64(o, "calls", &m->calls)) < 0 ||
+            (r = json_read_u64(o, "refused", &m->refused)) < 0 ||
+            (r = json_read_u64(o, "cpu_ns", &m->cpu_ns)) < 0 ||
+            (r = json_read_u64(o, "answered", &m->answered)) < 0 ||
+            (r = json_read_u64(o, "duration_sum_ns", &m->duration_sum_ns)) < 0 ||
+            (r = read_u64_array(json_object_get(o, "duration_counts"), SELF_BOUNDS_MAX, false,
+                                m->counts, &n)) < 0) {
+                return r;
+        }
+        /* Cumulative, one per bound, and none above the count of all. */
+        if (n != sc->n_bounds || (n > 0 && m->counts[n - 1] > m->answered)) {
+                return -EBADMSG;
+        }
+        for (size_t k = 1; k < n; k++) {
+                if (m->counts[k] < m->counts[k - 1]) {
+                        return -EBADMSG;
+                }
+        }
+        for (SelfMethod *o2 = sc->methods; o2 < m; o2++) {
+                if (strcmp(o2->method, m->method) == 0) {
+                        return -EBADMSG;
+                }
+        }
+        return 0;
+}
+
+/* GetStatus' "self", when the daemon reports it. */
+static int parse_self(Input *in, json_t *status)
+{
+        json_t *self = json_object_get(status, "self"), *methods, *o;
+        SelfCost *sc = &in->self;
+        size_t i;
+        int r;
+
+        if (!self) {
+                return 0;
+        }
+        methods = json_object_get(self, "methods");
+        if ((r = json_read_u64(self, "cpu_ns", &sc->cpu_ns)) < 0 ||
+            (r = json_read_number(json_object_get(self, "budget"), "cpu_ratio",
+                                  &sc->budget_ratio)) < 0 ||
+            (r = read_u64_array(json_object_get(self, "duration_bounds_ns"), SELF_BOUNDS_MAX, true,
+                                sc->bounds_ns, &sc->n_bounds)) < 0) {
+                return r;
+        }
+        if (!json_is_array(methods) || json_array_size(methods) > SELF_METHODS_MAX ||
+            !isfinite(sc->budget_ratio) || sc->budget_ratio < 0) {
+                return -EBADMSG;
+        }
+        sc->methods = calloc(json_array_size(methods) + 1, sizeof(SelfMethod));
+        if (!sc->methods) {
+                return -ENOMEM;
+        }
+        json_array_foreach(methods, i, o)
+        {
+                if ((r = parse_self_method(sc, o, &sc->methods[i])) < 0) {
+                        return r;
+                }
+        }
+        sc->n_methods = json_array_size(methods);
+        sc->have = true;
         return 0;
 }
 
@@ -662,6 +797,63 @@ static void render_totals(Writer *w, const Input *in)
         }
 }
 
+/* One family per method and counter of "self", in the order of the families. */
+static void render_self_counters(Writer *w, const SelfCost *sc)
+{
+        static const struct {
+                const Family *fam;
+                size_t offset;
+                bool seconds;
+        } per_method[] = {
+                {&fam_self_calls, offsetof(SelfMethod, calls), false},
+                {&fam_self_refused, offsetof(SelfMethod, refused), false},
+                {&fam_self_call_cpu, offsetof(SelfMethod, cpu_ns), true},
+        };
+        char v[VALUE_MAX];
+
+        for (size_t k = 0; k < sizeof(per_method) / sizeof(per_method[0]); k++) {
+                for (size_t i = 0; i < sc->n_methods; i++) {
+                        uint64_t x = *(const uint64_t *)((const char *)&sc->methods[i] +
+                                                         per_method[k].offset);
+
+                        put_sample(w, per_method[k].fam, "",
+                                   (Label[]){{"method", sc->methods[i].method}}, 1,
+                                   per_method[k].seconds ? value_seconds(v, x) : value_u64(v, x));
+                }
+        }
+}
+
+static void render_self(Writer *w, const Input *in)
+{
+        const SelfCost *sc = &in->self;
+        char v[VALUE_MAX], le[VALUE_MAX];
+
+        if (!sc->have) {
+                return;
+        }
+        put_sample(w, &fam_self_cpu, "", NULL, 0, value_seconds(v, sc->cpu_ns));
+        put_sample(w, &fam_self_budget, "", NULL, 0, value_double(v, sc->budget_ratio));
+        render_self_counters(w, sc);
+        for (size_t i = 0; i < sc->n_methods; i++) {
+                const SelfMethod *m = &sc->methods[i];
+
+                for (size_t k = 0; k < sc->n_bounds; k++) {
+                        put_sample(
+                                w, &fam_self_duration, "_bucket",
+                                (Label[]){{"method", m->method},
+                                          {"le", value_double(le, (double)sc->bounds_ns[k] / 1e9)}},
+                                2, value_u64(v, m->counts[k]));
+                }
+                put_sample(w, &fam_self_duration, "_bucket",
+                           (Label[]){{"method", m->method}, {"le", "+Inf"}}, 2,
+                           value_u64(v, m->answered));
+                put_sample(w, &fam_self_duration, "_sum", (Label[]){{"method", m->method}}, 1,
+                           value_seconds(v, m->duration_sum_ns));
+                put_sample(w, &fam_self_duration, "_count", (Label[]){{"method", m->method}}, 1,
+                           value_u64(v, m->answered));
+        }
+}
+
 static void render_cause_lost(Writer *w, const Input *in)
 {
         char v[VALUE_MAX];
@@ -743,7 +935,7 @@ int prometheus_render(FILE *f, json_t *status, json_t *stats_all, json_t *stats_
 
         /* Everything is read and checked before the first line is written. */
         if ((r = parse_status(&in, status)) < 0 || (r = parse_cause_lost(&in, status)) < 0 ||
-            (r = parse_totals(&in, stats_all)) < 0 ||
+            (r = parse_self(&in, status)) < 0 || (r = parse_totals(&in, stats_all)) < 0 ||
             (r = parse_recent(&in, stats_1m, intervals_last)) < 0 ||
             (r = parse_histograms(&in, histograms_all)) < 0) {
                 input_done(&in);
@@ -759,6 +951,7 @@ int prometheus_render(FILE *f, json_t *status, json_t *stats_all, json_t *stats_
         render_cause_lost(&w, &in);
         render_gaps(&w, &in);
         render_recent(&w, &in);
+        render_self(&w, &in);
         input_done(&in);
         r = ferror(w.f) ? -ENOMEM : 0;
         if (fclose(w.f) != 0 && r >= 0) {

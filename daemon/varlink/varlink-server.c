@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Bytes read from a socket at a time, and reads per wake-up: enough to take a burst of calls in
@@ -64,10 +65,16 @@ static const char service_description[] =
         "# Method is expected to be called with 'more' set to true, but wasn't\n"
         "error ExpectedMore ()\n";
 
+const uint64_t varlink_duration_bounds_ns[VARLINK_DURATION_BUCKETS] = {
+        100000ULL,   500000ULL,    1000000ULL,   5000000ULL,    10000000ULL,
+        50000000ULL, 100000000ULL, 500000000ULL, 1000000000ULL, 5000000000ULL,
+};
+
 typedef struct Interface {
         char *name;
         char *description;
         VarlinkMethod *methods;
+        VarlinkMethodStats *stats; /* one per method */
         size_t n_methods;
         bool builtin; /* handlers get the server, not the user's pointer */
 } Interface;
@@ -96,9 +103,11 @@ typedef struct Connection {
         gid_t gid;
         pid_t pid;
         uint64_t last_activity_usec;
-        bool eof;     /* the peer will send nothing more */
-        bool closing; /* protocol error: close once the queued output is written */
-        bool dead;    /* close at the next opportunity from the event loop */
+        sd_event_source *hold; /* ends a varlink_call_hold_connection() */
+        bool held;             /* run no call until the hold ends */
+        bool eof;              /* the peer will send nothing more */
+        bool closing;          /* protocol error: close once the queued output is written */
+        bool dead;             /* close at the next opportunity from the event loop */
 } Connection;
 
 struct VarlinkCallCtx {
@@ -111,6 +120,9 @@ struct VarlinkCallCtx {
         pid_t pid;
         bool finished;
         bool closed;
+        VarlinkMethodStats *stats; /* of its method, once looked up */
+        uint64_t start_ns;         /* CLOCK_MONOTONIC at dispatch */
+        bool timed;                /* let through: its first answer goes into the durations */
         VarlinkCallCloseFunc close_cb;
         void *close_userdata;
 };
@@ -126,6 +138,8 @@ struct VarlinkServer {
         Connection *connections;
         unsigned n_connections;
         char *read_buf;
+        VarlinkServerGate gate;
+        VarlinkMethodStats unknown_stats; /* calls to no registered method */
 };
 
 void varlink_server_limits_default(VarlinkServerLimits *ret)
@@ -147,6 +161,16 @@ static const VarlinkMethod service_methods[] = {
         { "GetInfo", service_get_info, 0 },
         { "GetInterfaceDescription", service_get_interface_description, 0 },
 };
+
+static uint64_t clock_ns(clockid_t id)
+{
+        struct timespec ts;
+
+        if (clock_gettime(id, &ts) < 0) {
+                return 0;
+        }
+        return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
 
 static uint64_t server_now(VarlinkServer *s)
 {
@@ -201,7 +225,7 @@ static void conn_update(Connection *c)
         } else if (c->current) {
                 defer = false;
         } else if (varlink_reader_n_complete(c->reader) > 0) {
-                defer = true;
+                defer = !c->held;
         } else {
                 defer = c->eof && conn_out_empty(c);
         }
@@ -234,6 +258,7 @@ static void conn_disconnect(Connection *c)
         c->io = sd_event_source_disable_unref(c->io);
         c->defer = sd_event_source_disable_unref(c->defer);
         c->idle = sd_event_source_disable_unref(c->idle);
+        c->hold = sd_event_source_disable_unref(c->hold);
         if (c->fd >= 0) {
                 close(c->fd);
         }
@@ -416,6 +441,25 @@ static void call_run(VarlinkServer *s, VarlinkCallCtx *call)
         int r;
 
         iface = server_find_interface(s, method, iface_len);
+        for (size_t i = 0; iface && i < iface->n_methods; i++) {
+                if (strcmp(iface->methods[i].name, member) == 0) {
+                        m = &iface->methods[i];
+                        call->stats = &iface->stats[i];
+                        break;
+                }
+        }
+        if (!m) {
+                call->stats = &s->unknown_stats;
+        }
+        call->stats->calls++;
+        if (s->gate.admit && !s->gate.admit(call, s->gate.userdata)) {
+                call->stats->refused++;
+                if (!call->finished && call->conn) {
+                        conn_fail(call->conn);
+                }
+                return;
+        }
+        call->timed = true;
         if (!iface) {
                 (void)call_send(call,
                                 varlink_error_new(VARLINK_ERROR_INTERFACE_NOT_FOUND,
@@ -424,12 +468,6 @@ static void call_run(VarlinkServer *s, VarlinkCallCtx *call)
                                                                                     iface_len))),
                                 true);
                 return;
-        }
-        for (size_t i = 0; i < iface->n_methods; i++) {
-                if (strcmp(iface->methods[i].name, member) == 0) {
-                        m = &iface->methods[i];
-                        break;
-                }
         }
         if (!m || call->call.upgrade) {
                 const char *error = m ? VARLINK_ERROR_METHOD_NOT_IMPLEMENTED
@@ -463,8 +501,12 @@ static void call_run(VarlinkServer *s, VarlinkCallCtx *call)
         }
 }
 
-static void conn_dispatch(Connection *c, json_t *msg)
+/* Dispatches @msg, read from the connection's buffer when the thread's CPU clock read
+ * @cpu_start_ns. */
+static void conn_dispatch(Connection *c, json_t *msg, uint64_t cpu_start_ns)
 {
+        VarlinkServer *s = c->server;
+        uint64_t cpu_ns;
         json_t *error = NULL;
         VarlinkCallCtx *call;
         VarlinkCall parsed;
@@ -488,17 +530,26 @@ static void conn_dispatch(Connection *c, json_t *msg)
         call->uid = c->uid;
         call->gid = c->gid;
         call->pid = c->pid;
+        call->start_ns = clock_ns(CLOCK_MONOTONIC);
         c->current = call;
         conn_touch(c);
 
-        call_run(c->server, call);
+        call_run(s, call);
+        if (call->stats) {
+                cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_start_ns;
+                call->stats->cpu_ns += cpu_ns;
+                if (s->gate.charge) {
+                        s->gate.charge(call->call.method, cpu_ns, s->gate.userdata);
+                }
+        }
         varlink_call_unref(call);
 }
 
 /* Runs up to @budget buffered calls, stopping at one that does not finish right away. */
 static void conn_process(Connection *c, size_t budget)
 {
-        while (budget-- > 0 && !c->dead && !c->closing && !c->current) {
+        while (budget-- > 0 && !c->dead && !c->closing && !c->current && !c->held) {
+                uint64_t cpu_start_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
                 json_t *msg = NULL;
                 json_t *error;
                 int r;
@@ -516,7 +567,7 @@ static void conn_process(Connection *c, size_t budget)
                         conn_fail(c);
                         break;
                 }
-                conn_dispatch(c, msg);
+                conn_dispatch(c, msg, cpu_start_ns);
         }
 }
 
@@ -613,6 +664,15 @@ static int conn_on_idle(sd_event_source *source, uint64_t usec, void *userdata)
             sd_event_source_set_enabled(source, SD_EVENT_ONESHOT) < 0) {
                 conn_fail(c);
         }
+        return 0;
+}
+
+static int conn_on_hold(sd_event_source *source, uint64_t usec, void *userdata)
+{
+        Connection *c = userdata;
+
+        c->held = false;
+        conn_settle(c);
         return 0;
 }
 
@@ -991,13 +1051,15 @@ static int server_add_interface_internal(VarlinkServer *s, const char *name,
                 .name = strdup(name),
                 .description = strdup(description),
                 .methods = n > 0 ? malloc(n * sizeof(*methods)) : NULL,
+                .stats = n > 0 ? calloc(n, sizeof(VarlinkMethodStats)) : NULL,
                 .n_methods = n,
                 .builtin = builtin,
         };
-        if (!iface->name || !iface->description || (n > 0 && !iface->methods)) {
+        if (!iface->name || !iface->description || (n > 0 && (!iface->methods || !iface->stats))) {
                 free(iface->name);
                 free(iface->description);
                 free(iface->methods);
+                free(iface->stats);
                 return -ENOMEM;
         }
         if (n > 0) {
@@ -1072,6 +1134,7 @@ VarlinkServer *varlink_server_free(VarlinkServer *s)
                 free(s->interfaces[i].name);
                 free(s->interfaces[i].description);
                 free(s->interfaces[i].methods);
+                free(s->interfaces[i].stats);
         }
         free(s->interfaces);
         free(s->vendor);
@@ -1117,6 +1180,22 @@ int varlink_server_set_info(VarlinkServer *s, const char *vendor, const char *pr
 unsigned varlink_server_n_connections(const VarlinkServer *s)
 {
         return s->n_connections;
+}
+
+void varlink_server_set_gate(VarlinkServer *s, const VarlinkServerGate *gate)
+{
+        s->gate = gate ? *gate : (VarlinkServerGate){0};
+}
+
+void varlink_server_foreach_stats(const VarlinkServer *s, VarlinkStatsFunc f, void *userdata)
+{
+        for (size_t i = 0; i < s->n_interfaces; i++) {
+                for (size_t k = 0; k < s->interfaces[i].n_methods; k++) {
+                        f(s->interfaces[i].name, s->interfaces[i].methods[k].name,
+                          &s->interfaces[i].stats[k], userdata);
+                }
+        }
+        f(NULL, NULL, &s->unknown_stats, userdata);
 }
 
 /* ---- org.varlink.service ---- */
@@ -1201,6 +1280,21 @@ VarlinkCallCtx *varlink_call_unref(VarlinkCallCtx *call)
         return NULL;
 }
 
+/* The first answer of a call that was let through: its duration since dispatch. */
+static void call_account_answer(VarlinkCallCtx *call)
+{
+        uint64_t d = clock_ns(CLOCK_MONOTONIC) - call->start_ns;
+        size_t k = 0;
+
+        call->timed = false;
+        while (k < VARLINK_DURATION_BUCKETS && d > varlink_duration_bounds_ns[k]) {
+                k++;
+        }
+        call->stats->answered++;
+        call->stats->duration_sum_ns += d;
+        call->stats->duration_counts[k]++;
+}
+
 static int call_send(VarlinkCallCtx *call, json_t *msg, bool final)
 {
         Connection *c = call->conn;
@@ -1209,6 +1303,9 @@ static int call_send(VarlinkCallCtx *call, json_t *msg, bool final)
         if (call->finished) {
                 json_decref(msg);
                 return -EALREADY;
+        }
+        if (call->timed) {
+                call_account_answer(call);
         }
         if (!c || c->dead) {
                 json_decref(msg);
@@ -1300,6 +1397,29 @@ bool varlink_call_is_oneway(const VarlinkCallCtx *call)
 const char *varlink_call_method(const VarlinkCallCtx *call)
 {
         return call->call.method;
+}
+
+void varlink_call_hold_connection(VarlinkCallCtx *call, uint64_t usec)
+{
+        Connection *c = call->conn;
+        int r;
+
+        if (!c || c->dead) {
+                return;
+        }
+        if (!c->hold) {
+                /* Within a millisecond: the client was told when to come back. */
+                r = sd_event_add_time_relative(c->server->event, &c->hold, CLOCK_MONOTONIC, usec,
+                                               1000, conn_on_hold, c);
+        } else {
+                r = sd_event_source_set_time_relative(c->hold, usec);
+                if (r >= 0) {
+                        r = sd_event_source_set_enabled(c->hold, SD_EVENT_ONESHOT);
+                }
+        }
+        /* Without a timer nothing would end the hold: run the calls as they come instead. */
+        c->held = r >= 0;
+        conn_update(c);
 }
 
 int varlink_call_peer(const VarlinkCallCtx *call, uid_t *ret_uid, gid_t *ret_gid,

@@ -62,6 +62,39 @@ typedef struct VarlinkMethod {
         unsigned flags; /* VARLINK_METHOD_* */
 } VarlinkMethod;
 
+/* What the server counts of the calls to one method since it started; never reset. A call
+ * counts once dispatched (parsed, its method looked up), whether it is then refused, answered
+ * with an error or run. */
+#define VARLINK_DURATION_BUCKETS 10
+typedef struct VarlinkMethodStats {
+        uint64_t calls;
+        uint64_t refused; /* refused by the gate (VarlinkServerGate) */
+        /* CPU time of the server's thread: reading and parsing each call, the gate, the
+         * handler and what it sent at once. */
+        uint64_t cpu_ns;
+        /* Calls that were let through and answered (the final reply, or the first of a
+         * "more" call), and how long after dispatch: per bucket of varlink_duration_bounds_ns,
+         * not cumulative; the last one counts those above the last bound. */
+        uint64_t answered;
+        uint64_t duration_sum_ns;
+        uint64_t duration_counts[VARLINK_DURATION_BUCKETS + 1];
+} VarlinkMethodStats;
+
+/* The upper bounds (inclusive) of the duration buckets, in ns: 100 us to 5 s in 1-5 steps. */
+extern const uint64_t varlink_duration_bounds_ns[VARLINK_DURATION_BUCKETS];
+
+/* An admission policy for the calls, run by the server on every call it dispatches. */
+typedef struct VarlinkServerGate {
+        /* Before the call runs (before the server's own answers to an unknown method, too):
+         * returns true to let it run, or false once it has answered the call itself (with
+         * varlink_call_error()), which counts as a refusal. */
+        bool (*admit)(VarlinkCallCtx *call, void *userdata);
+        /* After each call's dispatch: @cpu_ns more was spent on calls of @method (a
+         * fully-qualified name). */
+        void (*charge)(const char *method, uint64_t cpu_ns, void *userdata);
+        void *userdata;
+} VarlinkServerGate;
+
 /* Creates a server attached to @e (a reference is taken). @limits NULL means the defaults.
  * Returns 0, -EINVAL for a zero limit (except the idle timeout) or -ENOMEM. */
 int varlink_server_new(sd_event *e, const VarlinkServerLimits *limits, VarlinkServer **ret);
@@ -97,6 +130,23 @@ int varlink_server_set_info(VarlinkServer *s, const char *vendor, const char *pr
 
 /* Number of open client connections. */
 unsigned varlink_server_n_connections(const VarlinkServer *s);
+
+/* Sets the gate every call passes (copied); NULL removes it. */
+void varlink_server_set_gate(VarlinkServer *s, const VarlinkServerGate *gate);
+
+/* Calls @f with the statistics of each registered method (@interface and @method its names),
+ * then once with NULL names for the calls to no registered method. */
+typedef void (*VarlinkStatsFunc)(const char *interface, const char *method,
+                                 const VarlinkMethodStats *stats, void *userdata);
+void varlink_server_foreach_stats(const VarlinkServer *s, VarlinkStatsFunc f, void *userdata);
+
+/* Runs no further call of @call's connection for @usec from now: the calls the client sends
+ * meanwhile wait in the connection's buffer (reading pauses once the pending-call limit is
+ * reached), and the connection stays open. For a refusal whose client should wait before its
+ * next call, so that refusing cannot itself be made to cost without bound. A later hold
+ * replaces an earlier one. Call it before answering @call: once answered, it no longer knows
+ * its connection and this does nothing (as it does once the connection is gone). */
+void varlink_call_hold_connection(VarlinkCallCtx *call, uint64_t usec);
 
 /* Takes a reference on @call; returns @call. */
 VarlinkCallCtx *varlink_call_ref(VarlinkCallCtx *call);

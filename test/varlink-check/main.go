@@ -431,8 +431,19 @@ func (p *Peer) send(method, params string, flags uint64) func() Outcome {
 	}
 }
 
+// call makes a call, and again after the delay an io.jitterd.Busy refusal gives (ten times at
+// most), as a client of the daemon's CPU budget should: the checks below are about replies.
 func (p *Peer) call(method, params string) Outcome {
-	return p.send(method, params, 0)()
+	o := p.send(method, params, 0)()
+	for i := 0; i < 10 && o.errName == "io.jitterd.Busy"; i++ {
+		ms := num(obj(o.errParams)["retry_after_ms"])
+		if ms <= 0 || ms > 10000 {
+			break
+		}
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+		o = p.send(method, params, 0)()
+	}
+	return o
 }
 
 // checkParams validates the parameters the test itself sends against the method's input, so a
@@ -603,6 +614,7 @@ func main() {
 	protocol(p, *cpu)
 	monitor(p, *cpu)
 	invalid(p, *cpu)
+	busy(p)
 	coverage(p, jitterd)
 	finish()
 }
@@ -1048,6 +1060,36 @@ func invalid(p *Peer, cpu int) {
 }
 
 // coverage: every method of both interfaces answered, every io.jitterd error produced.
+// busy: GetStats over every window back to back spends the clients' CPU budget, and the daemon then
+// refuses with io.jitterd.Busy and a retry delay; after that delay the same connection is
+// answered again.
+func busy(p *Peer) {
+	const most = 20000
+	for i := 0; i < most; i++ {
+		// Every window in turn: each has its own analyses to work out.
+		windows := []string{"10s", "1m", "5m", "1h", "24h", "all"}
+		o := p.send("io.jitterd.GetStats", `{"window": "`+windows[i%len(windows)]+`"}`, 0)()
+		if o.err != nil || o.errName == "" {
+			if o.err != nil {
+				fail("GetStats call %d: %v", i+1, o.err)
+				return
+			}
+			continue
+		}
+		label := fmt.Sprintf("GetStats, call %d back to back", i+1)
+		p.checkError(label, "io.jitterd.Busy", nil, o)
+		ms := num(obj(o.errParams)["retry_after_ms"])
+		if ms <= 0 || ms > 60000 {
+			fail("%s: retry_after_ms %v is no delay to wait", label, ms)
+			return
+		}
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+		p.expectReply("io.jitterd.GetStatus", "", nil)
+		return
+	}
+	fail("%d calls of GetStats back to back were never refused", most)
+}
+
 func coverage(p *Peer, jitterd *idl.IDL) {
 	var missing []string
 	for name, iface := range p.c.ifaces {

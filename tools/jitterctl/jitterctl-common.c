@@ -173,6 +173,40 @@ const char *ctl_call_strerror(const Ctl *ctl, int r, char *buf, size_t size)
         }
 }
 
+/* varlink_client_call(), calling again after the delay a Busy refusal gives, up to
+ * CTL_BUSY_RETRIES times and while the delays add up to no more than the timeout. */
+static int call_heeding_busy(Ctl *ctl, const char *method, json_t *params, json_t **ret_reply,
+                             char **ret_error)
+{
+        uint64_t waited_usec = 0;
+
+        for (int tries = 0;; tries++) {
+                json_t *ms;
+                uint64_t wait_usec;
+                int r;
+
+                *ret_reply = NULL;
+                *ret_error = NULL;
+                r = varlink_client_call(ctl->client, method, params, ret_reply, ret_error);
+                if (r < 0 || !*ret_error || strcmp(*ret_error, "io.jitterd.Busy") != 0 ||
+                    tries >= CTL_BUSY_RETRIES) {
+                        return r;
+                }
+                ms = json_object_get(*ret_reply, "retry_after_ms");
+                if (!json_is_integer(ms) || json_integer_value(ms) <= 0) {
+                        return r;
+                }
+                wait_usec = (uint64_t)json_integer_value(ms) * 1000;
+                if (wait_usec > ctl->timeout_usec || waited_usec + wait_usec > ctl->timeout_usec) {
+                        return r;
+                }
+                waited_usec += wait_usec;
+                json_decref(*ret_reply);
+                free(*ret_error);
+                usleep((useconds_t)wait_usec);
+        }
+}
+
 int ctl_call_full(Ctl *ctl, const char *method, json_t *params, json_t **ret, char **ret_error,
                   json_t **ret_error_params, bool quiet_error)
 {
@@ -187,7 +221,7 @@ int ctl_call_full(Ctl *ctl, const char *method, json_t *params, json_t **ret, ch
                 json_decref(params);
                 return r;
         }
-        r = varlink_client_call(ctl->client, full, params, &reply, &error);
+        r = call_heeding_busy(ctl, full, params, &reply, &error);
         json_decref(params);
         if (r < 0) {
                 fprintf(stderr, "jitterctl: %s failed: %s\n", full,

@@ -342,6 +342,13 @@ char *format_error(char *buf, size_t size, const char *error, json_t *params)
                          json_get_string(params, "interface", "?"));
         } else if (strcmp(error, "org.varlink.service.ExpectedMore") == 0) {
                 snprintf(buf, size, "the method streams replies: call it with --more");
+        } else if (strcmp(error, "io.jitterd.Busy") == 0) {
+                json_t *ms = json_object_get(params, "retry_after_ms");
+
+                snprintf(buf, size,
+                         "jitterd is busy: its CPU budget for clients is spent; try again in "
+                         "%lld ms",
+                         json_is_integer(ms) ? (long long)json_integer_value(ms) : 1000LL);
         } else if (strcmp(name, "PermissionDenied") == 0) {
                 snprintf(buf, size, "permission denied (root or the jitterd admin group only)");
         } else {

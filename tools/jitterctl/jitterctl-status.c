@@ -83,6 +83,34 @@ static void print_captures(json_t *c)
                (unsigned long long)skipped);
 }
 
+/* The daemon's own cost: its CPU beyond the probes against its budget, the calls it served
+ * and refused. Nothing from a daemon that does not report it. */
+static void print_self(json_t *self, uint64_t uptime_ns)
+{
+        uint64_t cpu_ns = 0, calls = 0, refused = 0, n;
+        double budget =
+                json_real_value(json_object_get(json_object_get(self, "budget"), "cpu_ratio"));
+        json_t *m;
+        size_t i;
+
+        if (!json_is_object(self) || !json_get_u64(self, "cpu_ns", &cpu_ns)) {
+                return;
+        }
+        json_array_foreach(json_object_get(self, "methods"), i, m)
+        {
+                if (json_get_u64(m, "calls", &n)) {
+                        calls += n;
+                }
+                if (json_get_u64(m, "refused", &n)) {
+                        refused += n;
+                }
+        }
+        printf("self:     CPU %.2f s beyond the probes, %.2f %% of a core on average (budget "
+               "%.0f %%); %llu calls, %llu refused as busy\n",
+               (double)cpu_ns / 1e9, uptime_ns ? 100.0 * (double)cpu_ns / (double)uptime_ns : 0.0,
+               100.0 * budget, (unsigned long long)calls, (unsigned long long)refused);
+}
+
 /* The trace recorder: off, recording (clock, what the kernel lacks, losses), or why not. */
 static void print_trace(json_t *trace)
 {
@@ -178,6 +206,7 @@ int cmd_status(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
         print_counter(json_object_get(reply, "counter"));
         print_config(json_object_get(reply, "config"), history_bytes);
         print_trace(json_object_get(reply, "trace"));
+        print_self(json_object_get(reply, "self"), uptime_ns);
 
         probes = json_object_get(reply, "probes");
         printf("\n%s CPU  %-10s  %-13s", ctl_color(ctl, CTL_BOLD), "STATE", "POLICY");

@@ -102,12 +102,17 @@ int ctl_connect(Ctl *ctl);
  * messages: "no reply from jitterd within 10.0 s (--timeout DUR waits longer)", ... */
 const char *ctl_call_strerror(const Ctl *ctl, int r, char *buf, size_t size);
 
+/* How often a call refused with io.jitterd.Busy is made again, after the delay the refusal
+ * gives (and only while the delays add up to no more than the timeout). */
+#define CTL_BUSY_RETRIES 10
+
 /* Calls io.jitterd.@method (or @method as given when it holds a dot) with @params (stolen, NULL
  * for none). Returns 0 and the reply parameters in @ret (a new reference), or prints why the
  * call failed (connection, protocol or daemon error; with @quiet_error a daemon error is left to
  * the caller) and returns a negative errno: -EREMOTEIO for a daemon error, whose name and
  * parameters are put in @ret_error / @ret_error_params when they are not NULL (free() and
- * json_decref() them). */
+ * json_decref() them). A call refused with io.jitterd.Busy is made again after the delay it
+ * gives, CTL_BUSY_RETRIES times at most. */
 int ctl_call_full(Ctl *ctl, const char *method, json_t *params, json_t **ret, char **ret_error,
                   json_t **ret_error_params, bool quiet_error);
 

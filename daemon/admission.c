@@ -1,0 +1,113 @@
+/* The CPU budget of serving clients: two token buckets and the io.jitterd.Busy refusal. */
+
+#include "admission.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "budget.h"
+#include "util.h"
+
+#define BUSY_ERROR "io.jitterd.Busy"
+
+static const char *const light_methods[] = {
+        "io.jitterd.GetStatus",
+        "io.jitterd.Monitor",
+        "org.varlink.service.GetInfo",
+        "org.varlink.service.GetInterfaceDescription",
+};
+
+struct Admission {
+        VarlinkServer *server;
+        Budget heavy, light;
+};
+
+bool admission_method_is_light(const char *method)
+{
+        for (size_t i = 0; i < sizeof(light_methods) / sizeof(light_methods[0]); i++) {
+                if (strcmp(method, light_methods[i]) == 0) {
+                        return true;
+                }
+        }
+        return false;
+}
+
+static Budget *bucket_of(Admission *a, const char *method)
+{
+        return admission_method_is_light(method) ? &a->light : &a->heavy;
+}
+
+static bool admission_admit(VarlinkCallCtx *call, void *userdata)
+{
+        Admission *a = userdata;
+        uint64_t wait_ns =
+                budget_admit(bucket_of(a, varlink_call_method(call)), now_ns(CLOCK_MONOTONIC));
+        uint64_t retry_ms;
+
+        if (wait_ns == 0) {
+                return true;
+        }
+        /* Past the debt, and by the minimum more: a client that comes back then finds the
+         * bucket with room for its call, this refusal's own cost paid. */
+        retry_ms = wait_ns / 1000000 + 1 + ADMISSION_MIN_RETRY_MS;
+        if (retry_ms > ADMISSION_MAX_RETRY_MS) {
+                retry_ms = ADMISSION_MAX_RETRY_MS;
+        }
+        /* The hold first: answering the call detaches it from its connection. */
+        varlink_call_hold_connection(call, retry_ms * 1000);
+        (void)varlink_call_error(call, BUSY_ERROR,
+                                 json_pack("{sI}", "retry_after_ms", (json_int_t)retry_ms));
+        return false;
+}
+
+static void admission_charge(const char *method, uint64_t cpu_ns, void *userdata)
+{
+        Admission *a = userdata;
+
+        budget_charge(bucket_of(a, method), now_ns(CLOCK_MONOTONIC), cpu_ns);
+}
+
+int admission_new(VarlinkServer *s, Admission **ret)
+{
+        Admission *a = calloc(1, sizeof(*a));
+        uint64_t now = now_ns(CLOCK_MONOTONIC);
+
+        if (!a) {
+                return -ENOMEM;
+        }
+        a->server = s;
+        budget_init(&a->heavy, ADMISSION_HEAVY_RATIO, ADMISSION_HEAVY_BURST_NS, now);
+        budget_init(&a->light, ADMISSION_LIGHT_RATIO, ADMISSION_LIGHT_BURST_NS, now);
+        varlink_server_set_gate(s, &(VarlinkServerGate){
+                                           .admit = admission_admit,
+                                           .charge = admission_charge,
+                                           .userdata = a,
+                                   });
+        *ret = a;
+        return 0;
+}
+
+Admission *admission_free(Admission *a)
+{
+        if (!a) {
+                return NULL;
+        }
+        varlink_server_set_gate(a->server, NULL);
+        free(a);
+        return NULL;
+}
+
+json_t *admission_budget_to_json(void)
+{
+        json_t *names = json_array();
+
+        for (size_t i = 0; names && i < sizeof(light_methods) / sizeof(light_methods[0]); i++) {
+                json_array_append_new(names, json_string(light_methods[i]));
+        }
+        return json_pack("{sf s{sf sI} s{sf sI so*} si}", "cpu_ratio", ADMISSION_CPU_RATIO, "heavy",
+                         "ratio", ADMISSION_HEAVY_RATIO, "burst_ns",
+                         (json_int_t)ADMISSION_HEAVY_BURST_NS, "light", "ratio",
+                         ADMISSION_LIGHT_RATIO, "burst_ns", (json_int_t)ADMISSION_LIGHT_BURST_NS,
+                         "methods", names, "min_retry_ms", ADMISSION_MIN_RETRY_MS);
+}

@@ -1,0 +1,118 @@
+/* The daemon's own cost: its threads' CPU time beyond the probes, and the server's counts. */
+
+#include "self-cost.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "admission.h"
+#include "probe.h"
+#include "util.h"
+#include "varlink-server.h"
+
+/* The CPU clock of thread @tid of this process, as pthread_getcpuclockid() makes it from a
+ * pthread_t: the kernel's encoding of a per-thread scheduler clock. */
+static clockid_t thread_clock(int tid)
+{
+        return (clockid_t)((~(unsigned)tid << 3) | 6);
+}
+
+static bool is_skipped(int tid, const int *skip, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                if (skip[i] == tid) {
+                        return true;
+                }
+        }
+        return false;
+}
+
+int self_cost_cpu_ns(const int *skip_tids, size_t n, uint64_t *ret_ns, unsigned *ret_threads)
+{
+        _cleanup_closedir_ DIR *d = opendir("/proc/self/task");
+        struct dirent *de;
+        uint64_t sum = 0;
+        unsigned threads = 0;
+
+        if (!d) {
+                return -errno;
+        }
+        /* A thread that ended took its time along: only live threads are counted, as a reader
+         * of /proc/PID/task/ sees them too. */
+        while ((de = readdir(d))) {
+                char *end;
+                long tid = strtol(de->d_name, &end, 10);
+                struct timespec ts;
+
+                if (de->d_name[0] == '.' || *end != '\0' || tid <= 0 || tid > INT32_MAX ||
+                    is_skipped((int)tid, skip_tids, n)) {
+                        continue;
+                }
+                if (clock_gettime(thread_clock((int)tid), &ts) < 0) {
+                        continue; /* it ended meanwhile */
+                }
+                sum += (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+                threads++;
+        }
+        *ret_ns = sum;
+        *ret_threads = threads;
+        return 0;
+}
+
+static void add_method(const char *interface, const char *method, const VarlinkMethodStats *st,
+                       void *userdata)
+{
+        json_t *arr = userdata;
+        json_t *counts = json_array();
+        uint64_t cum = 0;
+        char name[256];
+
+        for (size_t k = 0; counts && k < VARLINK_DURATION_BUCKETS; k++) {
+                cum += st->duration_counts[k];
+                json_array_append_new(counts, json_integer((json_int_t)cum));
+        }
+        if (interface) {
+                snprintf(name, sizeof(name), "%s.%s", interface, method);
+        } else {
+                snprintf(name, sizeof(name), "other");
+        }
+        json_array_append_new(
+                arr,
+                json_pack("{ss sI sI sI sI sI so*}", "method", name, "calls", (json_int_t)st->calls,
+                          "refused", (json_int_t)st->refused, "cpu_ns", (json_int_t)st->cpu_ns,
+                          "answered", (json_int_t)st->answered, "duration_sum_ns",
+                          (json_int_t)st->duration_sum_ns, "duration_counts", counts));
+}
+
+json_t *self_cost_to_json(Manager *m)
+{
+        int tids[CPU_SETSIZE];
+        size_t n = 0;
+        uint64_t cpu_ns = 0;
+        unsigned threads = 0;
+        json_t *bounds = json_array(), *methods = json_array();
+
+        for (size_t i = 0; i < manager_n_probes(m) && n < CPU_SETSIZE; i++) {
+                ProbeInfo info;
+
+                manager_probe_info(m, i, &info);
+                if (info.probe && probe_tid(info.probe) > 0) {
+                        tids[n++] = probe_tid(info.probe);
+                }
+        }
+        (void)self_cost_cpu_ns(tids, n, &cpu_ns, &threads);
+        for (size_t k = 0; bounds && k < VARLINK_DURATION_BUCKETS; k++) {
+                json_array_append_new(bounds,
+                                      json_integer((json_int_t)varlink_duration_bounds_ns[k]));
+        }
+        /* A Manager built without a server (the tests') has served nothing. */
+        if (methods && manager_server(m)) {
+                varlink_server_foreach_stats(manager_server(m), add_method, methods);
+        }
+        return json_pack("{sI si so* so* so*}", "cpu_ns", (json_int_t)cpu_ns, "threads",
+                         (int)threads, "budget", admission_budget_to_json(), "duration_bounds_ns",
+                         bounds, "methods", methods);
+}

@@ -1,0 +1,136 @@
+# The clients' CPU budget under a flood: 16 connections calling GetStats(all) back to back,
+# heeding no retry delay. Refusals come as io.jitterd.Busy with a retry delay, every connection
+# stays open and is answered afterwards, GetStatus on its own connection is never refused, the
+# daemon's CPU beyond its probe, measured here from /proc/PID/task/*/stat, stays within what
+# the budget allows, and the daemon's own report of its cost agrees with the calls and
+# refusals counted here and with the CPU time measured here.
+source "$(dirname "$0")/lib.sh"
+need_cpu1
+for tool in jq getconf awk; do
+    command -v "$tool" >/dev/null || skip "needs $tool"
+done
+FLOOD=$BUILD_DIR/test/jitter-flood
+CONNS=16
+SECONDS_FLOOD=8
+TCK=$(getconf CLK_TCK)
+
+printf '[probe]\npreheat = 300ms\n' > "$T/jitterd.conf"
+start_daemon
+
+# daemon_cpu: "TICKS THREADS PROBES": user and system ticks of the daemon's threads other than
+# its probe (the thread allowed on CPU 1 alone), how many threads those are, and how many
+# probe threads were left out.
+daemon_cpu() {
+    local t allowed ut st ticks=0 threads=0 probes=0
+    for t in /proc/"$DAEMON_PID"/task/*; do
+        allowed=$(awk '/^Cpus_allowed_list:/ { print $2 }' "$t/status" 2>/dev/null) || continue
+        [[ -n $allowed ]] || continue
+        if [[ $allowed == 1 ]]; then
+            probes=$((probes + 1))
+            continue
+        fi
+        # The fields after the name, which may hold spaces: utime and stime are 14 and 15.
+        read -r ut st < <(sed 's/.*) //' "$t/stat" | awk '{ print $12, $13 }') || continue
+        ticks=$((ticks + ut + st))
+        threads=$((threads + 1))
+    done
+    echo "$ticks $threads $probes"
+}
+
+# method_field SELF METHOD FIELD: FIELD of METHOD in the "self" object SELF.
+method_field() {
+    jq -r --arg m "$2" --arg f "$3" '.methods[] | select(.method == $m) | .[$f]' <<< "$1"
+}
+
+# Let the probe settle, then the daemon's cost at rest.
+sleep 1
+read -r rest0 threads probes < <(daemon_cpu)
+(( probes == 1 )) || fail "$probes threads of the daemon are allowed on CPU 1 alone, not 1"
+t0=$(now_ns)
+sleep 3
+read -r rest1 _ _ < <(daemon_cpu)
+rest_s=$(( ($(now_ns) - t0) ))
+rest_ratio=$(awk -v d="$((rest1 - rest0))" -v k="$TCK" -v ns="$rest_s" 'BEGIN { printf "%.4f", d / k / (ns / 1e9) }')
+pass "at rest the daemon beyond its probe takes $rest_ratio of a core ($threads threads)"
+
+self0=$(jctl call io.jitterd.GetStatus | jq -c .self) || fail "GetStatus failed"
+[[ $self0 != null ]] || fail "GetStatus has no self"
+serve=$(jq -r '.budget.heavy.ratio + .budget.light.ratio' <<< "$self0")
+bursts_s=$(jq -r '(.budget.heavy.burst_ns + .budget.light.burst_ns) / 1e9' <<< "$self0")
+cpu_ratio=$(jq -r '.budget.cpu_ratio' <<< "$self0")
+
+# The flood, on CPU 0 as the test's other tools.
+read -r f0 _ _ < <(daemon_cpu)
+t0=$(now_ns)
+taskset -c 0 "$FLOOD" "$SOCK" "$CONNS" "$SECONDS_FLOOD" > "$T/flood.json" 2> "$T/flood.err" \
+    || fail "jitter-flood failed: $(cat "$T/flood.err")"
+flood_ns=$(( $(now_ns) - t0 ))
+read -r f1 threads_after _ < <(daemon_cpu)
+echo "flood: $(cat "$T/flood.json")"
+get() { jq -r ".$1" "$T/flood.json"; }
+
+(( $(get busy) > 0 )) || fail "no call was refused under the flood"
+(( $(get busy_retry) == $(get busy) )) \
+    || fail "$(( $(get busy) - $(get busy_retry) )) of $(get busy) refusals have no retry_after_ms"
+(( $(get other) == 0 )) || fail "$(get other) answers were other errors: $(cat "$T/flood.err")"
+(( $(get ok) > 0 )) || fail "no GetStats was answered under the flood"
+pass "$(get busy) of $(get calls) calls refused with io.jitterd.Busy and a retry delay" \
+     "($(get retry_min_ms)-$(get retry_max_ms) ms); $(get ok) answered"
+
+(( $(get dropped) == 0 )) || fail "$(get dropped) connections were closed or left unanswered"
+(( $(get answered_after) == CONNS )) \
+    || fail "only $(get answered_after) of $CONNS connections answered GetStatus after the flood"
+pass "all $CONNS connections stayed open and answer after the flood"
+
+[[ $(get status_closed) == false ]] || fail "the GetStatus connection was closed"
+(( $(get status_busy) == 0 )) || fail "GetStatus was refused $(get status_busy) times"
+(( $(get status_ok) >= SECONDS_FLOOD * 5 / 2 )) \
+    || fail "GetStatus answered only $(get status_ok) times in $SECONDS_FLOOD s (every 200 ms)"
+pass "GetStatus, on its own connection, answered $(get status_ok) times, never refused," \
+     "at most $(get status_max_ms) ms"
+
+# The daemon's CPU over the flood: the budget of serving, what it may have saved (both
+# buckets full at the start), the one call that may overdraw it (at most the longest answered
+# call's time on both the loop and the worker), its work at rest, and the ticks /proc may have
+# cut off (two per thread: utime and stime are truncated each).
+read -r used limit < <(awk -v d="$((f1 - f0))" -v k="$TCK" -v ns="$flood_ns" -v serve="$serve" \
+    -v burst="$bursts_s" -v rest="$rest_ratio" -v th="$threads_after" \
+    -v call="$(get ok_max_ms)" 'BEGIN {
+        s = ns / 1e9; used = d / k
+        printf "%.3f %.3f\n", used, (serve + rest) * s + burst + 2 * call / 1e3 + 2 * th / k }')
+ratio=$(awk -v u="$used" -v ns="$flood_ns" 'BEGIN { printf "%.3f", u / (ns / 1e9) }')
+awk -v u="$used" -v l="$limit" 'BEGIN { exit !(u <= l) }' \
+    || fail "the daemon took $used s of CPU in $((flood_ns / 1000000)) ms of flood ($ratio of a core), over $limit s"
+pass "under the flood the daemon took $used s of CPU in $((flood_ns / 1000000)) ms, $ratio of a" \
+     "core (at most $limit s: serving $serve and rest $rest_ratio of a core, bursts $bursts_s s)"
+
+# The daemon's report against the test's own: the calls and refusals exactly, and its CPU time
+# between the /proc readings taken just before and just after it.
+read -r p0 _ _ < <(daemon_cpu)
+self1=$(jctl call io.jitterd.GetStatus | jq -c .self) || fail "GetStatus failed"
+read -r p1 threads_now _ < <(daemon_cpu)
+d_calls=$(( $(method_field "$self1" io.jitterd.GetStats calls) - $(method_field "$self0" io.jitterd.GetStats calls) ))
+d_refused=$(( $(method_field "$self1" io.jitterd.GetStats refused) - $(method_field "$self0" io.jitterd.GetStats refused) ))
+d_answered=$(( $(method_field "$self1" io.jitterd.GetStats answered) - $(method_field "$self0" io.jitterd.GetStats answered) ))
+(( d_calls == $(get calls) )) || fail "the daemon counts $d_calls GetStats calls, the test $(get calls)"
+(( d_refused == $(get busy) )) || fail "the daemon counts $d_refused refusals, the test $(get busy)"
+(( d_answered == $(get ok) )) || fail "the daemon counts $d_answered answered, the test $(get ok)"
+d_status=$(( $(method_field "$self1" io.jitterd.GetStatus calls) - $(method_field "$self0" io.jitterd.GetStatus calls) ))
+want_status=$(( $(get status_calls) + $(get after_calls) + 1 ))
+(( d_status == want_status )) || fail "the daemon counts $d_status GetStatus calls, the test $want_status"
+pass "the daemon's counts agree: $d_calls GetStats calls, $d_refused refused, $d_status GetStatus"
+
+self_ns=$(jq -r .cpu_ns <<< "$self1")
+awk -v s="$self_ns" -v p0="$p0" -v p1="$p1" -v k="$TCK" -v th="$threads_now" 'BEGIN {
+        lo = (p0 - 1) / k; hi = (p1 + 2 * th + 1) / k; s /= 1e9
+        printf "self %.3f s, /proc %.3f..%.3f s (tolerance to %.3f s)\n", s, p0 / k, p1 / k, hi
+        exit !(s >= lo && s <= hi) }' > "$T/cpu.txt" || fail "CPU time: $(cat "$T/cpu.txt")"
+pass "the daemon's CPU time agrees with /proc: $(cat "$T/cpu.txt")"
+
+# The histogram of durations: every answered call is in one bucket, and the sum is plausible.
+jq -e '.methods[] | select(.method == "io.jitterd.GetStats")
+       | (.duration_counts | last) <= .answered and .duration_sum_ns > 0' <<< "$self1" >/dev/null \
+    || fail "GetStats durations: $(jq -c '.methods[] | select(.method == "io.jitterd.GetStats")' <<< "$self1")"
+pass "GetStats answer durations recorded"
+
+stop_daemon || fail "jitterd exited with status $?"
