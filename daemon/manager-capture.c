@@ -40,6 +40,9 @@
 /* GetCaptures reads at most this many bytes of files for one reply, which then stays within
  * the 4 MiB a connection may have unsent (the server's max_output_bytes). */
 #define CAPTURE_REPLY_BYTES_MAX (3ULL * 1024 * 1024)
+/* ... and reads at most this many bytes of files in all, those of other CPUs included: the
+ * reading is on the event loop. */
+#define CAPTURE_SCAN_BYTES_MAX (8ULL * 1024 * 1024)
 /* An entry's exit is looked for this many records ahead at most. */
 #define CAPTURE_EXIT_SEARCH 512u
 
@@ -268,13 +271,14 @@ static bool capture_cpu_rows(const Manager *m, int cpu, const CaptureWindow *w, 
                         continue;
                 }
                 if (*n == *cap) {
-                        CaptureRow *bigger =
-                                realloc(*rows, (*cap = *cap ? 2 * *cap : 256) * sizeof(**rows));
+                        size_t more = *cap ? 2 * *cap : 256;
+                        CaptureRow *bigger = realloc(*rows, more * sizeof(**rows));
 
                         if (!bigger) {
                                 break;
                         }
                         *rows = bigger;
+                        *cap = more;
                 }
                 row.distance_ns = distance_ns(w, row.ns);
                 (*rows)[(*n)++] = row;
@@ -498,7 +502,7 @@ json_t *manager_captures(Manager *m, const cpu_set_t *cpus, uint64_t since_real_
 {
         _cleanup_close_ int dfd = m->captures ? capture_dir_fd(m) : -1;
         json_t *arr = json_array();
-        uint64_t total = 0;
+        uint64_t total = 0, scanned = 0;
         bool truncated = false;
         CaptureCounts c = {0};
 
@@ -517,7 +521,12 @@ json_t *manager_captures(Manager *m, const cpu_set_t *cpus, uint64_t since_real_
                 if (strtoull(name + 8, NULL, 10) < since_real_ns) {
                         break;
                 }
+                if (scanned >= CAPTURE_SCAN_BYTES_MAX) {
+                        truncated = true;
+                        break;
+                }
                 o = capture_read(dfd, name, &bytes);
+                scanned += bytes;
                 if (!o || !any_cpu_in(json_object_get(o, "interruptions"), cpus)) {
                         json_decref(o);
                         continue;

@@ -45,7 +45,7 @@ SCALE=60
 declare -A PROVOKE=(
     [JitterWorstGapHigh]=thefts [JitterInterruptionRateRising]=thefts
     [JitterCpuAvailabilityLow]=thefts [JitterGapAboveSLA]=sla [JitterProbeDown]=cpuset
-    [JitterdTextfileStale]=stale
+    [JitterdTextfileStale]=stale [JitterdOverBudget]=trickle
 )
 mapfile -t ALERTS < <(awk '$1 == "-" && $2 == "alert:" { print $3 }' "$RULES")
 for a in "${ALERTS[@]}"; do
@@ -451,6 +451,68 @@ wait_until 10 eval '[[ $(jctl --json status | jq -r ".probes[0].state") == runni
 jq -e '.labels.cpu == "1" and .labels.severity == "critical"' <<< "${FIRED[JitterProbeDown]}" \
     > /dev/null || fail "JitterProbeDown: ${FIRED[JitterProbeDown]}"
 pass "JitterProbeDown fires $((SECONDS - t0)) s after the daemon lost CPU 1 from its cpuset"
+
+# ---- Clients that send their calls a byte at a time, on 60 connections without a pause: the
+# daemon reads each byte as it comes, which no call is charged for until it is whole (the
+# budget covers calls, not the reading of one), and takes more than its 10 % of a core. The
+# test measures the daemon's CPU beyond its probe itself (/proc), and the alert fires with it.
+inactive JitterdOverBudget
+python3 - "$SOCK" > "$T/trickle.log" 2>&1 <<'PY' &
+import socket, sys, time
+socks = []
+for _ in range(60):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(sys.argv[1])
+    s.setblocking(False)
+    socks.append(s)
+end = time.monotonic() + 60  # bounded; the test stops it sooner
+sent = 0
+while time.monotonic() < end:
+    for i, s in enumerate(socks):
+        try:
+            # A call never finished: spaces, which the daemon keeps until the message limit,
+            # then closes the connection; a new one takes its place.
+            s.send(b" ")
+            sent += 1
+        except OSError:
+            s.close()
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(sys.argv[1])
+            s.setblocking(False)
+            socks[i] = s
+print(sent)
+PY
+trickle=$!
+CLEANUP_PIDS+=("$trickle")
+# daemon_cpu_s: the CPU seconds of the daemon's threads but its probe (the thread allowed on
+# CPU 1 alone), from /proc.
+daemon_cpu_s() {
+    local t sum=0
+    for t in /proc/"$DAEMON_PID"/task/*; do
+        [[ $(awk '/^Cpus_allowed_list:/ { print $2 }' "$t/status" 2> /dev/null) == 1 ]] && continue
+        sum=$((sum + $(sed 's/.*) //' "$t/stat" 2> /dev/null | awk '{ print $12 + $13 }' || echo 0)))
+    done
+    awk -v s="$sum" -v k="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", s / k }'
+}
+c0=$(daemon_cpu_s)
+t0=$SECONDS
+ok=0
+fire 40 JitterdOverBudget || ok=$?
+c1=$(daemon_cpu_s)
+kill "$trickle" 2> /dev/null
+wait "$trickle" 2> /dev/null || true
+(( ok == 0 )) || fail "JitterdOverBudget not firing within 40 s of the trickle (the daemon took" \
+    "$(awk -v a="$c0" -v b="$c1" -v s=$((SECONDS - t0)) 'BEGIN { printf "%.2f", (b - a) / s }') of a core)"
+share=$(awk -v a="$c0" -v b="$c1" -v s=$((SECONDS - t0)) 'BEGIN { printf "%.3f", (b - a) / s }')
+awk -v v="$share" 'BEGIN { exit !(v > 0.1) }' \
+    || fail "JitterdOverBudget fired, but /proc says the daemon took $share of a core, not above 0.1"
+value=$(jq -r .value <<< "${FIRED[JitterdOverBudget]}")
+awk -v v="$value" 'BEGIN { exit !(v > 0.1) }' \
+    || fail "JitterdOverBudget fires with $value, not above the budget of 0.1"
+wait_until 40 eval '[[ $(state JitterdOverBudget) == inactive ]]' \
+    || fail "JitterdOverBudget still active 40 s after the trickle ended"
+pass "JitterdOverBudget fires $((SECONDS - t0)) s after the trickle began, at $value of a core" \
+     "($share by /proc over the trickle), and ends after it"
 
 # ---- The daemon stopped, and its textfile last written 10 minutes ago.
 inactive JitterdTextfileStale

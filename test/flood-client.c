@@ -23,7 +23,8 @@
 #define BUSY "io.jitterd.Busy"
 
 static const char stats_call[] =
-        "{\"method\":\"io.jitterd.GetStats\",\"parameters\":{\"window\":\"all\"}}";
+        "{\"method\":\"io.jitterd.GetStats\",\"parameters\":{\"window\":\"all\","
+        "\"without_analyses\":true}}";
 static const char status_call[] = "{\"method\":\"io.jitterd.GetStatus\"}";
 
 typedef struct Conn {

@@ -139,6 +139,8 @@ struct VarlinkServer {
         unsigned n_connections;
         char *read_buf;
         VarlinkServerGate gate;
+        /* CPU charged to the gate for calls, in all. */
+        uint64_t charged_ns;
         VarlinkMethodStats unknown_stats; /* calls to no registered method */
 };
 
@@ -538,6 +540,7 @@ static void conn_dispatch(Connection *c, json_t *msg, uint64_t cpu_start_ns)
         if (call->stats) {
                 cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_start_ns;
                 call->stats->cpu_ns += cpu_ns;
+                s->charged_ns += cpu_ns;
                 if (s->gate.charge) {
                         s->gate.charge(call->call.method, cpu_ns, s->gate.userdata);
                 }
@@ -619,6 +622,9 @@ static void conn_read(Connection *c)
 static int conn_on_io(sd_event_source *source, int fd, uint32_t revents, void *userdata)
 {
         Connection *c = userdata;
+        VarlinkServer *s = c->server;
+        uint64_t cpu_start_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID), charged_ns = s->charged_ns;
+        uint64_t cpu_ns;
 
         if (revents & EPOLLOUT) {
                 conn_flush(c);
@@ -632,6 +638,12 @@ static int conn_on_io(sd_event_source *source, int fd, uint32_t revents, void *u
                 }
         }
         conn_settle(c);
+        /* What no call was charged for (reading what is not yet a call, sending replies that
+         * waited, closing) goes to the gate as a call to no method. @c may be gone. */
+        cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_start_ns;
+        if (s->gate.charge && cpu_ns > s->charged_ns - charged_ns) {
+                s->gate.charge("", cpu_ns - (s->charged_ns - charged_ns), s->gate.userdata);
+        }
         return 0;
 }
 
@@ -651,8 +663,9 @@ static int conn_on_idle(sd_event_source *source, uint64_t usec, void *userdata)
         uint64_t now = server_now(c->server);
         uint64_t next;
 
-        if (c->current || c->dead) {
-                /* A running call (a "more" stream, say) is not idleness. */
+        if (c->current || c->held || c->dead) {
+                /* A running call (a "more" stream, say) is not idleness, nor a refused one's
+                 * wait for its retry time. */
                 next = now + timeout;
         } else if (now >= c->last_activity_usec + timeout) {
                 conn_disconnect(c);

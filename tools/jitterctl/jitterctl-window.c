@@ -60,7 +60,10 @@ static int check_intervals(json_t *w, uint64_t *sums)
         }
         json_array_foreach(counts, i, row)
         {
+                /* No more pairs than sources: the fit takes a row into a table of one item
+                 * per source. */
                 if (!json_is_array(row) || json_array_size(row) % 2 != 0 ||
+                    json_array_size(row) / 2 > json_array_size(sources) ||
                     json_integer_value(json_array_get(dur, i)) <= 0 ||
                     json_integer_value(json_array_get(lost, i)) < 0) {
                         return -EINVAL;
