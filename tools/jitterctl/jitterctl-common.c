@@ -13,6 +13,7 @@
 
 #include "cpulist.h"
 #include "duration.h"
+#include "util.h"
 #include "jitterctl-format.h"
 
 const char ctl_common_help[] =
@@ -174,37 +175,46 @@ const char *ctl_call_strerror(const Ctl *ctl, int r, char *buf, size_t size)
 }
 
 /* varlink_client_call(), calling again after the delay a Busy refusal gives, up to
- * CTL_BUSY_RETRIES times and while the delays add up to no more than the timeout. */
+ * CTL_BUSY_RETRIES times: the calls and the delays together take at most the timeout (each
+ * call after the first has what is left of it). */
 static int call_heeding_busy(Ctl *ctl, const char *method, json_t *params, json_t **ret_reply,
                              char **ret_error)
 {
-        uint64_t waited_usec = 0;
+        uint64_t start_usec = now_ns(CLOCK_MONOTONIC) / 1000;
+        bool shortened = false;
+        int r;
 
         for (int tries = 0;; tries++) {
+                uint64_t wait_usec, spent_usec;
                 json_t *ms;
-                uint64_t wait_usec;
-                int r;
 
                 *ret_reply = NULL;
                 *ret_error = NULL;
                 r = varlink_client_call(ctl->client, method, params, ret_reply, ret_error);
                 if (r < 0 || !*ret_error || strcmp(*ret_error, "io.jitterd.Busy") != 0 ||
                     tries >= CTL_BUSY_RETRIES) {
-                        return r;
+                        break;
                 }
                 ms = json_object_get(*ret_reply, "retry_after_ms");
                 if (!json_is_integer(ms) || json_integer_value(ms) <= 0) {
-                        return r;
+                        break;
                 }
                 wait_usec = (uint64_t)json_integer_value(ms) * 1000;
-                if (wait_usec > ctl->timeout_usec || waited_usec + wait_usec > ctl->timeout_usec) {
-                        return r;
+                spent_usec = now_ns(CLOCK_MONOTONIC) / 1000 - start_usec;
+                /* The delay, and a millisecond at least for the call after it. */
+                if (spent_usec + wait_usec + 1000 > ctl->timeout_usec) {
+                        break;
                 }
-                waited_usec += wait_usec;
                 json_decref(*ret_reply);
                 free(*ret_error);
                 usleep((useconds_t)wait_usec);
+                varlink_client_set_timeout(ctl->client, ctl->timeout_usec - spent_usec - wait_usec);
+                shortened = true;
         }
+        if (shortened) {
+                varlink_client_set_timeout(ctl->client, ctl->timeout_usec);
+        }
+        return r;
 }
 
 int ctl_call_full(Ctl *ctl, const char *method, json_t *params, json_t **ret, char **ret_error,
