@@ -331,6 +331,26 @@ static void test_timeline_worst_gaps(void **state)
         free(v);
         json_decref(points);
 
+        /* Intervals of 200 ms that thefts held open by up to 23 ms, each making the next one
+         * as much shorter: around 200 ms, those within 10 % of it on either side (185 to 215
+         * ms; 177 and 223 differ by 23 ms, more than a tenth of 200), six, not the four
+         * that a cluster grown from the shortest would hold (195 to 205). */
+        {
+                const json_int_t ms = 1000000;
+
+                points = json_pack(
+                        "[o, o, o, o, o, o, o, o]", point(177 * ms, 10, 1), point(223 * ms, 10, 2),
+                        point(185 * ms, 10, 3), point(215 * ms, 10, 4), point(200 * ms, 10, 5),
+                        point(200 * ms, 10, 6), point(195 * ms, 10, 7), point(205 * ms, 10, 8));
+                n = timeline_worst_gaps(points, &v, &interval);
+                assert_int_equal(n, 6);
+                assert_true(v[0] == 3 && v[1] == 4 && v[2] == 5 && v[3] == 6 && v[4] == 7 &&
+                            v[5] == 8);
+                assert_int_equal(interval, 200 * ms);
+                free(v);
+                json_decref(points);
+        }
+
         points = json_pack("[o]", point(s, 0, 0));
         assert_int_equal(timeline_worst_gaps(points, &v, &interval), 0);
         assert_int_equal(interval, 0);

@@ -52,19 +52,23 @@ int timeline_worst_gaps(json_t *points, double **ret, uint64_t *ret_interval_ns)
                         durations[m++] = duration;
                 }
         }
-        /* The largest cluster of similar lengths, in sorted order. */
+        /* The largest cluster of similar lengths: around each length in turn, those of the
+         * same resolution on either side (an interval that a late harvest made longer makes
+         * the next one shorter by as much). */
         qsort(durations, m, sizeof(*durations), u64_cmp);
-        for (i = 0; i < m;) {
-                size_t j = i;
+        for (i = 0; i < m; i++) {
+                size_t j = i, k = i;
 
-                while (j < m && same_resolution(durations[i], durations[j])) {
-                        j++;
+                while (j > 0 && same_resolution(durations[i], durations[j - 1])) {
+                        j--;
                 }
-                if (j - i > best_len) {
-                        best_start = i;
-                        best_len = j - i;
+                while (k < m && same_resolution(durations[i], durations[k])) {
+                        k++;
                 }
-                i = j;
+                if (k - j > best_len) {
+                        best_start = j;
+                        best_len = k - j;
+                }
         }
         *ret_interval_ns = 0;
         if (best_len == 0) {
