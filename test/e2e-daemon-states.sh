@@ -66,7 +66,8 @@ noise=$(noise_ns)
 owed=$(jctl --json stats --cpu 1 --window 10s \
     | jq --argjson hog "$((hog_ms * 1000000))" '(100 - (.cpus[0].cpu_available_pct // 100)) / 100 * $hog | ceil')
 noise=$((noise + owed))
-timeout 8 "$JITTERCTL" --socket "$SOCK" --json watch --cpu 1 > "$T/monitor-stall" &
+WATCH_S=8
+timeout $WATCH_S "$JITTERCTL" --socket "$SOCK" --json watch --cpu 1 > "$T/monitor-stall" &
 watcher=$!
 watch_from=$(date +%s%N)
 sleep 0.5
@@ -114,7 +115,9 @@ pass "stalled under a SCHED_FIFO hog of $(( (hog_e - hog_s) / 1000 )) us, an eve
 sleep 1
 kill "$watcher" 2>/dev/null || true
 wait "$watcher" 2>/dev/null || true
+# (The watcher ends at WATCH_S, whatever the checks above took.)
 watched_ns=$(( $(date +%s%N) - watch_from ))
+(( watched_ns <= WATCH_S * 1000000000 )) || watched_ns=$((WATCH_S * 1000000000))
 jq -R -c 'fromjson? // empty' "$T/monitor-stall" > "$T/monitor-stall.json"
 replies=$(wc -l < "$T/monitor-stall.json")
 bad=$(jq -s -c '. as $r | [range(length) | select($r[.].start_ns <= 0 or $r[.].duration_ns <= 0
