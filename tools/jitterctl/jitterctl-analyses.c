@@ -39,7 +39,8 @@ static void remove_cpulist_file(const char *path, cpu_set_t *set)
  * as GetStatus has the probes, nor isolated, at boot or as nohz_full) and lowers its priority
  * to nice 10, or 19 where a probe shares the scheduler with them (a probe on a CPU that is not
  * isolated): the searches take a third of a second a CPU, and must not become the noise they
- * measure. Once per process. Returns 0, or -ESRCH after saying why when no CPU is left. */
+ * measure. Once per process. Returns 0, or -ESRCH when no CPU is left: the analyses are then
+ * not worked out, which a note on stderr says. */
 static int lower_priority(Ctl *ctl)
 {
         static bool done;
@@ -72,8 +73,8 @@ static int lower_priority(Ctl *ctl)
         remove_cpulist_file("/sys/devices/system/cpu/isolated", &set);
         remove_cpulist_file("/sys/devices/system/cpu/nohz_full", &set);
         if (CPU_COUNT(&set) == 0 || sched_setaffinity(0, sizeof(set), &set) < 0) {
-                ctl_fail("no housekeeping CPU to work the causes and periods out on (every CPU "
-                         "jitterctl may run on is probed or isolated)");
+                fprintf(stderr, "jitterctl: no causes or periods: every CPU jitterctl may run on "
+                                "is probed or isolated, and they are not worked out there\n");
                 return -ESRCH;
         }
         errno = 0;
@@ -122,6 +123,10 @@ int ctl_get_stats(Ctl *ctl, json_t *params, bool analyses, json_t **ret)
                 return r;
         }
         r = lower_priority(ctl);
+        if (r == -ESRCH) {
+                *ret = reply;
+                return 0;
+        }
         json_array_foreach(json_object_get(reply, "cpus"), i, e)
         {
                 json_t *w = NULL;
