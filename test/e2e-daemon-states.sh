@@ -136,9 +136,29 @@ pass "Monitor during the stall: $replies replies, each an interval with samples,
 
 # CPU hotplug: offline makes the probe offline, online makes it run again.
 online=/sys/devices/system/cpu/cpu1/online
-if [[ -w $online ]] && echo 0 > "$online" 2>/dev/null; then
-    # CPU 1 back online whatever happens, and the test's exit status kept for lib.sh's cleanup.
-    trap 'rc=$?; set +e; echo 1 > '"$online"' 2>/dev/null; (exit $rc); cleanup' EXIT
+# CPU 1 comes back online whatever happens to the test: on its way out (the EXIT trap), and, if
+# it is killed at its timeout with no trap run, from a guard outside its process tree (ctest
+# kills the tree) that puts it back HOTPLUG_GUARD_S after the unplug.
+HOTPLUG_GUARD_S=15
+start_hotplug_guard() {
+    ( setsid bash -c 'echo $$ > "$1"; sleep "$2"; echo 1 > "$3"' _ "$T/hotplug-guard" \
+        "$HOTPLUG_GUARD_S" "$online" < /dev/null &> /dev/null & )
+    for _ in $(seq 100); do [[ -s $T/hotplug-guard ]] && return 0; sleep 0.02; done
+    fail "the guard that puts CPU 1 back online did not start"
+}
+stop_hotplug_guard() { kill "$(cat "$T/hotplug-guard" 2>/dev/null)" 2>/dev/null || true; }
+unplug=refused
+if [[ -w $online ]]; then
+    start_hotplug_guard
+    trap 'rc=$?; set +e; echo 1 > '"$online"' 2>/dev/null; stop_hotplug_guard; (exit $rc); cleanup' EXIT
+    t0=$(date +%s%N)
+    rc=0
+    timeout -k 1 10 bash -c "echo 0 > $online" 2> "$T/unplug.err" || rc=$?
+    (( rc != 124 && rc != 137 )) || fail "unplugging CPU 1 took over 10 s"
+    (( rc != 0 )) || unplug=done
+    echo "CPU 1 unplug: $unplug in $((($(date +%s%N) - t0) / 1000000)) ms $(cat "$T/unplug.err")"
+fi
+if [[ $unplug == done ]]; then
     sleep 0.8
     state=$(jctl --json status | jq -r '.probes[0].state')
     # Meanwhile the probe thread sits on the CPU it was moved to: it must record nothing there
@@ -151,7 +171,10 @@ if [[ -w $online ]] && echo 0 > "$online" 2>/dev/null; then
     s1=$(jctl --json status | jq '.probes[0].samples')
     c1=$(cut -d' ' -f1 /proc/"$DAEMON_PID"/task/"$tid"/schedstat)
     w1=$(date +%s%N)
-    echo 1 > "$online"
+    t0=$(date +%s%N)
+    timeout -k 1 10 bash -c "echo 1 > $online" || fail "CPU 1 did not come back online within 10 s"
+    stop_hotplug_guard
+    echo "CPU 1 plugged back in $((($(date +%s%N) - t0) / 1000000)) ms"
     [[ $state == offline ]] || fail "probe state '$state' while CPU 1 was offline"
     (( s1 == s0 )) || fail "the probe recorded $((s1 - s0)) samples while CPU 1 was offline"
     (( (c1 - c0) * 20 < w1 - w0 )) || fail "the probe thread used $(((c1 - c0) / 1000000)) ms" \
@@ -165,6 +188,7 @@ if [[ -w $online ]] && echo 0 > "$online" 2>/dev/null; then
     (( ok )) || fail "the probe did not resume after CPU 1 came back"
     pass "offline while CPU 1 is unplugged (recording nothing, not spinning), running after"
 else
+    stop_hotplug_guard
     skip_part "CPU hotplug" "$online cannot be written here"
 fi
 

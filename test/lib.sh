@@ -77,8 +77,16 @@ need_tracefs() {
     fi
 }
 
+# need_cpu1: skips on a machine with one CPU; fails where CPU 1 exists but is offline or kept
+# from the test (a cpuset or affinity left narrowed), since a skip there would hide the cause.
 need_cpu1() {
-    [[ $(nproc) -ge 2 ]] || skip "needs CPU 1 (this machine has one CPU)"
+    local c1=/sys/devices/system/cpu/cpu1
+    [[ -d $c1 ]] || skip "needs CPU 1 (this machine has one CPU)"
+    [[ $(cat "$c1/online" 2>/dev/null || echo 1) == 1 ]] \
+        || fail "CPU 1 is offline (left so by a test killed while it was unplugged?);" \
+                "bring it back with: echo 1 > $c1/online"
+    taskset -c 1 true 2>/dev/null \
+        || fail "CPU 1 is outside this test's cpuset or affinity ($(taskset -pc $$ | sed 's/.*: //'))"
     [[ $(id -u) -eq 0 ]] || skip "needs root (mlockall and pinning without limits)"
 }
 

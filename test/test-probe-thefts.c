@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "probe.h"
+#include "need-cpu1.h"
 #include "thief.h"
 
 #define THEFTS 16
@@ -302,14 +303,16 @@ static void test_thefts_clock(void **state)
 
 int main(void)
 {
+        int r;
+
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_thefts_tsc),
                 cmocka_unit_test(test_thefts_clock),
         };
 
-        if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
-                fprintf(stderr, "skipped: needs CPU 1 (this machine has one CPU)\n");
-                return 77;
+        r = need_cpu1();
+        if (r != 0) {
+                return r;
         }
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "probe.h"
+#include "need-cpu1.h"
 #include "thief.h"
 
 static int probe_cpu(void)
@@ -821,9 +822,10 @@ int main(void)
                         "threads of the process; the probe loop is tested natively\n");
         return 77;
 #endif
-        if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
-                fprintf(stderr, "skipped: the probe tests need CPU 1 (this machine has one CPU)\n");
-                return 77;
+        int r = need_cpu1();
+
+        if (r != 0) {
+                return r;
         }
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_handoff_hw),

@@ -40,6 +40,7 @@
 
 #include "counter.h"
 #include "probe.h"
+#include "need-cpu1.h"
 #include "thief.h"
 #include "trace.h"
 #include "tracefs-mount.h"
@@ -640,6 +641,8 @@ static void test_membarrier_ipi_named(void **state)
 
 int main(void)
 {
+        int r;
+
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_teardown(test_thief_named, teardown),
                 cmocka_unit_test_teardown(test_sleeper_wakeups_named, teardown),
@@ -647,9 +650,9 @@ int main(void)
                 cmocka_unit_test_teardown(test_membarrier_ipi_named, teardown),
         };
 
-        if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
-                fprintf(stderr, "skipped: needs CPU 1 (this machine has one CPU)\n");
-                return 77;
+        r = need_cpu1();
+        if (r != 0) {
+                return r;
         }
         if (!tracefs_usable()) {
                 return 77;

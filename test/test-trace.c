@@ -28,6 +28,7 @@
 
 #include "counter.h"
 #include "trace.h"
+#include "need-cpu1.h"
 #include "tracefs-mount.h"
 
 #define CPU 1
@@ -676,9 +677,9 @@ int main(void)
         if (r != 0) {
                 return r;
         }
-        if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
-                fprintf(stderr, "skipped: needs CPU 1 (this machine has one CPU)\n");
-                return 77;
+        r = need_cpu1();
+        if (r != 0) {
+                return r;
         }
         if (!tracefs_usable()) {
                 return 77;
