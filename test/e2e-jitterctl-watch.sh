@@ -175,13 +175,22 @@ run_all() {
     done
     echo "${out}echo '== end'"
 }
+# The five panes run their commands at once, and each `stats` works its analyses out at low
+# priority on CPU 0, beside whatever else runs there: each pane is given 10 s plus five times
+# what one `stats` took here just before, twice over.
+t0=$(now_ns)
+jctl stats --cpu 1 > /dev/null || fail "jitterctl stats --cpu 1"
+stats_ms=$(( ($(now_ns) - t0) / 1000000 ))
+colour_s=$(( 10 + 2 * 5 * stats_ms / 1000 ))
+echo "one stats took $stats_ms ms: each pane has $colour_s s"
 pane colour "$(run_all "env -u NO_COLOR" "")"
 pane empty "$(run_all "env NO_COLOR=" "")"
 pane nocolor "$(run_all "env NO_COLOR=1" "")"
 pane option "$(run_all "env -u NO_COLOR" "--no-color")"
 pane pipe "$(run_all "env -u NO_COLOR" "| cat")"
 for p in colour empty nocolor option pipe; do
-    wait_screen $p '^== end$' 10 || { screen $p >&2; fail "$p: the commands did not finish"; }
+    wait_screen $p '^== end$' "$colour_s" \
+        || { screen $p >&2; fail "$p: the commands did not finish within $colour_s s"; }
     tm capture-pane -p -e -S - -t $p > "$T/$p.txt"
 done
 for p in colour empty; do
