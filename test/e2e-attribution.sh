@@ -309,16 +309,18 @@ edge_thefts() {
     monitor=$!
     CLEANUP_PIDS+=("$monitor")
     wait_until 5 bash -c "(( \$(wc -l < '$mon') >= 8 ))" || fail "fewer than 8 Monitor replies in 5 s"
-    # The lattice: the median phase of the intervals' starts (one that a late acknowledgement
-    # moved is off by milliseconds: RT throttling holds a SCHED_FIFO probe off for 50 ms a second).
-    # A phase is taken within half an interval of the first start's, on either side: starts a
-    # little early and a little late must stay on the same side for the median.
+    # The lattice: the earliest phase of the intervals' starts. The tick fires at its time or
+    # later, never before, and the probe acknowledges it at once or later: a start is late by
+    # milliseconds when the daemon's CPU 0 is busy, or RT throttling holds a SCHED_FIFO probe
+    # off (50 ms a second), and more than half of them may be (a median was seen 3 ms late).
+    # A phase is taken within half an interval of the first start's, on either side, so that a
+    # first start that came late does not put the earliest ones a whole interval away.
     interval_ns=$((INTERVAL_MS * 1000000))
     # (Whole lines only: jitterctl is still writing.)
     lattice_ns=$(head -n "$(wc -l < "$mon")" "$mon" | jq -s --argjson p "$interval_ns" '
         map(select(.start_ns != null)) | .[0].start_ns as $s0
         | [.[].start_ns | (. - $s0) % $p | if . * 2 > $p then . - $p else . end]
-        | sort | .[length / 2 | floor] + $s0')
+        | min + $s0')
     [[ -n $lattice_ns ]] || fail "no lattice from Monitor's replies: $(head -3 "$mon")"
     EDGES=12
     now=$("$THIEF" --now)

@@ -139,7 +139,7 @@ online=/sys/devices/system/cpu/cpu1/online
 # CPU 1 comes back online whatever happens to the test: on its way out (the EXIT trap), and, if
 # it is killed at its timeout with no trap run, from a guard outside its process tree (ctest
 # kills the tree) that puts it back HOTPLUG_GUARD_S after the unplug.
-HOTPLUG_GUARD_S=15
+HOTPLUG_GUARD_S=40
 start_hotplug_guard() {
     ( setsid bash -c 'echo $$ > "$1"; sleep "$2"; echo 1 > "$3"' _ "$T/hotplug-guard" \
         "$HOTPLUG_GUARD_S" "$online" < /dev/null &> /dev/null & )
@@ -153,14 +153,15 @@ if [[ -w $online ]]; then
     trap 'rc=$?; set +e; echo 1 > '"$online"' 2>/dev/null; stop_hotplug_guard; (exit $rc); cleanup' EXIT
     t0=$(date +%s%N)
     rc=0
-    timeout -k 1 10 bash -c "echo 0 > $online" 2> "$T/unplug.err" || rc=$?
-    (( rc != 124 && rc != 137 )) || fail "unplugging CPU 1 took over 10 s"
+    timeout -k 1 20 bash -c "echo 0 > $online" 2> "$T/unplug.err" || rc=$?
+    (( rc != 124 && rc != 137 )) || fail "unplugging CPU 1 took over 20 s"
     (( rc != 0 )) || unplug=done
     echo "CPU 1 unplug: $unplug in $((($(date +%s%N) - t0) / 1000000)) ms $(cat "$T/unplug.err")"
 fi
 if [[ $unplug == done ]]; then
     sleep 0.8
     state=$(jctl --json status | jq -r '.probes[0].state')
+    echo "probe state 0.8 s after the unplug: $state"
     # Meanwhile the probe thread sits on the CPU it was moved to: it must record nothing there
     # and not spin (it looks for its CPU every 100 ms). One second of its CPU time and samples.
     tid=$(ls /proc/"$DAEMON_PID"/task | grep -vx "$DAEMON_PID" | head -1)
@@ -172,7 +173,7 @@ if [[ $unplug == done ]]; then
     c1=$(cut -d' ' -f1 /proc/"$DAEMON_PID"/task/"$tid"/schedstat)
     w1=$(date +%s%N)
     t0=$(date +%s%N)
-    timeout -k 1 10 bash -c "echo 1 > $online" || fail "CPU 1 did not come back online within 10 s"
+    timeout -k 1 20 bash -c "echo 1 > $online" || fail "CPU 1 did not come back online within 20 s"
     stop_hotplug_guard
     echo "CPU 1 plugged back in $((($(date +%s%N) - t0) / 1000000)) ms"
     [[ $state == offline ]] || fail "probe state '$state' while CPU 1 was offline"
@@ -180,12 +181,17 @@ if [[ $unplug == done ]]; then
     (( (c1 - c0) * 20 < w1 - w0 )) || fail "the probe thread used $(((c1 - c0) / 1000000)) ms" \
         "of CPU in $(((w1 - w0) / 1000000)) ms while CPU 1 was offline: it spins where it landed"
     echo "while offline: $((s1 - s0)) samples, $(((c1 - c0) / 1000)) us of CPU in 1 s"
-    ok=0
-    for _ in $(seq 40); do
-        jctl --json status | jq -e '.probes[0].state == "running"' >/dev/null && { ok=1; break; }
+    ok=0 seen=
+    t0=$(date +%s%N)
+    while (( $(date +%s%N) - t0 < 8000000000 )); do
+        jctl --json status > "$T/resume.json"
+        seen+=" $(jq -r '.probes[0].state' "$T/resume.json")"
+        jq -e '.probes[0].state == "running"' "$T/resume.json" > /dev/null && { ok=1; break; }
         sleep 0.1
     done
-    (( ok )) || fail "the probe did not resume after CPU 1 came back"
+    (( ok )) || fail "the probe did not resume within 8 s after CPU 1 came back; states seen:" \
+                     "$seen; last: $(jq -c '.probes[0]' "$T/resume.json")"
+    echo "running again $((($(date +%s%N) - t0) / 1000000)) ms after CPU 1 came back"
     pass "offline while CPU 1 is unplugged (recording nothing, not spinning), running after"
 else
     stop_hotplug_guard
