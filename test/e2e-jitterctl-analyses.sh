@@ -5,7 +5,8 @@
 # asks for GetWindow, the server notes where the caller may run (/proc/PID/status) and its nice
 # value (/proc/PID/stat): never on a probed or isolated CPU, at nice 19 where a probe shares the
 # scheduler ("none") and at least 10 otherwise. jitterctl stats must then show irq:X at 4 us,
-# and the 10 ms period; and it must have asked GetStats for no analyses.
+# and the 10 ms period; and it must have asked GetStats for no analyses. With the trace off
+# (GetCauses says so), jitterctl explain shows that estimate in full, saying it is statistical.
 source "$(dirname "$0")/lib.sh"
 command -v python3 > /dev/null || fail "needs python3 (tools/dev/deps test)"
 
@@ -65,6 +66,8 @@ while True:
                     reply = {"parameters": {"cpus": [{"cpu": 1, "window": "1m",
                                                       "interrupts": {"X": 12345},
                                                       "softirqs": {"Y": 2222}, "ctxsw": {}}]}}
+                elif method == "io.jitterd.GetCauses":
+                    reply = {"parameters": {"trace": "off", "cpus": [{"cpu": 1, "window": "1m"}]}}
                 elif method == "io.jitterd.GetWindow":
                     pid = peer_pid(conn)
                     with open("/proc/%d/status" % pid) as f:
@@ -147,3 +150,27 @@ jq -e '.cpus[0] | (.causes[0] | .source == "irq:X" and .count == 12345
        and any(.periods[]; (.period_ns - 10000000 | fabs) <= 10000)' "$T/stats.json" > /dev/null \
     || fail "jitterctl's causes or periods miss the window's truth: $(cat "$T/stats.json")"
 pass "jitterctl stats: irq:X at 4 us each, the 10 ms period"
+
+# jitterctl explain with the trace off: the least-squares estimate, every row with its share
+# and standard error and the background, under a line that says the trace is off and how to
+# turn it on; the JSON the same, per row.
+"$JITTERCTL" --socket "$SOCK" --timeout 30s explain > "$T/explain.txt" \
+    || fail "jitterctl explain failed with the trace off: $(cat "$T/explain.txt")"
+cat "$T/explain.txt"
+grep -Eq '^the trace is off: these are statistical estimates .*\[trace\] enabled = yes' \
+    "$T/explain.txt" || fail "jitterctl explain does not say the trace is off"
+grep -Eq '^  COUNTER +LEAST SQUARES +\+-$' "$T/explain.txt" \
+    || fail "jitterctl explain has no least-squares table"
+grep -Eq '^  ([a-z:A-Z]+ \+ )*irq:X( \+ [a-z:A-Z]+)* +[0-9.]+ % +([0-9.]+ %|\?)' "$T/explain.txt" \
+    || fail "the least-squares table has no row of irq:X"
+grep -Eq '^  background +-?[0-9.]+ % +([0-9.]+ %|\?) +\(no counter moves with it\)$' "$T/explain.txt" \
+    || fail "the least-squares table has no background"
+"$JITTERCTL" --socket "$SOCK" --timeout 30s --json explain > "$T/explain.json" \
+    || fail "jitterctl --json explain failed with the trace off"
+jq -e '.trace == "off" and (.cpus[0] | .fit == true and (.background | type == "object")
+       and (.estimate | length) >= 1
+       and all(.estimate[]; (.ls_share | type == "number")
+               and (.ls_stderr | type == "number" or type == "null"))
+       and any(.estimate[]; .source | split(" + ") | index("irq:X")))' "$T/explain.json" \
+    > /dev/null || fail "jitterctl --json explain lacks the estimate: $(cat "$T/explain.json")"
+pass "jitterctl explain with the trace off: the least-squares estimate in full"

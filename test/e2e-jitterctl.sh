@@ -236,6 +236,33 @@ case_ 2 'must be a JSON object' call GetStats '[1]'
 case_ 1 '^jitterctl: io\.jitterd\.Frobnicate: org\.varlink\.service\.MethodNotFound \{"method": ?"io\.jitterd\.Frobnicate"\}$' \
     call io.jitterd.Frobnicate
 
+# explain: this daemon's trace is off ([trace] enabled defaults to no), so explain gives the
+# least-squares estimate alone, in full, said to be statistical, with how to turn the trace on.
+# The fit needs 60 intervals (of 200 ms here) after the Reset above: explain is asked again
+# until it has them, 15 s at most.
+explain_fit() {
+    jctl explain --window all --cpu 1 > "$T/explain.txt" 2>&1 &&
+        grep -Eq '^  COUNTER +LEAST SQUARES +\+-$' "$T/explain.txt"
+}
+deadline=$((SECONDS + 15))
+until explain_fit; do
+    if ((SECONDS >= deadline)); then
+        echo "FAIL: jitterctl explain with the trace off has no least-squares table within 15 s:" >&2
+        cat "$T/explain.txt" >&2
+        failures=$((failures + 1))
+        break
+    fi
+    sleep 0.5
+done
+cat "$T/explain.txt"
+case_ 0 '^the trace is off: these are statistical estimates .*\[trace\] enabled = yes' \
+    explain --window all --cpu 1
+case_ 0 '^CPU 1, window all: time lost [^,]+, [^ ]+ interruptions$' explain --window all --cpu 1
+case_ 0 '^  background +-?[0-9.]+ % +([0-9.]+ %|\?) +\(no counter moves with it\)$' \
+    explain --window all --cpu 1
+case_ 0 '"trace": "off"' --json explain
+case_ 0 '"estimate": \[' --json explain --cpu 1
+
 # No colour when the output is not a terminal.
 if "$JITTERCTL" --socket "$SOCK" stats | grep -q $'\033'; then
     echo "FAIL: colour escapes in piped output" >&2

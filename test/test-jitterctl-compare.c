@@ -3,10 +3,12 @@
  * IPI shares a row with the involuntary switches, a tick that lets a kworker in now and then
  * does not, nor does an IPI that lets tasks in at too few of its occurrences; each of the fit's
  * groups in a row adds its error once; numbered IRQs are one row; too little trace, no fit and
- * a counter only the trace knows. */
+ * a counter only the trace knows; which rows are a cross-check (a standard error under
+ * EXPLAIN_CROSS_CHECK_STDERR), and the estimate alone, for a window without trace. */
 
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -237,13 +239,176 @@ static void test_groups_in_a_row(void **state)
         json_decref(stats);
 }
 
+/* Rows whose least-squares share has standard error @se (NAN: null) in the fit, each with the
+ * exact share @exact and the least-squares share @ls. */
+static const struct {
+        const char *source;
+        double exact, ls, se;
+} cross_check_rows[] = {
+        {"irq:A", 0.10, 0.11, 0.049}, {"irq:B", 0.20, 0.19, 0.051}, {"irq:C", 0.05, 0.04, NAN},
+        {"irq:D", 0.15, 0.15, 0.0},   {"irq:E", 0.02, 0.30, 0.049},
+};
+
+/* GetCauses and GetStats entries of cross_check_rows, a cause the fit has no counter of
+ * (softirq:X) and the fit's background, known to within @background_se (NAN: null). */
+static void cross_check_input(double background_se, json_t **ret_causes, json_t **ret_stats)
+{
+        json_t *causes = load("{\"cpu\": 1, \"window\": \"all\", \"interruptions\": 100,"
+                              " \"interruptions_ns\": 600000000, \"explained\": 100,"
+                              " \"explained_ns\": 600000000, \"other_ns\": 0,"
+                              " \"unexplained_ns\": 0, \"woken_by\": {},"
+                              " \"causes\": [{\"kind\": \"softirq\", \"name\": \"X\","
+                              " \"ns\": 1000000, \"count\": 1, \"counter\": \"softirq:X\"}]}");
+        json_t *stats = load("{\"cpu\": 1, \"window\": \"all\", \"lost_ns\": 1000000000,"
+                             " \"interruptions\": {\"count\": 100}, \"causes\": []}");
+
+        for (size_t i = 0; i < sizeof(cross_check_rows) / sizeof(cross_check_rows[0]); i++) {
+                double se = cross_check_rows[i].se;
+                json_t *s = isnan(se) ? json_null() : json_real(se);
+
+                json_array_append_new(json_object_get(causes, "causes"),
+                                      json_pack("{ss ss sI si ss}", "kind", "irq", "name",
+                                                cross_check_rows[i].source, "ns",
+                                                (json_int_t)(cross_check_rows[i].exact * LOST),
+                                                "count", 10, "counter",
+                                                cross_check_rows[i].source));
+                json_array_append_new(json_object_get(stats, "causes"),
+                                      json_pack("{ss si sf sO ss sO}", "source",
+                                                cross_check_rows[i].source, "count", 10, "explains",
+                                                cross_check_rows[i].ls, "explains_stderr", s,
+                                                "group", cross_check_rows[i].source,
+                                                "group_explains_stderr", s));
+                json_decref(s);
+        }
+        json_object_set_new(
+                stats, "background",
+                json_pack("{sf sf so}", "ns_per_second", 1e6, "explains", 0.2, "explains_stderr",
+                          isnan(background_se) ? json_null() : json_real(background_se)));
+        *ret_causes = causes;
+        *ret_stats = stats;
+}
+
+/* A row is a cross-check exactly where its standard error is known and under
+ * EXPLAIN_CROSS_CHECK_STDERR (worked out here from the inputs): 0.049 is, 0.051 and none are
+ * not; the row the fit has no counter of is not; every row keeps its verdict all the same. */
+static void test_cross_check(void **state)
+{
+        const double background_se[] = {0.03, 0.07, NAN};
+
+        (void)state;
+        for (size_t b = 0; b < sizeof(background_se) / sizeof(background_se[0]); b++) {
+                json_t *causes, *stats, *out, *bg;
+                size_t shown = 0;
+
+                cross_check_input(background_se[b], &causes, &stats);
+                out = explain_compare_cpu(causes, stats);
+                assert_non_null(out);
+                for (size_t i = 0; i < sizeof(cross_check_rows) / sizeof(cross_check_rows[0]);
+                     i++) {
+                        double se = cross_check_rows[i].se;
+                        bool expect = !isnan(se) && se < EXPLAIN_CROSS_CHECK_STDERR;
+                        json_t *r = row(out, cross_check_rows[i].source);
+
+                        assert_non_null(r);
+                        assert_true(json_is_boolean(json_object_get(r, "cross_check")));
+                        assert_int_equal(json_is_true(json_object_get(r, "cross_check")), expect);
+                        assert_non_null(json_string_value(json_object_get(r, "verdict")));
+                        shown += expect;
+                }
+                /* irq:A and irq:D, and irq:E, which the fit knows well and which disagrees */
+                assert_int_equal(shown, 3);
+                assert_string_equal(
+                        json_string_value(json_object_get(row(out, "irq:E"), "verdict")),
+                        "disagree");
+                assert_string_equal(
+                        json_string_value(json_object_get(row(out, "irq:C"), "verdict")),
+                        "uncertain");
+                assert_false(json_is_true(json_object_get(row(out, "softirq:X"), "cross_check")));
+                assert_string_equal(
+                        json_string_value(json_object_get(row(out, "softirq:X"), "verdict")),
+                        "trace only");
+                bg = json_object_get(out, "background");
+                assert_non_null(bg);
+                assert_int_equal(json_is_true(json_object_get(bg, "cross_check")),
+                                 !isnan(background_se[b]) &&
+                                         background_se[b] < EXPLAIN_CROSS_CHECK_STDERR);
+                /* GetStats' own background is left as it was. */
+                assert_null(json_object_get(json_object_get(stats, "background"), "cross_check"));
+                json_decref(out);
+                json_decref(causes);
+                json_decref(stats);
+        }
+}
+
+/* Without the trace: every row the fit has, the largest share first, each with its error
+ * (null where unknown), and the background; no exact share, no verdict. Without a fit, none. */
+static void test_estimate(void **state)
+{
+        size_t n = sizeof(cross_check_rows) / sizeof(cross_check_rows[0]);
+        json_t *causes, *stats, *out, *rows, *r;
+        double last = INFINITY;
+        size_t i;
+
+        (void)state;
+        cross_check_input(0.07, &causes, &stats);
+        out = explain_estimate_cpu(stats);
+        assert_non_null(out);
+        assert_true(json_is_true(json_object_get(out, "fit")));
+        assert_int_equal(json_integer_value(json_object_get(out, "cpu")), 1);
+        assert_string_equal(json_string_value(json_object_get(out, "window")), "all");
+        assert_int_equal(json_integer_value(json_object_get(out, "lost_ns")), 1000000000);
+        rows = json_object_get(out, "estimate");
+        assert_int_equal(json_array_size(rows), n);
+        json_array_foreach(rows, i, r)
+        {
+                double ls = json_number_value(json_object_get(r, "ls_share"));
+                size_t k;
+
+                for (k = 0; k < n; k++) {
+                        if (strcmp(cross_check_rows[k].source,
+                                   json_string_value(json_object_get(r, "source"))) == 0) {
+                                break;
+                        }
+                }
+                assert_true(k < n);
+                assert_true(fabs(ls - cross_check_rows[k].ls) < 1e-9);
+                assert_true(ls <= last);
+                last = ls;
+                if (isnan(cross_check_rows[k].se)) {
+                        assert_true(json_is_null(json_object_get(r, "ls_stderr")));
+                } else {
+                        assert_true(fabs(json_number_value(json_object_get(r, "ls_stderr")) -
+                                         cross_check_rows[k].se) < 1e-9);
+                }
+                assert_null(json_object_get(r, "exact_share"));
+                assert_null(json_object_get(r, "verdict"));
+        }
+        assert_true(fabs(json_number_value(
+                                 json_object_get(json_object_get(out, "background"), "explains")) -
+                         0.2) < 1e-9);
+        json_decref(out);
+        /* The same without a fit. */
+        json_array_foreach(json_object_get(stats, "causes"), i, r)
+        {
+                json_object_del(r, "explains");
+        }
+        json_object_del(stats, "background");
+        out = explain_estimate_cpu(stats);
+        assert_non_null(out);
+        assert_false(json_is_true(json_object_get(out, "fit")));
+        assert_int_equal(json_array_size(json_object_get(out, "estimate")), 0);
+        assert_null(json_object_get(out, "background"));
+        json_decref(out);
+        json_decref(causes);
+        json_decref(stats);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_woken_row),
-                cmocka_unit_test(test_woken_too_rarely),
-                cmocka_unit_test(test_too_little_trace),
-                cmocka_unit_test(test_groups_in_a_row),
+                cmocka_unit_test(test_woken_row),        cmocka_unit_test(test_woken_too_rarely),
+                cmocka_unit_test(test_too_little_trace), cmocka_unit_test(test_groups_in_a_row),
+                cmocka_unit_test(test_cross_check),      cmocka_unit_test(test_estimate),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,7 +9,9 @@
  * causes counted for the row's counters over the window's time lost, the least-squares share
  * the sum of their "explains", known to within the standard errors of the fit's groups in the
  * row ("group_explains_stderr"; none where the fit cannot tell a counter from others that move
- * with it). */
+ * with it). Where the fit knows a row to no better than EXPLAIN_CROSS_CHECK_STDERR, its share is
+ * no cross-check of the exact one ("cross_check": false). Without the trace, the rows are the
+ * fit's alone (explain_estimate_cpu()). */
 
 #include "jitterctl-compare.h"
 
@@ -248,16 +250,23 @@ static bool add_ls_shares(json_t *rows, json_t *names, json_t *stats)
         return fit;
 }
 
-/* Sets each row's "ls_stderr" (from its variance) and "verdict". */
-static void set_verdicts(json_t *rows, bool fit, double coverage)
+/* Whether a least-squares share known to within @ls_stderr (INFINITY: unknown) is a
+ * cross-check of the exact one. */
+static bool is_cross_check(double ls_stderr)
+{
+        return ls_stderr < EXPLAIN_CROSS_CHECK_STDERR;
+}
+
+/* Sets the "ls_stderr" of each row with a least-squares share, from its variance (null where a
+ * group in it has no standard error), and drops the working members of add_ls_shares(). */
+static void set_stderrs(json_t *rows)
 {
         json_t *r;
         size_t i;
 
         json_array_foreach(rows, i, r)
         {
-                double e = json_number_value(json_object_get(r, "exact_share")), ls, var = 0;
-                const char *verdict;
+                double var = 0;
 
                 json_get_double(r, "ls_variance", &var);
                 if (json_is_true(json_object_get(r, "ls_unknown"))) {
@@ -266,19 +275,50 @@ static void set_verdicts(json_t *rows, bool fit, double coverage)
                 json_object_del(r, "ls_variance");
                 json_object_del(r, "ls_unknown");
                 json_object_del(r, "ls_groups");
-                if (json_get_double(r, "ls_share", &ls)) {
+                if (json_is_number(json_object_get(r, "ls_share"))) {
                         json_object_set_new(r, "ls_stderr",
                                             isfinite(var) ? json_real(sqrt(var)) : json_null());
                 }
+        }
+}
+
+/* Sets each row's "verdict" and "cross_check". */
+static void set_verdicts(json_t *rows, bool fit, double coverage)
+{
+        json_t *r;
+        size_t i;
+
+        json_array_foreach(rows, i, r)
+        {
+                double e = json_number_value(json_object_get(r, "exact_share")), ls, se = INFINITY;
+                const char *verdict;
+
+                json_get_double(r, "ls_stderr", &se);
                 if (!json_get_double(r, "ls_share", &ls)) {
                         verdict = fit ? "trace only" : "no fit";
+                        se = INFINITY;
                 } else if (coverage < EXPLAIN_COVERAGE_MIN) {
                         verdict = "no trace";
                 } else {
-                        verdict = explain_verdict(e, ls, isfinite(var) ? sqrt(var) : INFINITY);
+                        verdict = explain_verdict(e, ls, se);
                 }
                 json_object_set_new(r, "verdict", json_string(verdict));
+                json_object_set_new(r, "cross_check", json_boolean(is_cross_check(se)));
         }
+}
+
+/* A copy of the fit's background in the GetStats entry @stats with its "cross_check", or NULL
+ * when it has none. */
+static json_t *background_of(json_t *stats)
+{
+        json_t *b = json_copy(json_object_get(stats, "background"));
+        double se = INFINITY;
+
+        if (b) {
+                json_get_double(b, "explains_stderr", &se);
+                json_object_set_new(b, "cross_check", json_boolean(is_cross_check(se)));
+        }
+        return b;
 }
 
 json_t *explain_compare_cpu(json_t *causes, json_t *stats)
@@ -336,6 +376,7 @@ json_t *explain_compare_cpu(json_t *causes, json_t *stats)
         }
         fit = add_ls_shares(rows, names, stats);
         json_decref(names);
+        set_stderrs(rows);
         set_verdicts(rows, fit, coverage);
         out = json_pack("{sO sO sI sI sI sI sI sI sf sb so so}", "cpu",
                         json_object_get(causes, "cpu"), "window", json_object_get(causes, "window"),
@@ -347,8 +388,60 @@ json_t *explain_compare_cpu(json_t *causes, json_t *stats)
         if (out) {
                 json_object_set(out, "explained", json_object_get(causes, "explained"));
                 if (json_object_get(stats, "background")) {
-                        json_object_set(out, "background", json_object_get(stats, "background"));
+                        json_object_set_new(out, "background", background_of(stats));
                 }
         }
+        return out;
+}
+
+/* Larger least-squares share first. */
+static int cmp_ls_share(const void *a, const void *b)
+{
+        double x = json_number_value(json_object_get(*(json_t *const *)a, "ls_share"));
+        double y = json_number_value(json_object_get(*(json_t *const *)b, "ls_share"));
+
+        return (x < y) - (x > y);
+}
+
+json_t *explain_estimate_cpu(json_t *stats)
+{
+        json_t *rows = json_array(), *names = row_names(stats, NULL, 0), *sorted = json_array();
+        json_t **order = NULL, *out = NULL, *r;
+        bool fit = false;
+        size_t i, n = 0;
+        CpuStats st;
+
+        if (!rows || !names || !sorted) {
+                goto out;
+        }
+        /* members it lacks stay 0 */
+        (void)cpu_stats_read(stats, &st);
+        fit = add_ls_shares(rows, names, stats);
+        set_stderrs(rows);
+        order = calloc(json_array_size(rows) + 1, sizeof(*order));
+        if (!order) {
+                goto out;
+        }
+        json_array_foreach(rows, i, r)
+        {
+                json_object_del(r, "exact_share");
+                order[n++] = r;
+        }
+        qsort(order, n, sizeof(*order), cmp_ls_share);
+        for (i = 0; i < n; i++) {
+                json_array_append(sorted, order[i]);
+        }
+        out = json_pack("{sO? sO? sI sI sb sO}", "cpu", json_object_get(stats, "cpu"), "window",
+                        json_object_get(stats, "window"), "lost_ns", (json_int_t)st.summary.lost_ns,
+                        "interruptions", (json_int_t)st.summary.events, "fit", fit, "estimate",
+                        sorted);
+        if (out && json_object_get(stats, "background")) {
+                json_object_set(out, "background", json_object_get(stats, "background"));
+        }
+out:
+        free(order);
+        json_decref(rows);
+        json_decref(names);
+        json_decref(sorted);
         return out;
 }

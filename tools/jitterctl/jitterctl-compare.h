@@ -1,7 +1,8 @@
 #pragma once
 
 /* The comparison of jitterctl explain: exact shares of the trace causes against the
- * least-squares estimate, per row of counters, with a verdict per row. Pure: no I/O. */
+ * least-squares estimate, per row of counters, with a verdict per row and whether the estimate
+ * is a cross-check there; and the estimate alone, for a window without trace. Pure: no I/O. */
 
 #include <jansson.h>
 
@@ -13,6 +14,14 @@
 #define EXPLAIN_AGREE_ABS 0.05
 #define EXPLAIN_AGREE_REL 0.25
 #define EXPLAIN_STDERRS 2.0
+
+/* The least-squares share of a row is shown beside the exact one, as a cross-check, only where
+ * the fit knows it to within less than this (one standard error, a share of the time lost):
+ * 5 points, the narrowest band two shares agree within (EXPLAIN_AGREE_ABS). An estimate whose
+ * error spans the whole band cannot tell a share that agrees from one that is off by the band,
+ * and beside an exact share it adds nothing. Without the trace the estimate is all there is,
+ * and every row is shown. */
+#define EXPLAIN_CROSS_CHECK_STDERR 0.05
 
 /* The trace must explain at least this share of the window's interruptions (by time) for its
  * shares to be compared. */
@@ -30,6 +39,13 @@
 
 /* The comparison of one CPU: @causes its GetCauses entry, @stats its GetStats entry. An object
  * with the window's figures, "exact" (each cause with its share), "compare" (per row:
- * "source", "exact_share", "ls_share", "ls_stderr", "verdict"), "coverage" and "fit"; NULL
- * when out of memory. */
+ * "source", "exact_share", "ls_share", "ls_stderr", "verdict", and "cross_check": whether
+ * ls_stderr is known and under EXPLAIN_CROSS_CHECK_STDERR), "coverage", "fit" and the fit's
+ * "background" (with its own "cross_check"); NULL when out of memory. */
 json_t *explain_compare_cpu(json_t *causes, json_t *stats);
+
+/* The least-squares estimate of one CPU alone, for a window without trace: @stats its GetStats
+ * entry. An object with "cpu", "window", "lost_ns", "interruptions", "fit", "estimate" (per
+ * row of counters, as the comparison has them, the largest share first: "source", "ls_share",
+ * "ls_stderr") and the fit's "background"; NULL when out of memory. */
+json_t *explain_estimate_cpu(json_t *stats);

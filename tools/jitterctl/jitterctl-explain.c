@@ -1,7 +1,8 @@
 /* jitterctl explain: the share of the time lost per exact cause, from the trace causes of a
- * window's interruptions (GetCauses), next to the least-squares estimate of the attribution
- * (GetStats' causes), and where the two disagree: the tables and the reasons, in text or JSON.
- * The comparison itself is jitterctl-compare.c's. */
+ * window's interruptions (GetCauses), then the least-squares estimate of the attribution
+ * (GetStats' causes) as a cross-check where it knows a row well enough, and where the two
+ * disagree; with the trace off, the least-squares estimate in full. Text or JSON. The
+ * comparison itself is jitterctl-compare.c's. */
 
 #include <errno.h>
 #include <stdio.h>
@@ -22,7 +23,8 @@ static char *share_text(char *buf, size_t size, double share)
 }
 
 /* Why @row disagrees: the fit gave it more than the trace (time that rides on its count), or
- * less, and then the counters that got more than the trace gives them are named. */
+ * less, and then the counters shown as a cross-check that got more than the trace gives them
+ * are named. */
 static void print_why(json_t *rows, json_t *row, double exact, double ls)
 {
         const char *sep = "";
@@ -39,7 +41,8 @@ static void print_why(json_t *rows, json_t *row, double exact, double ls)
         {
                 double e = json_number_value(json_object_get(r, "exact_share")), l;
 
-                if (r != row && json_get_double(r, "ls_share", &l) && l - e > EXPLAIN_AGREE_ABS) {
+                if (r != row && json_is_true(json_object_get(r, "cross_check")) &&
+                    json_get_double(r, "ls_share", &l) && l - e > EXPLAIN_AGREE_ABS) {
                         printf("%s%s", *sep ? sep : ": ", json_get_string(r, "source", "?"));
                         sep = ", ";
                 }
@@ -47,74 +50,157 @@ static void print_why(json_t *rows, json_t *row, double exact, double ls)
         printf("\n");
 }
 
-/* The comparison table of @rows, then why each uncertain or disagreeing row is so; counts
- * those into @disagree and @uncertain. */
-static void print_compare(json_t *rows, json_t *background, size_t *disagree, size_t *uncertain)
+/* What the comparison of one CPU says, over the rows shown as a cross-check. */
+typedef struct CompareCounts {
+        size_t shown, agree, uncertain, disagree;
+        size_t hidden;     /* rows with a share the fit knows too little of */
+        size_t trace_only; /* rows the fit has no counter of */
+        bool background_hidden;
+} CompareCounts;
+
+/* The width of the first column: the longest of @rows' names (those shown as a cross-check
+ * with @cross_check_only), 22 at least. */
+static int source_width(json_t *rows, bool cross_check_only)
 {
-        char a[32], b[32], d[32];
+        int width = 22;
         json_t *c;
         size_t i;
-        int width = 22; /* the longest row's name */
 
         json_array_foreach(rows, i, c)
         {
                 int len = (int)strlen(json_get_string(c, "source", "?"));
 
-                width = len > width ? len : width;
+                if (!cross_check_only || json_is_true(json_object_get(c, "cross_check"))) {
+                        width = len > width ? len : width;
+                }
         }
+        return width;
+}
+
+/* The fit's background as a row of a table @width wide, with an empty EXACT column when
+ * @exact_column. */
+static void print_background(json_t *background, int width, bool exact_column)
+{
+        char b[32], d[32];
+        double ls = 0, se;
+
+        json_get_double(background, "explains", &ls);
+        share_text(b, sizeof(b), ls);
+        if (!json_get_double(background, "explains_stderr", &se)) {
+                snprintf(d, sizeof(d), "?");
+        } else {
+                share_text(d, sizeof(d), se);
+        }
+        if (exact_column) {
+                printf("  %-*s %8s %14s %10s  (no counter moves with it)\n", width, "background",
+                       "-", b, d);
+        } else {
+                printf("  %-*s %14s %10s  (no counter moves with it)\n", width, "background", b, d);
+        }
+}
+
+static void print_compare_header(int width)
+{
         printf("  %-*s %8s %14s %10s\n", width, "COUNTER", "EXACT", "LEAST SQUARES", "+-");
+}
+
+/* The rows of @rows the fit knows to within EXPLAIN_CROSS_CHECK_STDERR, with the background if
+ * it knows that as well, and how many rows are left out and why; counts them into @n. */
+static void print_cross_check(json_t *rows, json_t *background, CompareCounts *n)
+{
+        char a[32], b[32], d[32];
+        int width = source_width(rows, true);
+        json_t *c;
+        size_t i;
+
+        n->background_hidden =
+                background && !json_is_true(json_object_get(background, "cross_check"));
         json_array_foreach(rows, i, c)
         {
                 double ls, se;
-                bool have_ls = json_get_double(c, "ls_share", &ls);
-                bool have_se = json_get_double(c, "ls_stderr", &se);
 
+                if (!json_is_true(json_object_get(c, "cross_check"))) {
+                        if (json_get_double(c, "ls_share", &ls)) {
+                                n->hidden++;
+                        } else {
+                                n->trace_only++;
+                        }
+                        continue;
+                }
+                if (n->shown++ == 0) {
+                        print_compare_header(width);
+                }
+                json_get_double(c, "ls_share", &ls);
+                json_get_double(c, "ls_stderr", &se);
                 printf("  %-*s %8s %14s %10s  %s\n", width, json_get_string(c, "source", "?"),
                        share_text(a, sizeof(a),
                                   json_number_value(json_object_get(c, "exact_share"))),
-                       have_ls ? share_text(b, sizeof(b), ls) : "-",
-                       have_se   ? share_text(d, sizeof(d), se)
-                       : have_ls ? "?"
-                                 : "-",
+                       share_text(b, sizeof(b), ls), share_text(d, sizeof(d), se),
                        json_get_string(c, "verdict", "?"));
         }
-        if (background) {
-                double ls = 0, se;
-
-                json_get_double(background, "explains", &ls);
-                printf("  %-*s %8s %14s %10s  (no counter moves with it)\n", width, "background",
-                       "-", share_text(b, sizeof(b), ls),
-                       json_get_double(background, "explains_stderr", &se)
-                               ? share_text(d, sizeof(d), se)
-                               : "?");
+        if (background && !n->background_hidden) {
+                if (n->shown == 0) {
+                        print_compare_header(width);
+                }
+                print_background(background, width, true);
         }
+        if (n->hidden > 0 || n->background_hidden) {
+                char what[64] = "the background";
+
+                if (n->hidden > 0) {
+                        snprintf(what, sizeof(what), "%zu row%s%s", n->hidden,
+                                 n->hidden == 1 ? "" : "s",
+                                 n->background_hidden ? " and the background" : "");
+                }
+                printf("  least squares: %s not shown: the fit knows %s to no better than %g "
+                       "points (one standard error)\n",
+                       what, n->hidden + n->background_hidden == 1 ? "it" : "them",
+                       100.0 * EXPLAIN_CROSS_CHECK_STDERR);
+        }
+        if (n->trace_only > 0) {
+                printf("  least squares: %zu row%s not shown: no counter of the fit moves with "
+                       "%s\n",
+                       n->trace_only, n->trace_only == 1 ? "" : "s",
+                       n->trace_only == 1 ? "it" : "them");
+        }
+}
+
+/* Why each row shown that is uncertain or disagrees is so; counts the verdicts of the rows
+ * shown into @n. */
+static void print_verdicts(json_t *rows, CompareCounts *n)
+{
+        char a[32], b[32];
+        json_t *c;
+        size_t i;
+
         json_array_foreach(rows, i, c)
         {
+                const char *verdict = json_get_string(c, "verdict", "");
                 double se;
 
-                if (strcmp(json_get_string(c, "verdict", ""), "uncertain") != 0) {
+                if (!json_is_true(json_object_get(c, "cross_check"))) {
                         continue;
                 }
-                (*uncertain)++;
-                if (json_get_double(c, "ls_stderr", &se)) {
+                if (strcmp(verdict, "agree") == 0) {
+                        n->agree++;
+                } else if (strcmp(verdict, "uncertain") == 0 &&
+                           json_get_double(c, "ls_stderr", &se)) {
+                        n->uncertain++;
                         printf("  uncertain: %s: the fit knows its share only to within %s "
                                "(one standard error): too little to tell\n",
                                json_get_string(c, "source", "?"), share_text(a, sizeof(a), se));
-                } else {
-                        printf("  uncertain: %s: the fit cannot tell it from counters that move "
-                               "with it\n",
-                               json_get_string(c, "source", "?"));
                 }
         }
         json_array_foreach(rows, i, c)
         {
                 double ls, e = json_number_value(json_object_get(c, "exact_share"));
 
-                if (strcmp(json_get_string(c, "verdict", ""), "disagree") != 0 ||
+                if (!json_is_true(json_object_get(c, "cross_check")) ||
+                    strcmp(json_get_string(c, "verdict", ""), "disagree") != 0 ||
                     !json_get_double(c, "ls_share", &ls)) {
                         continue;
                 }
-                (*disagree)++;
+                n->disagree++;
                 printf("  disagree: %s, exact %s, least squares %s: ",
                        json_get_string(c, "source", "?"), share_text(a, sizeof(a), e),
                        share_text(b, sizeof(b), ls));
@@ -197,11 +283,14 @@ static void print_account(json_t *o, uint64_t lost)
         }
 }
 
+/* The exact causes of one CPU's window, the account, and the least-squares estimate as a
+ * cross-check where it can tell. */
 static void print_cpu(json_t *o)
 {
         uint64_t lost = 0, ev = 0, n = 0;
         char a[32], b[32], d[32], cov[32];
-        size_t disagree = 0, uncertain = 0;
+        CompareCounts counts = {};
+        json_t *rows = json_object_get(o, "compare");
 
         json_get_u64(o, "lost_ns", &lost);
         json_get_u64(o, "interruptions", &ev);
@@ -213,16 +302,63 @@ static void print_cpu(json_t *o)
                share_text(cov, sizeof(cov), json_number_value(json_object_get(o, "coverage"))));
         print_exact(o);
         print_account(o, lost);
-        print_compare(json_object_get(o, "compare"), json_object_get(o, "background"), &disagree,
-                      &uncertain);
         if (!json_is_true(json_object_get(o, "fit"))) {
                 printf("  no least-squares estimate: the window has fewer than 60 intervals\n");
-        } else if (disagree == 0 && uncertain == 0) {
-                printf("  exact shares and least squares agree\n");
-        } else if (disagree == 0 && uncertain < json_array_size(json_object_get(o, "compare"))) {
-                printf("  exact shares and least squares agree wherever the fit can tell\n");
-        } else if (disagree == 0) {
+                return;
+        }
+        print_cross_check(rows, json_object_get(o, "background"), &counts);
+        print_verdicts(rows, &counts);
+        if (counts.shown == 0 || counts.disagree > 0) {
+                return;
+        }
+        if (json_number_value(json_object_get(o, "coverage")) < EXPLAIN_COVERAGE_MIN) {
+                printf("  not compared: the trace saw less than 90 %% of the interruptions' "
+                       "time\n");
+        } else if (counts.agree == counts.shown) {
+                printf("  exact shares and least squares agree on every row shown\n");
+        } else if (counts.agree > 0) {
+                printf("  exact shares and least squares agree on the rows shown wherever the "
+                       "fit can tell\n");
+        } else {
                 printf("  the least-squares estimate is too uncertain here to compare\n");
+        }
+}
+
+/* Without the trace: one CPU's least-squares estimate (explain_estimate_cpu()), every row. */
+static void print_estimate(json_t *o)
+{
+        uint64_t lost = 0, ev = 0;
+        char a[32], b[32], d[32];
+        json_t *rows = json_object_get(o, "estimate"), *c;
+        json_t *background = json_object_get(o, "background");
+        int width = source_width(rows, false);
+        size_t i;
+
+        json_get_u64(o, "lost_ns", &lost);
+        json_get_u64(o, "interruptions", &ev);
+        printf("CPU %d, window %s: time lost %s, %s interruptions\n",
+               (int)json_integer_value(json_object_get(o, "cpu")),
+               json_get_string(o, "window", "?"), format_ns(a, sizeof(a), (double)lost),
+               format_count(b, sizeof(b), ev));
+        if (!json_is_true(json_object_get(o, "fit"))) {
+                printf("  no least-squares estimate: the window has fewer than 60 intervals\n");
+                return;
+        }
+        printf("  %-*s %14s %10s\n", width, "COUNTER", "LEAST SQUARES", "+-");
+        json_array_foreach(rows, i, c)
+        {
+                double ls = 0, se;
+
+                json_get_double(c, "ls_share", &ls);
+                printf("  %-*s %14s %10s%s\n", width, json_get_string(c, "source", "?"),
+                       share_text(a, sizeof(a), ls),
+                       json_get_double(c, "ls_stderr", &se) ? share_text(d, sizeof(d), se) : "?",
+                       json_get_double(c, "ls_stderr", &se)
+                               ? ""
+                               : "  (the fit cannot tell it from counters that move with it)");
+        }
+        if (background) {
+                print_background(background, width, false);
         }
 }
 
@@ -257,6 +393,49 @@ static void add_account(json_t *out, json_t *causes)
         }
 }
 
+/* The comparison of each CPU of GetCauses' reply @causes with its entry in GetStats' @stats,
+ * into @ret (a new array). Returns the exit status, after saying why on failure. */
+static int compare(json_t *causes, json_t *stats, json_t **ret)
+{
+        json_t *out = json_array(), *o;
+        size_t i;
+
+        json_array_foreach(json_object_get(causes, "cpus"), i, o)
+        {
+                json_t *s = json_array_get(json_object_get(stats, "cpus"), i);
+
+                if (!s || !json_equal(json_object_get(s, "cpu"), json_object_get(o, "cpu"))) {
+                        json_decref(out);
+                        return ctl_fail("GetStats and GetCauses list different CPUs");
+                }
+                if (json_array_append_new(out, explain_compare_cpu(o, s)) < 0) {
+                        json_decref(out);
+                        return ctl_fail("out of memory");
+                }
+                add_account(json_array_get(out, json_array_size(out) - 1), o);
+        }
+        *ret = out;
+        return CTL_EXIT_OK;
+}
+
+/* Without the trace: the least-squares estimate of each CPU of GetStats' @stats, into @ret (a
+ * new array). Returns the exit status, after saying why on failure. */
+static int estimate(json_t *stats, json_t **ret)
+{
+        json_t *out = json_array(), *s;
+        size_t i;
+
+        json_array_foreach(json_object_get(stats, "cpus"), i, s)
+        {
+                if (json_array_append_new(out, explain_estimate_cpu(s)) < 0) {
+                        json_decref(out);
+                        return ctl_fail("out of memory");
+                }
+        }
+        *ret = out;
+        return CTL_EXIT_OK;
+}
+
 int jitterctl_explain(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 {
         static const struct option options[] = {
@@ -267,6 +446,7 @@ int jitterctl_explain(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
         };
         const char *window = "1m";
         json_t *cpus = NULL, *causes = NULL, *stats = NULL, *out = NULL, *o;
+        const char *trace;
         int c, r = CTL_EXIT_FAILURE;
         size_t i;
 
@@ -292,37 +472,34 @@ int jitterctl_explain(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                           true, &stats) < 0) {
                 goto out;
         }
-        if (strcmp(json_get_string(causes, "trace", "off"), "recording") != 0) {
-                r = ctl_fail("the trace is %s: jitterctl status says why ([trace] enabled = yes "
-                             "records it)",
-                             json_get_string(causes, "trace", "off"));
+        trace = json_get_string(causes, "trace", "off");
+        r = strcmp(trace, "recording") == 0 ? compare(causes, stats, &out) : estimate(stats, &out);
+        if (r != CTL_EXIT_OK) {
                 goto out;
         }
-        out = json_array();
-        json_array_foreach(json_object_get(causes, "cpus"), i, o)
-        {
-                json_t *s = json_array_get(json_object_get(stats, "cpus"), i);
-
-                if (!s || !json_equal(json_object_get(s, "cpu"), json_object_get(o, "cpu"))) {
-                        r = ctl_fail("GetStats and GetCauses list different CPUs");
-                        goto out;
-                }
-                json_array_append_new(out, explain_compare_cpu(o, s));
-                add_account(json_array_get(out, json_array_size(out) - 1), o);
-        }
         if (ctl->json) {
-                json_t *doc = json_pack("{sO}", "cpus", out);
+                json_t *doc = json_pack("{ss sO}", "trace", trace, "cpus", out);
 
                 r = doc ? ctl_print_json(doc) : ctl_fail("out of memory");
                 json_decref(doc);
                 goto out;
         }
+        if (strcmp(trace, "recording") != 0) {
+                printf("the trace is %s%s: these are statistical estimates (least squares, +- one "
+                       "standard error); [trace] enabled = yes in jitterd.conf gives the exact "
+                       "shares\n",
+                       trace, strcmp(trace, "off") == 0 ? "" : " (jitterctl status says why)");
+        }
         json_array_foreach(out, i, o)
         {
-                if (i > 0) {
+                if (i > 0 || strcmp(trace, "recording") != 0) {
                         printf("\n");
                 }
-                print_cpu(o);
+                if (strcmp(trace, "recording") == 0) {
+                        print_cpu(o);
+                } else {
+                        print_estimate(o);
+                }
         }
         r = fflush(stdout) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
 out:

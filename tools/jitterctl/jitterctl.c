@@ -70,7 +70,7 @@ static const CtlCommand commands[] = {
          "  -C, --cpus LIST    audit locally, these CPUs (default with --root: all online)\n"
          "  -P, --priority N   local audit: the probes' SCHED_FIFO priority (0: SCHED_OTHER)\n"},
         {"explain", jitterctl_explain, "[--window W] [--cpu LIST]",
-         "traced causes' share of time lost, next to the least-squares one (computed here, niced)",
+         "traced causes' share of time lost, least squares where it can tell (all: trace off)",
          "  -w, --window W     window: 10s, 1m (default), 5m, 1h, 24h or all\n"
          "  -c, --cpu LIST     only these CPUs\n"
          "  (the least-squares estimate: from GetWindow, on the daemon's housekeeping CPUs\n"
