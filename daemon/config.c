@@ -13,8 +13,7 @@
 
 #include "cpulist.h"
 #include "duration.h"
-
-#define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
+#include "util.h"
 
 #define NSEC_PER_USEC 1000ULL
 #define NSEC_PER_MSEC 1000000ULL

@@ -732,7 +732,7 @@ static int apply_overrides(Config *c, const Overrides *o)
                 {"export", "prometheus_textfile", offsetof(Overrides, prometheus_textfile)},
         };
 
-        for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(map); i++) {
                 const char *v = *(const char *const *)((const char *)o + map[i].offset);
                 char *err = NULL;
 

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "util.h"
+
 static const struct {
         const char *suffix;
         uint64_t ns;
@@ -51,12 +53,12 @@ int duration_parse(const char *text, uint64_t default_unit_ns, uint64_t *ret_ns)
         if (*p != '\0') {
                 size_t i;
 
-                for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+                for (i = 0; i < ELEMENTSOF(units); i++) {
                         if (strcmp(p, units[i].suffix) == 0) {
                                 break;
                         }
                 }
-                if (i == sizeof(units) / sizeof(units[0])) {
+                if (i == ELEMENTSOF(units)) {
                         return -EINVAL;
                 }
                 unit = units[i].ns;

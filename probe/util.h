@@ -1,9 +1,9 @@
 #pragma once
 
-/* The helpers every part of the project shares: the one reader of a clock in ns, and the one
- * set of cleanup attributes (a variable declared with one is released when it goes out of
- * scope, on every return path). Header-only, so that a library uses them without linking
- * libjitter. */
+/* The helpers every part of the project shares: the number of elements of an array, the one
+ * reader of a clock in ns, and the one set of cleanup attributes (a variable declared with one
+ * is released when it goes out of scope, on every return path). Header-only, so that a library
+ * uses them without linking libjitter. */
 
 #include <dirent.h>
 #include <stdint.h>
@@ -19,6 +19,16 @@ static inline uint64_t now_ns(clockid_t clock)
         clock_gettime(clock, &ts);
         return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
+
+/* The number of elements of the array @x. Refuses to compile when @x is a pointer (an array
+ * parameter, say), where sizeof would silently give the size of the pointer. */
+#define ELEMENTSOF(x)                                                                              \
+        (sizeof(x) / sizeof((x)[0]) +                                                              \
+         0 * sizeof(struct {                                                                       \
+                 _Static_assert(!__builtin_types_compatible_p(__typeof__(x), __typeof__(&(x)[0])), \
+                                "ELEMENTSOF of a pointer");                                        \
+                 int unused;                                                                       \
+         }))
 
 static inline void freep(void *p)
 {

@@ -302,7 +302,7 @@ static void start_server(Fixture *f, const VarlinkServerLimits *limits)
         varlink_server_set_userdata(f->server, &f->toy);
         assert_int_equal(varlink_server_set_info(f->server, "Example", "toyd", "1.2", NULL), 0);
         assert_int_equal(varlink_server_add_interface(f->server, TOY, toy_description, toy_methods,
-                                                      sizeof(toy_methods) / sizeof(toy_methods[0])),
+                                                      ELEMENTSOF(toy_methods)),
                          0);
         assert_int_equal(varlink_server_listen_path(f->server, f->path, 0660), 0);
 }
@@ -696,7 +696,7 @@ static void test_protocol_errors_close(void **state)
         Fixture *f = *state;
 
         start_server(f, NULL);
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 char expected[256];
                 Peer p;
 

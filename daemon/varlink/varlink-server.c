@@ -1,5 +1,6 @@
 #include "varlink-server.h"
 
+#include "util.h"
 #include "varlink.h"
 
 #include <errno.h>
@@ -156,12 +157,11 @@ void varlink_server_limits_default(VarlinkServerLimits *ret)
 }
 
 static int service_get_info(VarlinkCallCtx *call, json_t *params, void *userdata);
-static int service_get_interface_description(VarlinkCallCtx *call, json_t *params,
-                                             void *userdata);
+static int service_get_interface_description(VarlinkCallCtx *call, json_t *params, void *userdata);
 
 static const VarlinkMethod service_methods[] = {
-        { "GetInfo", service_get_info, 0 },
-        { "GetInterfaceDescription", service_get_interface_description, 0 },
+        {"GetInfo", service_get_info, 0},
+        {"GetInterfaceDescription", service_get_interface_description, 0},
 };
 
 static uint64_t clock_ns(clockid_t id)
@@ -193,8 +193,7 @@ static bool conn_can_read(const Connection *c)
 {
         size_t pending = varlink_reader_n_complete(c->reader) + (c->current ? 1 : 0);
 
-        return !c->eof && !c->closing && !c->dead &&
-               pending < c->server->limits.max_pending_calls;
+        return !c->eof && !c->closing && !c->dead && pending < c->server->limits.max_pending_calls;
 }
 
 /* Brings the event sources in line with the connection state. Safe from any context, including
@@ -407,8 +406,7 @@ static void conn_protocol_error(Connection *c, json_t *error)
         conn_update(c);
 }
 
-static const Interface *server_find_interface(const VarlinkServer *s, const char *name,
-                                              size_t len)
+static const Interface *server_find_interface(const VarlinkServer *s, const char *name, size_t len)
 {
         for (size_t i = 0; i < s->n_interfaces; i++) {
                 if (strlen(s->interfaces[i].name) == len &&
@@ -463,21 +461,21 @@ static void call_run(VarlinkServer *s, VarlinkCallCtx *call)
         }
         call->timed = true;
         if (!iface) {
-                (void)call_send(call,
-                                varlink_error_new(VARLINK_ERROR_INTERFACE_NOT_FOUND,
-                                                  single_string_object("interface",
-                                                                       json_stringn(method,
-                                                                                    iface_len))),
-                                true);
+                (void)call_send(
+                        call,
+                        varlink_error_new(
+                                VARLINK_ERROR_INTERFACE_NOT_FOUND,
+                                single_string_object("interface", json_stringn(method, iface_len))),
+                        true);
                 return;
         }
         if (!m || call->call.upgrade) {
-                const char *error = m ? VARLINK_ERROR_METHOD_NOT_IMPLEMENTED
-                                      : VARLINK_ERROR_METHOD_NOT_FOUND;
+                const char *error =
+                        m ? VARLINK_ERROR_METHOD_NOT_IMPLEMENTED : VARLINK_ERROR_METHOD_NOT_FOUND;
 
                 (void)call_send(call,
-                                varlink_error_new(error, single_string_object(
-                                                                 "method", json_string(method))),
+                                varlink_error_new(
+                                        error, single_string_object("method", json_string(method))),
                                 true);
                 return;
         }
@@ -822,8 +820,7 @@ static int listener_on_io(sd_event_source *source, int fd, uint32_t revents, voi
                         break;
                 }
                 if (s->n_connections >= s->limits.max_connections &&
-                    (server_close_gone(s) == 0 ||
-                     s->n_connections >= s->limits.max_connections)) {
+                    (server_close_gone(s) == 0 || s->n_connections >= s->limits.max_connections)) {
                         /* Accepting and closing tells the client at once, where leaving it in
                          * the backlog would keep the listening socket readable forever. */
                         close(cfd);
@@ -963,7 +960,7 @@ static int socket_is_live(const struct sockaddr_un *sa)
 
 int varlink_server_listen_path(VarlinkServer *s, const char *path, mode_t mode)
 {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
         struct stat st;
         char *copy;
         int fd, r;
@@ -1118,9 +1115,7 @@ int varlink_server_new(sd_event *e, const VarlinkServerLimits *limits, VarlinkSe
                 return -ENOMEM;
         }
         r = server_add_interface_internal(s, VARLINK_SERVICE_INTERFACE, service_description,
-                                          service_methods,
-                                          sizeof(service_methods) / sizeof(service_methods[0]),
-                                          true);
+                                          service_methods, ELEMENTSOF(service_methods), true);
         if (r < 0) {
                 varlink_server_free(s);
                 return r;
@@ -1233,19 +1228,18 @@ static int service_get_info(VarlinkCallCtx *call, json_t *params, void *userdata
         }
         reply = json_pack("{s:s, s:s, s:s, s:s, s:o}", "vendor", s->vendor ? s->vendor : "",
                           "product", s->product ? s->product : "", "version",
-                          s->version ? s->version : "", "url", s->url ? s->url : "",
-                          "interfaces", interfaces);
+                          s->version ? s->version : "", "url", s->url ? s->url : "", "interfaces",
+                          interfaces);
         if (!reply) {
                 return -ENOMEM;
         }
         return varlink_call_reply(call, reply);
 }
 
-static int service_get_interface_description(VarlinkCallCtx *call, json_t *params,
-                                             void *userdata)
+static int service_get_interface_description(VarlinkCallCtx *call, json_t *params, void *userdata)
 {
         static const VarlinkField fields[] = {
-                { "interface", JSON_STRING, true },
+                {"interface", JSON_STRING, true},
         };
         VarlinkServer *s = userdata;
         const Interface *iface;
@@ -1260,8 +1254,8 @@ static int service_get_interface_description(VarlinkCallCtx *call, json_t *param
                 return varlink_call_error(call, VARLINK_ERROR_INTERFACE_NOT_FOUND,
                                           single_string_object("interface", json_string(name)));
         }
-        return varlink_call_reply(call, single_string_object("description",
-                                                             json_string(iface->description)));
+        return varlink_call_reply(
+                call, single_string_object("description", json_string(iface->description)));
 }
 
 /* ---- calls ---- */
@@ -1385,8 +1379,7 @@ int varlink_call_check_params(VarlinkCallCtx *call, json_t *params, const Varlin
         return -EINVAL;
 }
 
-void varlink_call_set_close_callback(VarlinkCallCtx *call, VarlinkCallCloseFunc cb,
-                                     void *userdata)
+void varlink_call_set_close_callback(VarlinkCallCtx *call, VarlinkCallCloseFunc cb, void *userdata)
 {
         call->close_cb = cb;
         call->close_userdata = userdata;
@@ -1435,8 +1428,7 @@ void varlink_call_hold_connection(VarlinkCallCtx *call, uint64_t usec)
         conn_update(c);
 }
 
-int varlink_call_peer(const VarlinkCallCtx *call, uid_t *ret_uid, gid_t *ret_gid,
-                      pid_t *ret_pid)
+int varlink_call_peer(const VarlinkCallCtx *call, uid_t *ret_uid, gid_t *ret_gid, pid_t *ret_pid)
 {
         if (ret_uid) {
                 *ret_uid = call->uid;

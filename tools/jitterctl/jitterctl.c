@@ -17,6 +17,7 @@
 #include "cpulist.h"
 #include "duration.h"
 #include "jitterctl-format.h"
+#include "util.h"
 
 static const CtlCommand commands[] = {
         {"status", cmd_status, "", "daemon version, uptime, counter and probes", NULL},
@@ -92,7 +93,7 @@ static const CtlCommand commands[] = {
          "  -m, --more         a streaming call: print every reply, one per line\n"},
 };
 
-#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+#define N_COMMANDS ELEMENTSOF(commands)
 
 static void usage(FILE *f)
 {
