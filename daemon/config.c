@@ -15,13 +15,6 @@
 #include "duration.h"
 #include "util.h"
 
-#define NSEC_PER_USEC 1000ULL
-#define NSEC_PER_MSEC 1000000ULL
-#define NSEC_PER_SEC 1000000000ULL
-#define NSEC_PER_MIN (60ULL * NSEC_PER_SEC)
-#define NSEC_PER_HOUR (60ULL * NSEC_PER_MIN)
-#define NSEC_PER_DAY (24ULL * NSEC_PER_HOUR)
-
 #define KIB 1024ULL
 #define MIB (1024ULL * KIB)
 #define GIB (1024ULL * MIB)

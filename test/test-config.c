@@ -22,12 +22,6 @@
 #define FIXTURES TEST_SOURCE_DIR "/config"
 #define SHIPPED TEST_SOURCE_DIR "/../config/jitterd.conf"
 
-#define NSEC_PER_USEC 1000ULL
-#define NSEC_PER_MSEC 1000000ULL
-#define NSEC_PER_SEC 1000000000ULL
-#define NSEC_PER_MIN (60ULL * NSEC_PER_SEC)
-#define NSEC_PER_HOUR (60ULL * NSEC_PER_MIN)
-
 /* Asserts that message @i of @diag has @severity and reads "@file:@line: @what". */
 static void assert_message(const ConfigDiag *diag, size_t i, ConfigSeverity severity,
                            const char *file, unsigned line, const char *what)

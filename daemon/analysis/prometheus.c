@@ -18,8 +18,6 @@
 #include "summary.h"
 #include "util.h"
 
-#define NSEC_PER_SEC UINT64_C(1000000000)
-
 /* A label value or an attribution source name longer than this is not something the daemon
  * sends: the reply is refused rather than exported. */
 #define LABEL_VALUE_MAX 256

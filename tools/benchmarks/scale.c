@@ -12,8 +12,6 @@
 #include "scale-probe.h"
 #include "textfile.h"
 #include "util.h"
-
-#define NSEC_PER_SEC 1000000000ULL
 /* Synthetic probe threads' ids: the attribution reads /proc/PID/task/TID/status below the root. */
 #define TID_BASE 100000
 
