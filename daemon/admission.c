@@ -23,7 +23,8 @@ struct Admission {
         Budget heavy, light;
 };
 
-bool admission_method_is_light(const char *method)
+/* True for the methods of the light bucket (@method fully qualified). */
+static bool admission_method_is_light(const char *method)
 {
         for (size_t i = 0; i < ELEMENTSOF(light_methods); i++) {
                 if (strcmp(method, light_methods[i]) == 0) {

@@ -167,7 +167,7 @@ static int get_window(Manager *m, VarlinkCallCtx *call, json_t *params, const ch
 
 /* Adds the attribution counters of @d to @o as GetStats has them: "interrupts", "softirqs"
  * and "ctxsw" maps keyed by the source's name without its prefix, and "smi". */
-int api_attrib_to_json(Manager *m, const AttribDelta *d, json_t *o)
+static int api_attrib_to_json(Manager *m, const AttribDelta *d, json_t *o)
 {
         static const struct {
                 const char *prefix;

@@ -29,7 +29,8 @@
  * reading. */
 #define NOTIFY_EXIT_FLUSH_USEC 1000000ULL
 
-const char *manager_probe_state(const ProbeCtl *p)
+/* The state of @p for humans and the API: "running", "stalled", "offline", ... */
+static const char *manager_probe_state(const ProbeCtl *p)
 {
         ProbeState s;
 
@@ -46,7 +47,9 @@ const char *manager_probe_state(const ProbeCtl *p)
         return probe_state_name(s);
 }
 
-const char *manager_probe_failure(const ProbeCtl *p, char *buf, size_t size)
+/* Why @p failed, one line naming its CPU (probe_failure(), or its errno when the probe gave no
+ * text), into @buf; NULL when it has not failed. */
+static const char *manager_probe_failure(const ProbeCtl *p, char *buf, size_t size)
 {
         const char *text;
 
@@ -1302,11 +1305,6 @@ AttribTable *manager_attrib(Manager *m)
 VarlinkServer *manager_server(Manager *m)
 {
         return m->server;
-}
-
-sd_event *manager_event(Manager *m)
-{
-        return m->event;
 }
 
 const char *manager_socket_path(const Manager *m)

@@ -912,7 +912,7 @@ bool audit_fix_oom(const Fix *f)
 
 /* The finding's "fix" text of @f: the command with how to keep it, kernel arguments as "Boot
  * with ...", or the note alone when there is no command. */
-void audit_fix_text(const Fix *f, StrBuf *out)
+static void audit_fix_text(const Fix *f, StrBuf *out)
 {
         const char *note = sb_str(&f->note);
 

@@ -1395,11 +1395,6 @@ bool varlink_call_wants_more(const VarlinkCallCtx *call)
         return call->call.more;
 }
 
-bool varlink_call_is_oneway(const VarlinkCallCtx *call)
-{
-        return call->call.oneway;
-}
-
 const char *varlink_call_method(const VarlinkCallCtx *call)
 {
         return call->call.method;

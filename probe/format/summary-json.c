@@ -17,7 +17,8 @@ static json_t *ns_value(double ns)
         return json_real(ns);
 }
 
-json_t *value_summary_to_json(const ValueSummary *v)
+/* The {stats} of summary-json.h for @v: a new reference, or NULL on OOM. */
+static json_t *value_summary_to_json(const ValueSummary *v)
 {
         json_t *pct = json_object();
 

@@ -19,6 +19,8 @@
 #include "jitterctl-format.h"
 #include "util.h"
 
+static int cmd_call(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
+
 static const CtlCommand commands[] = {
         {"status", cmd_status, "", "daemon version, uptime, counter and probes", NULL},
         {"stats", cmd_stats, "[--window W] [--cpu LIST] [--diffdiff]",
@@ -145,7 +147,7 @@ static int call_stream_reply(json_t *params, const char *error_name, bool contin
         return 0;
 }
 
-int cmd_call(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
+static int cmd_call(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 {
         static const struct option options[] = {
                 {"more", no_argument, NULL, 'm'},
