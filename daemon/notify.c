@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "sockaddr-un.h"
 #include "util.h"
 
 #define NOTIFY_MESSAGE_MAX 2048
@@ -39,23 +40,15 @@ struct Notifier {
 /* Parses @value as sd_notify() does: an absolute path, or "@name" for an abstract socket. */
 static int parse_address(Notifier *n, const char *value)
 {
-        size_t len = strlen(value);
+        int r;
 
-        if (len < 2 || (value[0] != '/' && value[0] != '@')) {
+        if (strlen(value) < 2 || (value[0] != '/' && value[0] != '@')) {
                 return -EAFNOSUPPORT;
         }
-        if (len > sizeof(n->addr.sun_path)) {
-                return -ENAMETOOLONG;
+        r = sockaddr_un_set(&n->addr, value, &n->addr_len);
+        if (r < 0) {
+                return r;
         }
-        n->addr.sun_family = AF_UNIX;
-        memcpy(n->addr.sun_path, value, len);
-        if (value[0] == '@') {
-                n->addr.sun_path[0] = '\0';
-        } else if (len == sizeof(n->addr.sun_path)) {
-                /* A path needs its terminator within sun_path. */
-                return -ENAMETOOLONG;
-        }
-        n->addr_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len);
         snprintf(n->name, sizeof(n->name), "%s", value);
         return 0;
 }

@@ -1,5 +1,6 @@
 #include "varlink-server.h"
 
+#include "sockaddr-un.h"
 #include "util.h"
 #include "varlink.h"
 
@@ -938,7 +939,7 @@ static int mkdir_parents(const char *path)
 }
 
 /* Returns 1 if something accepts connections on @sa, 0 if the socket file is stale. */
-static int socket_is_live(const struct sockaddr_un *sa)
+static int socket_is_live(const struct sockaddr_un *sa, socklen_t sa_len)
 {
         int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         int r;
@@ -946,7 +947,7 @@ static int socket_is_live(const struct sockaddr_un *sa)
         if (fd < 0) {
                 return -errno;
         }
-        if (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0) {
+        if (connect(fd, (const struct sockaddr *)sa, sa_len) == 0) {
                 r = 1;
         } else if (errno == ECONNREFUSED || errno == ENOENT) {
                 r = 0;
@@ -960,18 +961,20 @@ static int socket_is_live(const struct sockaddr_un *sa)
 
 int varlink_server_listen_path(VarlinkServer *s, const char *path, mode_t mode)
 {
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        struct sockaddr_un sa;
+        socklen_t sa_len;
         struct stat st;
         char *copy;
         int fd, r;
 
-        if (!path || path[0] == '\0') {
+        /* A socket file only: an abstract name has no file to give a mode or to replace. */
+        if (path && path[0] == '@') {
                 return -EINVAL;
         }
-        if (strlen(path) >= sizeof(sa.sun_path)) {
-                return -ENAMETOOLONG;
+        r = sockaddr_un_set(&sa, path, &sa_len);
+        if (r < 0) {
+                return r;
         }
-        memcpy(sa.sun_path, path, strlen(path));
         r = mkdir_parents(path);
         if (r < 0) {
                 return r;
@@ -980,7 +983,7 @@ int varlink_server_listen_path(VarlinkServer *s, const char *path, mode_t mode)
         if (fd < 0) {
                 return -errno;
         }
-        if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        if (bind(fd, (struct sockaddr *)&sa, sa_len) < 0) {
                 if (errno != EADDRINUSE) {
                         r = -errno;
                         goto fail;
@@ -993,7 +996,7 @@ int varlink_server_listen_path(VarlinkServer *s, const char *path, mode_t mode)
                         r = -EEXIST;
                         goto fail;
                 }
-                r = socket_is_live(&sa);
+                r = socket_is_live(&sa, sa_len);
                 if (r != 0) {
                         r = r > 0 ? -EADDRINUSE : r;
                         goto fail;
@@ -1002,7 +1005,7 @@ int varlink_server_listen_path(VarlinkServer *s, const char *path, mode_t mode)
                         r = -errno;
                         goto fail;
                 }
-                if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+                if (bind(fd, (struct sockaddr *)&sa, sa_len) < 0) {
                         r = -errno;
                         goto fail;
                 }

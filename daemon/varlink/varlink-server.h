@@ -114,7 +114,8 @@ int varlink_server_listen_fd(VarlinkServer *s, int fd);
 
 /* Creates the socket @path (creating missing parent directories with mode 0755), with file
  * mode @mode. A socket file left by a dead process is replaced; a live one gives -EADDRINUSE,
- * anything that is not a socket -EEXIST. Returns 0 or a negative errno. */
+ * anything that is not a socket -EEXIST. Returns 0, -EINVAL (no path, or an abstract "@name"),
+ * -ENAMETOOLONG or another negative errno. */
 int varlink_server_listen_path(VarlinkServer *s, const char *path, mode_t mode);
 
 /* Registers interface @name with its Varlink description text (served by
