@@ -77,7 +77,8 @@ int manager_load_config(const char *path, const char *dropin, const Overrides *o
 
 /* Creates the manager for @config: checks privileges, resolves the CPUs, sets up the event
  * loop, signals, the Varlink server (socket-activated or bound) and the history (restored from
- * the state directory). Logs what fails. Returns 0 or a negative errno. */
+ * the state directory). Logs what fails. Returns 0 and the manager in *@ret, or a negative
+ * errno and nothing: what was built is freed. */
 int manager_new(const Config *config, const char *config_path, const char *dropin_dir,
                 const Overrides *overrides, Manager **ret);
 

@@ -185,20 +185,18 @@ static int on_watchdog(sd_event_source *s, uint64_t usec, void *userdata)
         return 0;
 }
 
-int notifier_new(sd_event *event, Notifier **ret)
+static void notifier_freep(Notifier **n)
 {
-        const char *e = getenv("NOTIFY_SOCKET");
-        Notifier *n;
+        notifier_free(*n);
+}
+#define _cleanup_notifier_ __attribute__((cleanup(notifier_freep)))
+
+/* The socket to $NOTIFY_SOCKET @e and the watchdog timer on @event, for notifier_new(). */
+static int notifier_open(Notifier *n, sd_event *event, const char *e)
+{
         uint64_t wd = 0;
         int r;
 
-        n = calloc(1, sizeof(*n));
-        if (!n) {
-                return -ENOMEM;
-        }
-        n->fd = -1;
-        n->event = event ? sd_event_ref(event) : NULL;
-        *ret = n;
         if (!e || !*e) {
                 return 0;
         }
@@ -228,6 +226,26 @@ int notifier_new(sd_event *event, Notifier **ret)
                 }
                 sd_event_source_set_enabled(n->watchdog_source, SD_EVENT_ON);
         }
+        return 0;
+}
+
+int notifier_new(sd_event *event, Notifier **ret)
+{
+        _cleanup_notifier_ Notifier *n = NULL;
+        int r;
+
+        n = calloc(1, sizeof(*n));
+        if (!n) {
+                return -ENOMEM;
+        }
+        n->fd = -1;
+        n->event = event ? sd_event_ref(event) : NULL;
+        r = notifier_open(n, event, getenv("NOTIFY_SOCKET"));
+        if (r < 0) {
+                return r;
+        }
+        *ret = n;
+        n = NULL;
         return 0;
 }
 
