@@ -23,9 +23,10 @@ struct Admission {
         Budget heavy, light;
 };
 
-bool admission_method_is_light(const char *method)
+/* True for the methods of the light bucket (@method fully qualified). */
+static bool admission_method_is_light(const char *method)
 {
-        for (size_t i = 0; i < sizeof(light_methods) / sizeof(light_methods[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(light_methods); i++) {
                 if (strcmp(method, light_methods[i]) == 0) {
                         return true;
                 }
@@ -102,7 +103,7 @@ json_t *admission_budget_to_json(void)
 {
         json_t *names = json_array();
 
-        for (size_t i = 0; names && i < sizeof(light_methods) / sizeof(light_methods[0]); i++) {
+        for (size_t i = 0; names && i < ELEMENTSOF(light_methods); i++) {
                 json_array_append_new(names, json_string(light_methods[i]));
         }
         return json_pack("{sf s{sf sI} s{sf sI so*} si}", "cpu_ratio", ADMISSION_CPU_RATIO, "heavy",

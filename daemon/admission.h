@@ -45,9 +45,6 @@ int admission_new(VarlinkServer *s, Admission **ret);
  * Accepts NULL; returns NULL. */
 Admission *admission_free(Admission *a);
 
-/* True for the methods of the light bucket (@method fully qualified). */
-bool admission_method_is_light(const char *method);
-
 /* The budget as GetStatus reports it in "self": {"cpu_ratio", "heavy": {"ratio", "burst_ns"},
  * "light": {"ratio", "burst_ns", "methods"}, "min_retry_ms"}. NULL on OOM. */
 json_t *admission_budget_to_json(void);

@@ -92,7 +92,7 @@ int api_window(const char *window, uint64_t *ret_from_ns, uint64_t *ret_to_ns, b
                 *ret_all = true;
                 return 0;
         }
-        for (size_t i = 0; i < sizeof(windows) / sizeof(windows[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(windows); i++) {
                 if (strcmp(window, windows[i].name) == 0) {
                         *ret_from_ns = now > windows[i].ns ? now - windows[i].ns : 0;
                         return 0;
@@ -167,7 +167,7 @@ static int get_window(Manager *m, VarlinkCallCtx *call, json_t *params, const ch
 
 /* Adds the attribution counters of @d to @o as GetStats has them: "interrupts", "softirqs"
  * and "ctxsw" maps keyed by the source's name without its prefix, and "smi". */
-int api_attrib_to_json(Manager *m, const AttribDelta *d, json_t *o)
+static int api_attrib_to_json(Manager *m, const AttribDelta *d, json_t *o)
 {
         static const struct {
                 const char *prefix;
@@ -1067,7 +1067,7 @@ int api_new(Manager *m, Api **ret)
         /* The description is config/io.jitterd.varlink, compiled in (interface.c). */
         r = varlink_server_add_interface(manager_server(m), "io.jitterd",
                                          jitterd_interface_description, methods,
-                                         sizeof(methods) / sizeof(methods[0]));
+                                         ELEMENTSOF(methods));
         if (r < 0 || (r = manager_add_hook(m, on_harvest, a)) < 0 ||
             (r = manager_add_interval_hook(m, on_interval, a)) < 0) {
                 free(a);

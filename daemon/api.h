@@ -40,10 +40,6 @@ json_t *api_status(Manager *m, const Isolation *iso);
 json_t *api_stats(Manager *m, const cpu_set_t *cpus, const char *window);
 json_t *api_histogram(Manager *m, int cpu, const char *window, const char *kind);
 
-/* Adds the attribution counters of @d to @o as GetStats has them: "interrupts", "softirqs"
- * and "ctxsw" maps keyed by source without its prefix, and "smi". Returns 0 or -ENOMEM. */
-int api_attrib_to_json(Manager *m, const AttribDelta *d, json_t *o);
-
 /* Parses a window name ("10s", "1m", "5m", "1h", "24h", "all") into a time range ending now.
  * Returns 0 or -EINVAL. */
 int api_window(const char *window, uint64_t *ret_from_ns, uint64_t *ret_to_ns, bool *ret_all);

@@ -13,15 +13,7 @@
 
 #include "cpulist.h"
 #include "duration.h"
-
-#define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
-
-#define NSEC_PER_USEC 1000ULL
-#define NSEC_PER_MSEC 1000000ULL
-#define NSEC_PER_SEC 1000000000ULL
-#define NSEC_PER_MIN (60ULL * NSEC_PER_SEC)
-#define NSEC_PER_HOUR (60ULL * NSEC_PER_MIN)
-#define NSEC_PER_DAY (24ULL * NSEC_PER_HOUR)
+#include "util.h"
 
 #define KIB 1024ULL
 #define MIB (1024ULL * KIB)

@@ -57,19 +57,6 @@ static unsigned coarse_index(uint64_t v)
         return (shift << HISTORY_COARSE_SUB_BITS) + (unsigned)(v >> shift);
 }
 
-static uint64_t coarse_lower(unsigned ci)
-{
-        unsigned shift;
-
-        if (ci < (2u << HISTORY_COARSE_SUB_BITS)) {
-                return ci;
-        }
-        shift = (ci >> HISTORY_COARSE_SUB_BITS) - 1;
-        return (uint64_t)((1u << HISTORY_COARSE_SUB_BITS) +
-                          (ci & ((1u << HISTORY_COARSE_SUB_BITS) - 1)))
-               << shift;
-}
-
 static void res_tables_init(void)
 {
         for (unsigned i = 0; i < HIST_BUCKETS; i++) {
@@ -86,15 +73,6 @@ static inline unsigned res_buckets(Res res)
 static inline unsigned res_bits(Res res)
 {
         return res == RES_FINE ? HIST_SUB_BITS : HISTORY_COARSE_SUB_BITS;
-}
-
-uint64_t history_bucket_lower(unsigned sub_bits, unsigned index)
-{
-        if (sub_bits != HISTORY_COARSE_SUB_BITS || index >= HIST_BUCKETS) {
-                return index < HIST_BUCKETS ? histogram_bucket_lower(index) : UINT64_MAX;
-        }
-        pthread_once(&res_once, res_tables_init);
-        return coarse_lower(fine_to_coarse[index]);
 }
 
 /* --- varints -------------------------------------------------------------------------------- */

@@ -31,8 +31,8 @@
  * (3.125 %; below 64 ticks exact). So the windows 10s, 1m, 5m and all have the probe's full
  * resolution, 1h and 24h the coarse one; HistoryWindow.hist_sub_bits says which. A coarse
  * bucket's count is kept in the highest fine bucket it spans, so quantiles (the upper edge of
- * a bucket) are never below the true value; GetHistogram-like callers widen a bucket's lower
- * edge with history_bucket_lower().
+ * a bucket) are never below the true value, while the bucket's lower edge as read is that of
+ * the fine bucket, not the coarse one's.
  *
  * Memory per CPU is bounded by the retention and flat once it is full: the queues and the
  * running sums are allocated with the CPU (a sum's histograms hold the range of buckets it has
@@ -101,11 +101,6 @@ typedef struct HistoryWindow {
         ProbeSlot slot;         /* merged statistics and histograms, in ticks */
         AttribDelta attrib;     /* summed attribution counters, sorted by id */
 } HistoryWindow;
-
-/* The lowest value bucket @index of a window's histogram holds, at the window's resolution
- * @sub_bits (HistoryWindow.hist_sub_bits): histogram_bucket_lower() for the full resolution,
- * the lower edge of the coarse bucket that ends with @index otherwise. */
-uint64_t history_bucket_lower(unsigned sub_bits, unsigned index);
 
 /* One interval as stored, for per-interval analysis (worst gaps over time, fits). */
 typedef struct HistoryPoint {

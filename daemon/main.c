@@ -156,7 +156,6 @@ static int run(const Config *c, const char *config_path, const char *dropin, con
 
         r = manager_new(c, config_path, dropin, o, &m);
         if (r < 0) {
-                manager_free(m);
                 return 1;
         }
         /* The data flows one way: the manager harvests, then the API (Monitor) and the

@@ -262,6 +262,8 @@ const char *manager_trace_state(const Manager *m)
         return !m->config.trace_enabled ? "off" : m->trace ? "recording" : "unavailable";
 }
 
+static json_t *manager_trace_kind_totals(Manager *m);
+
 json_t *manager_trace_status(Manager *m)
 {
         char shortfall[SHORTFALL_MAX];
@@ -543,7 +545,10 @@ out:
         return o;
 }
 
-json_t *manager_trace_kind_totals(Manager *m)
+/* GetStatus' "trace"."cpus": per probed CPU, the time of all interruptions explained since
+ * start or Reset by cause kind, and unexplained ({"cpu", "lost_ns": {"irq": ...}}); counters
+ * for Prometheus. NULL when out of memory. */
+static json_t *manager_trace_kind_totals(Manager *m)
 {
         json_t *arr = json_array();
 

@@ -29,7 +29,8 @@
  * reading. */
 #define NOTIFY_EXIT_FLUSH_USEC 1000000ULL
 
-const char *manager_probe_state(const ProbeCtl *p)
+/* The state of @p for humans and the API: "running", "stalled", "offline", ... */
+static const char *manager_probe_state(const ProbeCtl *p)
 {
         ProbeState s;
 
@@ -46,7 +47,9 @@ const char *manager_probe_state(const ProbeCtl *p)
         return probe_state_name(s);
 }
 
-const char *manager_probe_failure(const ProbeCtl *p, char *buf, size_t size)
+/* Why @p failed, one line naming its CPU (probe_failure(), or its errno when the probe gave no
+ * text), into @buf; NULL when it has not failed. */
+static const char *manager_probe_failure(const ProbeCtl *p, char *buf, size_t size)
 {
         const char *text;
 
@@ -732,7 +735,7 @@ static int apply_overrides(Config *c, const Overrides *o)
                 {"export", "prometheus_textfile", offsetof(Overrides, prometheus_textfile)},
         };
 
-        for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(map); i++) {
                 const char *v = *(const char *const *)((const char *)o + map[i].offset);
                 char *err = NULL;
 
@@ -1047,31 +1050,50 @@ static int setup_server(Manager *m)
 
 /* Long because the set-up steps (privileges, CPUs, event loop, signals, server, history) run in
  * order, each undone by manager_free() on failure. */
-int manager_new(const Config *config, const char *config_path, const char *dropin_dir,
-                const Overrides *overrides, Manager **ret)
+static void manager_freep(Manager **m)
 {
-        HistoryOptions ho;
-        Manager *m;
-        char *err = NULL;
+        manager_free(*m);
+}
+#define _cleanup_manager_ __attribute__((cleanup(manager_freep)))
+
+/* Signals are handled by the event loop; they are blocked before any thread exists so that
+ * every thread inherits the mask. */
+static int add_signals(Manager *m)
+{
+        static const struct {
+                int signal;
+                sd_event_signal_handler_t handler;
+        } handlers[] = {
+                {SIGTERM, on_exit_signal},
+                {SIGINT, on_exit_signal},
+                {SIGHUP, on_sighup},
+        };
         sigset_t mask;
         int r;
 
-        m = calloc(1, sizeof(*m));
-        if (!m) {
-                return -ENOMEM;
+        sigemptyset(&mask);
+        for (size_t i = 0; i < ELEMENTSOF(handlers); i++) {
+                sigaddset(&mask, handlers[i].signal);
         }
-        m->config = *config;
-        m->config_path = config_path;
-        m->dropin_dir = dropin_dir;
-        m->overrides = *overrides;
-        m->start_mono_ns = now_ns(CLOCK_MONOTONIC);
-        m->start_real_ns = now_ns(CLOCK_REALTIME);
-        *ret = m;
+        pthread_sigmask(SIG_BLOCK, &mask, NULL);
+        signal(SIGPIPE, SIG_IGN);
+        for (size_t i = 0; i < ELEMENTSOF(handlers); i++) {
+                r = sd_event_add_signal(m->event, NULL, handlers[i].signal, handlers[i].handler, m);
+                if (r < 0) {
+                        log_error("cannot handle %s: %s", strsignal(handlers[i].signal),
+                                  strerror(-r));
+                        return r;
+                }
+        }
+        return 0;
+}
 
-        r = resolve_cpus(m);
-        if (r < 0) {
-                return r;
-        }
+/* What the probes need of this machine: the privileges, and a counter that measures time. */
+static int check_host(Manager *m)
+{
+        char *err = NULL;
+        int r;
+
         r = privileges_check(m->config.probe_priority, &err);
         if (r < 0) {
                 log_error("%s", err ? err : "missing privileges");
@@ -1088,6 +1110,58 @@ int manager_new(const Config *config, const char *config_path, const char *dropi
                           strerror(-r));
                 return r;
         }
+        return 0;
+}
+
+/* The history, restored from the last checkpoint. */
+static int setup_history(Manager *m)
+{
+        HistoryOptions ho = {
+                .interval_ns = m->config.history_interval_ns,
+                .fine_retention_ns = m->config.history_fine_retention_ns,
+                .coarse_interval_ns = HISTORY_COARSE_INTERVAL_NS,
+                .coarse_retention_ns = m->config.history_coarse_retention_ns,
+                .events_per_cpu = m->config.history_events_per_cpu,
+        };
+        int r;
+
+        if (ho.coarse_interval_ns % ho.interval_ns != 0) {
+                ho.coarse_interval_ns = ho.interval_ns * 60;
+        }
+        r = history_new(&ho, &m->history);
+        if (r < 0) {
+                log_error("cannot set up the history: %s", strerror(-r));
+                return r;
+        }
+        checkpoint_load(m);
+        return 0;
+}
+
+int manager_new(const Config *config, const char *config_path, const char *dropin_dir,
+                const Overrides *overrides, Manager **ret)
+{
+        _cleanup_manager_ Manager *m = NULL;
+        int r;
+
+        m = calloc(1, sizeof(*m));
+        if (!m) {
+                return -ENOMEM;
+        }
+        m->config = *config;
+        m->config_path = config_path;
+        m->dropin_dir = dropin_dir;
+        m->overrides = *overrides;
+        m->start_mono_ns = now_ns(CLOCK_MONOTONIC);
+        m->start_real_ns = now_ns(CLOCK_REALTIME);
+
+        r = resolve_cpus(m);
+        if (r < 0) {
+                return r;
+        }
+        r = check_host(m);
+        if (r < 0) {
+                return r;
+        }
         if (m->config.server_admin_group[0]) {
                 struct group *g = getgrnam(m->config.server_admin_group);
 
@@ -1100,22 +1174,14 @@ int manager_new(const Config *config, const char *config_path, const char *dropi
                 }
         }
 
-        /* Signals are handled by the event loop; block them before any thread exists so
-         * every thread inherits the mask. */
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
-        sigaddset(&mask, SIGHUP);
-        pthread_sigmask(SIG_BLOCK, &mask, NULL);
-        signal(SIGPIPE, SIG_IGN);
-
         r = sd_event_default(&m->event);
         if (r < 0) {
                 return r;
         }
-        sd_event_add_signal(m->event, NULL, SIGTERM, on_exit_signal, m);
-        sd_event_add_signal(m->event, NULL, SIGINT, on_exit_signal, m);
-        sd_event_add_signal(m->event, NULL, SIGHUP, on_sighup, m);
+        r = add_signals(m);
+        if (r < 0) {
+                return r;
+        }
         /* Not sd_notify() nor sd_event_set_watchdog(), which sends with it: both block the loop
          * once the reader stops reading. WATCHDOG=1 comes from a timer of the loop, so a stuck
          * loop is still noticed. */
@@ -1128,23 +1194,17 @@ int manager_new(const Config *config, const char *config_path, const char *dropi
         if (r < 0) {
                 return r;
         }
-        ho = (HistoryOptions){
-                .interval_ns = m->config.history_interval_ns,
-                .fine_retention_ns = m->config.history_fine_retention_ns,
-                .coarse_interval_ns = HISTORY_COARSE_INTERVAL_NS,
-                .coarse_retention_ns = m->config.history_coarse_retention_ns,
-                .events_per_cpu = m->config.history_events_per_cpu,
-        };
-        if (ho.coarse_interval_ns % ho.interval_ns != 0) {
-                ho.coarse_interval_ns = ho.interval_ns * 60;
-        }
-        r = history_new(&ho, &m->history);
+        r = setup_history(m);
         if (r < 0) {
-                log_error("cannot set up the history: %s", strerror(-r));
                 return r;
         }
-        checkpoint_load(m);
-        return setup_server(m);
+        r = setup_server(m);
+        if (r < 0) {
+                return r;
+        }
+        *ret = m;
+        m = NULL;
+        return 0;
 }
 
 int manager_run(Manager *m)
@@ -1302,11 +1362,6 @@ AttribTable *manager_attrib(Manager *m)
 VarlinkServer *manager_server(Manager *m)
 {
         return m->server;
-}
-
-sd_event *manager_event(Manager *m)
-{
-        return m->event;
 }
 
 const char *manager_socket_path(const Manager *m)

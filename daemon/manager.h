@@ -39,9 +39,9 @@ typedef struct Overrides {
 typedef struct ProbeInfo {
         int cpu;
         const Probe *probe;
-        const char *state; /* manager_probe_state() */
+        const char *state; /* "running", "stalled", "offline", ... */
         bool failed;
-        char failure[PROBE_FAILURE_MAX + 64]; /* manager_probe_failure(), when failed */
+        char failure[PROBE_FAILURE_MAX + 64]; /* why, one line naming the CPU, when failed */
         bool offline;
         bool stalled;
         uint64_t samples_total;
@@ -60,7 +60,7 @@ typedef void (*ManagerHook)(Manager *m, void *userdata);
  * valid during the call only. A probe that hands over late gives two or more at one harvest. */
 typedef struct ManagerInterval {
         int cpu;
-        const char *state; /* manager_probe_state() */
+        const char *state; /* as in ProbeInfo */
         const ProbeSlot *slot;
         const AttribDelta *attrib;
         uint64_t start_ns;      /* CLOCK_MONOTONIC */
@@ -77,7 +77,8 @@ int manager_load_config(const char *path, const char *dropin, const Overrides *o
 
 /* Creates the manager for @config: checks privileges, resolves the CPUs, sets up the event
  * loop, signals, the Varlink server (socket-activated or bound) and the history (restored from
- * the state directory). Logs what fails. Returns 0 or a negative errno. */
+ * the state directory). Logs what fails. Returns 0 and the manager in *@ret, or a negative
+ * errno and nothing: what was built is freed. */
 int manager_new(const Config *config, const char *config_path, const char *dropin_dir,
                 const Overrides *overrides, Manager **ret);
 
@@ -108,8 +109,6 @@ double manager_drift_ppm(const Manager *m);
 History *manager_history(Manager *m);
 AttribTable *manager_attrib(Manager *m);
 VarlinkServer *manager_server(Manager *m);
-/* The event loop, for sources of the service's own. */
-sd_event *manager_event(Manager *m);
 /* The path the server listens on, or "(socket-activated)". */
 const char *manager_socket_path(const Manager *m);
 /* CLOCK_MONOTONIC and CLOCK_REALTIME when the daemon started, in ns. */
@@ -123,13 +122,6 @@ const cpu_set_t *manager_cpus(const Manager *m);
 size_t manager_n_probes(const Manager *m);
 int manager_probe_cpu(const Manager *m, size_t i);
 void manager_probe_info(const Manager *m, size_t i, ProbeInfo *ret);
-
-/* The state of @p for humans and the API: "running", "stalled", "offline", ... */
-const char *manager_probe_state(const ProbeCtl *p);
-
-/* Why @p failed, one line naming its CPU (probe_failure(), or its errno when the probe gave no
- * text), into @buf; NULL when it has not failed. */
-const char *manager_probe_failure(const ProbeCtl *p, char *buf, size_t size);
 
 /* How long after the probes start READY=1 may wait beyond their preheat; a probe thread is
  * given PROBE_STOP_TIMEOUT_NS (probe.h) to stop. Past either, jitterd logs why and exits with
@@ -156,11 +148,6 @@ int manager_trace_event_to_json(Manager *m, const HistoryEvent *ev, json_t *o);
  * how many of them have causes, and their other and unexplained time. NULL when out of
  * memory. */
 json_t *manager_trace_window_causes(Manager *m, int cpu, const char *window, uint64_t since_ns);
-
-/* GetStatus' "trace"."cpus": per probed CPU, the time of all interruptions explained since
- * start or Reset by cause kind, and unexplained ({"cpu", "lost_ns": {"irq": ...}}); counters
- * for Prometheus. NULL when out of memory. */
-json_t *manager_trace_kind_totals(Manager *m);
 
 /* The trace captures kept (manager-capture.c), oldest first, of interruptions on @cpus whose
  * window began at or after @since_real_ns (CLOCK_REALTIME), their records those of @cpus:

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "sockaddr-un.h"
 #include "util.h"
 
 #define NOTIFY_MESSAGE_MAX 2048
@@ -39,23 +40,15 @@ struct Notifier {
 /* Parses @value as sd_notify() does: an absolute path, or "@name" for an abstract socket. */
 static int parse_address(Notifier *n, const char *value)
 {
-        size_t len = strlen(value);
+        int r;
 
-        if (len < 2 || (value[0] != '/' && value[0] != '@')) {
+        if (strlen(value) < 2 || (value[0] != '/' && value[0] != '@')) {
                 return -EAFNOSUPPORT;
         }
-        if (len > sizeof(n->addr.sun_path)) {
-                return -ENAMETOOLONG;
+        r = sockaddr_un_set(&n->addr, value, &n->addr_len);
+        if (r < 0) {
+                return r;
         }
-        n->addr.sun_family = AF_UNIX;
-        memcpy(n->addr.sun_path, value, len);
-        if (value[0] == '@') {
-                n->addr.sun_path[0] = '\0';
-        } else if (len == sizeof(n->addr.sun_path)) {
-                /* A path needs its terminator within sun_path. */
-                return -ENAMETOOLONG;
-        }
-        n->addr_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len);
         snprintf(n->name, sizeof(n->name), "%s", value);
         return 0;
 }
@@ -192,20 +185,18 @@ static int on_watchdog(sd_event_source *s, uint64_t usec, void *userdata)
         return 0;
 }
 
-int notifier_new(sd_event *event, Notifier **ret)
+static void notifier_freep(Notifier **n)
 {
-        const char *e = getenv("NOTIFY_SOCKET");
-        Notifier *n;
+        notifier_free(*n);
+}
+#define _cleanup_notifier_ __attribute__((cleanup(notifier_freep)))
+
+/* The socket to $NOTIFY_SOCKET @e and the watchdog timer on @event, for notifier_new(). */
+static int notifier_open(Notifier *n, sd_event *event, const char *e)
+{
         uint64_t wd = 0;
         int r;
 
-        n = calloc(1, sizeof(*n));
-        if (!n) {
-                return -ENOMEM;
-        }
-        n->fd = -1;
-        n->event = event ? sd_event_ref(event) : NULL;
-        *ret = n;
         if (!e || !*e) {
                 return 0;
         }
@@ -235,6 +226,26 @@ int notifier_new(sd_event *event, Notifier **ret)
                 }
                 sd_event_source_set_enabled(n->watchdog_source, SD_EVENT_ON);
         }
+        return 0;
+}
+
+int notifier_new(sd_event *event, Notifier **ret)
+{
+        _cleanup_notifier_ Notifier *n = NULL;
+        int r;
+
+        n = calloc(1, sizeof(*n));
+        if (!n) {
+                return -ENOMEM;
+        }
+        n->fd = -1;
+        n->event = event ? sd_event_ref(event) : NULL;
+        r = notifier_open(n, event, getenv("NOTIFY_SOCKET"));
+        if (r < 0) {
+                return r;
+        }
+        *ret = n;
+        n = NULL;
         return 0;
 }
 

@@ -31,7 +31,8 @@ typedef struct Notifier Notifier;
 
 /* Reads $NOTIFY_SOCKET and $WATCHDOG_USEC and sets up the socket and the timers on @event.
  * An unusable $NOTIFY_SOCKET (neither a path nor "@name") is logged and turns notifications
- * off. Returns 0, or -ENOMEM or the negative errno of socket()/sd_event. */
+ * off. Returns 0 and the notifier in *@ret, or -ENOMEM or the negative errno of
+ * socket()/sd_event and nothing. */
 int notifier_new(sd_event *event, Notifier **ret);
 
 /* Frees @n; accepts NULL and returns NULL. What is still kept is lost: call

@@ -30,7 +30,10 @@ static bool is_skipped(int tid, const int *skip, size_t n)
         return false;
 }
 
-int self_cost_cpu_ns(const int *skip_tids, size_t n, uint64_t *ret_ns, unsigned *ret_threads)
+/* The CPU time in ns of the calling process' live threads whose ids are not among the @n in
+ * @skip_tids, and how many threads that was in *@ret_threads. Returns 0 or a negative errno
+ * (/proc unreadable). */
+static int self_cost_cpu_ns(const int *skip_tids, size_t n, uint64_t *ret_ns, unsigned *ret_threads)
 {
         _cleanup_closedir_ DIR *d = opendir("/proc/self/task");
         struct dirent *de;

@@ -14,8 +14,3 @@
  * "duration_sum_ns", "duration_counts"}]} (duration_counts cumulative, one per bound). NULL
  * on OOM. */
 json_t *self_cost_to_json(Manager *m);
-
-/* The CPU time in ns of the calling process' live threads whose ids are not among the @n in
- * @skip_tids, and how many threads that was in *@ret_threads. Returns 0 or a negative errno
- * (/proc unreadable). */
-int self_cost_cpu_ns(const int *skip_tids, size_t n, uint64_t *ret_ns, unsigned *ret_threads);

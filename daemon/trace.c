@@ -553,7 +553,7 @@ static void note_unnamed(TraceRecorder *t, bool vectors_wanted, const char *vect
 {
         bool wanted[CAUSE_KIND_MAX] = {false};
 
-        for (size_t i = 0; i < sizeof(SOURCES) / sizeof(SOURCES[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(SOURCES); i++) {
                 wanted[SOURCES[i].kind] = true;
         }
         wanted[CAUSE_VECTOR] = vectors_wanted;
@@ -585,7 +585,7 @@ static void note_refusal_fix(TraceRecorder *t)
  * then sums up what is not recorded by its cost. Fails only when nothing can be recorded. */
 static int setup_events(TraceRecorder *t, char *reason, size_t rsize)
 {
-        bool found_group[sizeof(SOURCES) / sizeof(SOURCES[0])] = {false};
+        bool found_group[ELEMENTSOF(SOURCES)] = {false};
         bool vectors_wanted = false;
         char vectors[256] = "";
         struct tep_event *mark;
@@ -595,7 +595,7 @@ static int setup_events(TraceRecorder *t, char *reason, size_t rsize)
         if (r < 0) {
                 return r;
         }
-        for (size_t i = 0; i < sizeof(SOURCES) / sizeof(SOURCES[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(SOURCES); i++) {
                 const Source *s = &SOURCES[i];
                 struct tep_event *in = find_event(t, s->system, s->entry);
                 struct tep_event *out = s->exit ? find_event(t, s->system, s->exit) : NULL;
@@ -615,10 +615,10 @@ static int setup_events(TraceRecorder *t, char *reason, size_t rsize)
                 }
                 (void)follow(t, &hin, out ? &hout : NULL);
         }
-        for (size_t i = 0; i < sizeof(SOURCES) / sizeof(SOURCES[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(SOURCES); i++) {
                 bool any = false;
 
-                for (size_t j = 0; j < sizeof(SOURCES) / sizeof(SOURCES[0]); j++) {
+                for (size_t j = 0; j < ELEMENTSOF(SOURCES); j++) {
                         any |= found_group[j] && strcmp(SOURCES[i].group, SOURCES[j].group) == 0;
                 }
                 if (!any) {
@@ -739,7 +739,7 @@ static int parse_formats(TraceRecorder *t)
         char **vectors = tracefs_system_events(t->root, "irq_vectors");
         bool strings = false;
 
-        for (size_t i = 0; i < sizeof(SOURCES) / sizeof(SOURCES[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(SOURCES); i++) {
                 const Source *s = &SOURCES[i];
 
                 if (parse_format(t, s->system, s->entry) == 0 &&
@@ -1187,7 +1187,7 @@ static void parse_record(TraceRecorder *t, TraceCpu *c, void *data, int size, un
                 snprintf(r.name, sizeof(r.name), "%s", h->label);
                 break;
         case PARSE_SOFTIRQ:
-                if (r.id < sizeof(SOFTIRQ_NAMES) / sizeof(SOFTIRQ_NAMES[0])) {
+                if (r.id < ELEMENTSOF(SOFTIRQ_NAMES)) {
                         snprintf(r.name, sizeof(r.name), "%s", SOFTIRQ_NAMES[r.id]);
                 }
                 break;

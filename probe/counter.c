@@ -68,7 +68,10 @@ const char *counter_hz_source_name(CounterHzSource s)
         return "unknown";
 }
 
-int counter_check(CounterSource source)
+/* Checks that @source is usable here. For the x86 TSC this needs an invariant TSC (CPUID
+ * 0x80000007 EDX bit 8); returns -EOPNOTSUPP otherwise, and -ENODEV where there is no
+ * hardware counter at all. */
+static int counter_check(CounterSource source)
 {
         if (source == COUNTER_CLOCK) {
                 return 0;

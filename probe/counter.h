@@ -117,18 +117,14 @@ int counter_source_parse(const char *name, CounterSource *ret);
 /* Returns "cpuid", "cntfrq", "calibrated" or "nominal". */
 const char *counter_hz_source_name(CounterHzSource s);
 
-/* Checks that @source is usable here. For the x86 TSC this needs an invariant TSC (CPUID
- * 0x80000007 EDX bit 8); returns -EOPNOTSUPP otherwise, and -ENODEV where there is no
- * hardware counter at all. */
-int counter_check(CounterSource source);
-
 /* Whether the CPU has rdtscp (CPUID 0x80000001 EDX bit 27); false on other architectures. */
 bool counter_have_rdtscp(void);
 
 /* Finds the frequency of @source: exact from the hardware where it says, otherwise by
  * calibration against CLOCK_MONOTONIC_RAW until two successive estimates agree within
- * @target_ppm or @max_ms milliseconds have passed. Fills @ret. Returns 0 or a negative
- * errno from counter_check(). */
+ * @target_ppm or @max_ms milliseconds have passed. Fills @ret. Returns 0, -EOPNOTSUPP for an x86
+ * TSC that is not invariant (CPUID 0x80000007 EDX bit 8), or -ENODEV where there is no hardware
+ * counter at all. */
 int counter_info_init(CounterSource source, double target_ppm, unsigned max_ms, CounterInfo *ret);
 
 /* A simultaneous reading of the counter and the system clocks, taken so that the counter read

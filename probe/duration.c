@@ -6,19 +6,15 @@
 #include <string.h>
 #include <time.h>
 
+#include "util.h"
+
 static const struct {
         const char *suffix;
         uint64_t ns;
 } units[] = {
-        {"ns", 1ULL},
-        {"us", 1000ULL},
-        {"µs", 1000ULL},
-        {"ms", 1000000ULL},
-        {"s", 1000000000ULL},
-        {"m", 60ULL * 1000000000ULL},
-        {"min", 60ULL * 1000000000ULL},
-        {"h", 3600ULL * 1000000000ULL},
-        {"d", 86400ULL * 1000000000ULL},
+        {"ns", 1ULL},          {"us", NSEC_PER_USEC}, {"µs", NSEC_PER_USEC},
+        {"ms", NSEC_PER_MSEC}, {"s", NSEC_PER_SEC},   {"m", NSEC_PER_MIN},
+        {"min", NSEC_PER_MIN}, {"h", NSEC_PER_HOUR},  {"d", NSEC_PER_DAY},
 };
 
 int duration_parse(const char *text, uint64_t default_unit_ns, uint64_t *ret_ns)
@@ -42,7 +38,7 @@ int duration_parse(const char *text, uint64_t default_unit_ns, uint64_t *ret_ns)
                 }
                 /* Nine fractional digits are as fine as a nanosecond gets. */
                 for (; isdigit((unsigned char)*p); p++) {
-                        if (frac_div < 1000000000ULL) {
+                        if (frac_div < NSEC_PER_SEC) {
                                 frac = frac * 10 + (uint64_t)(*p - '0');
                                 frac_div *= 10;
                         }
@@ -51,12 +47,12 @@ int duration_parse(const char *text, uint64_t default_unit_ns, uint64_t *ret_ns)
         if (*p != '\0') {
                 size_t i;
 
-                for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+                for (i = 0; i < ELEMENTSOF(units); i++) {
                         if (strcmp(p, units[i].suffix) == 0) {
                                 break;
                         }
                 }
-                if (i == sizeof(units) / sizeof(units[0])) {
+                if (i == ELEMENTSOF(units)) {
                         return -EINVAL;
                 }
                 unit = units[i].ns;

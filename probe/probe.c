@@ -28,7 +28,7 @@ const char *probe_state_name(ProbeState s)
                 [PROBE_STOPPED] = "stopped",   [PROBE_FAILED] = "failed",
         };
 
-        return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "unknown";
+        return (unsigned)s < ELEMENTSOF(names) ? names[s] : "unknown";
 }
 
 void probe_slot_clear(ProbeSlot *s)

@@ -1,9 +1,9 @@
 #pragma once
 
-/* The helpers every part of the project shares: the one reader of a clock in ns, and the one
- * set of cleanup attributes (a variable declared with one is released when it goes out of
- * scope, on every return path). Header-only, so that a library uses them without linking
- * libjitter. */
+/* The helpers every part of the project shares: the number of elements of an array, the units
+ * of time in ns and the one reader of a clock in ns, and the one set of cleanup attributes (a
+ * variable declared with one is released when it goes out of scope, on every return path).
+ * Header-only, so that a library uses them without linking libjitter. */
 
 #include <dirent.h>
 #include <stdint.h>
@@ -11,14 +11,32 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Durations in ns, as every time of the project is kept. */
+#define NSEC_PER_USEC UINT64_C(1000)
+#define NSEC_PER_MSEC UINT64_C(1000000)
+#define NSEC_PER_SEC UINT64_C(1000000000)
+#define NSEC_PER_MIN (UINT64_C(60) * NSEC_PER_SEC)
+#define NSEC_PER_HOUR (UINT64_C(60) * NSEC_PER_MIN)
+#define NSEC_PER_DAY (UINT64_C(24) * NSEC_PER_HOUR)
+
 /* @clock (CLOCK_MONOTONIC, CLOCK_REALTIME, ...) now, in ns. */
 static inline uint64_t now_ns(clockid_t clock)
 {
         struct timespec ts;
 
         clock_gettime(clock, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+        return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
 }
+
+/* The number of elements of the array @x. Refuses to compile when @x is a pointer (an array
+ * parameter, say), where sizeof would silently give the size of the pointer. */
+#define ELEMENTSOF(x)                                                                              \
+        (sizeof(x) / sizeof((x)[0]) +                                                              \
+         0 * sizeof(struct {                                                                       \
+                 _Static_assert(!__builtin_types_compatible_p(__typeof__(x), __typeof__(&(x)[0])), \
+                                "ELEMENTSOF of a pointer");                                        \
+                 int unused;                                                                       \
+         }))
 
 static inline void freep(void *p)
 {

@@ -39,7 +39,7 @@ static const char *const valid_calls[] = {
         "{\"method\":\"io.jitterd.GetTimeline\",\"parameters\":{\"cpu\":1,\"window\":\"1h\"}}",
         "{\"method\":\"io.jitterd.Monitor\",\"parameters\":{\"cpus\":[1]},\"more\":true}",
 };
-#define N_VALID (sizeof(valid_calls) / sizeof(valid_calls[0]))
+#define N_VALID ELEMENTSOF(valid_calls)
 
 static int dial(void)
 {
@@ -327,7 +327,7 @@ int main(int argc, char **argv)
                 }
         }
         for (unsigned r = 0; r < rounds; r++) {
-                for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+                for (size_t i = 0; i < ELEMENTSOF(texts); i++) {
                         junk_text(texts[i]);
                 }
                 for (int i = 0; i < 20; i++) {

@@ -17,6 +17,7 @@
 #include "audit-fixture.h"
 #include "audit.h"
 #include "cpulist.h"
+#include "util.h"
 
 typedef struct Fixture {
         char root[PATH_MAX];
@@ -303,7 +304,7 @@ static void pid_not_named(json_t *r)
         static const char *const keys[] = {"what", "command", "revert", "persist"};
 
         assert_true(json_is_null(json_object_get(r, "pid")));
-        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
                 assert_null(str(r, keys[i]) ? strstr(str(r, keys[i]), "4242") : NULL);
         }
 }
@@ -553,7 +554,7 @@ static void test_no_fix_known(void **state)
         Fixture *f = *state;
 
         host(f, NULL, "1");
-        for (size_t i = 0; i < sizeof(causes) / sizeof(causes[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(causes); i++) {
                 json_t *r = remedy(f, causes[i][0], causes[i][1], 1);
 
                 well_formed(r);
@@ -632,7 +633,7 @@ static void test_one_source(void **state)
         };
         Fixture *f = *state;
 
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 json_t *report = NULL, *finding, *r;
                 const char *fix = NULL;
                 size_t j;

@@ -22,6 +22,7 @@
 #include "audit-fixture.h"
 #include "audit.h"
 #include "cpulist.h"
+#include "util.h"
 
 static const char *const cpu_checks[] = {
         "isolcpus", "nohz_full",   "rcu_nocbs", "irq_affinity", "workqueue",
@@ -30,8 +31,8 @@ static const char *const cpu_checks[] = {
 static const char *const global_checks[] = {"rt_throttling", "clocksource", "timer_migration",
                                             "vmstat"};
 
-#define N_CPU_CHECKS (sizeof(cpu_checks) / sizeof(cpu_checks[0]))
-#define N_GLOBAL_CHECKS (sizeof(global_checks) / sizeof(global_checks[0]))
+#define N_CPU_CHECKS ELEMENTSOF(cpu_checks)
+#define N_GLOBAL_CHECKS ELEMENTSOF(global_checks)
 
 typedef struct Fixture {
         char root[PATH_MAX];
@@ -909,7 +910,7 @@ static void test_real_system(void **state)
         int cpu = n >= 2 ? 1 : 0;
         const char *roots[] = {"/", ""};
         char v[256], want[PATH_MAX + 128], isolated[256] = "", cg_isolated[256] = "",
-             cmdline[4096] = "", shield[PATH_MAX];
+                                           cmdline[4096] = "", shield[PATH_MAX];
 
         for (size_t k = 0; k < 2; k++) {
                 json_t *report = NULL, *item;
@@ -934,7 +935,7 @@ static void test_real_system(void **state)
                 }
                 assert_int_equal(audit_worst_severity(report), worst);
 
-                for (size_t c = 0; c < sizeof(read_here) / sizeof(read_here[0]); c++) {
+                for (size_t c = 0; c < ELEMENTSOF(read_here); c++) {
                         if (!read_line(read_here[c].path, v, sizeof(v))) {
                                 print_message("skipped: %s on this machine: %s not readable\n",
                                               read_here[c].check, read_here[c].path);

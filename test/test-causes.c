@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "causes.h"
+#include "util.h"
 
 #define PROBE 1000
 #define THIEF 2000
@@ -141,7 +142,7 @@ static void test_nesting(void **state)
         CauseList l;
 
         (void)state;
-        assert_int_equal(causes_analyze(r, sizeof(r) / sizeof(r[0]), 1000, 2000, PROBE, 0, &l), 0);
+        assert_int_equal(causes_analyze(r, ELEMENTSOF(r), 1000, 2000, PROBE, 0, &l), 0);
         assert_adds_up(&l, 1000);
         assert_int_equal(l.n, 5);
         /* The thief: 1160..1900 less the 10 of the vector inside. */
@@ -169,8 +170,7 @@ static void test_nesting(void **state)
         assert_int_equal(l.flags, 0);
         /* With records lost, the stretches no record covers are unexplained; what the
          * records name keeps its time. */
-        assert_int_equal(
-                causes_analyze(r, sizeof(r) / sizeof(r[0]), 1000, 2000, PROBE, CAUSES_LOST, &l), 0);
+        assert_int_equal(causes_analyze(r, ELEMENTSOF(r), 1000, 2000, PROBE, CAUSES_LOST, &l), 0);
         assert_adds_up(&l, 1000);
         assert_int_equal(ticks_of(&l, CAUSE_TASK, "thief:2000"), 730);
         assert_int_equal(ticks_of(&l, CAUSE_VECTOR, "local_timer"), 50);
@@ -523,7 +523,7 @@ static void test_counters(void **state)
         char buf[64];
 
         (void)state;
-        for (size_t i = 0; i < sizeof(vectors) / sizeof(vectors[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(vectors); i++) {
                 const char *c = cause_counter(CAUSE_VECTOR, vectors[i][0], buf, sizeof(buf));
 
                 assert_non_null(c);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "clocks.h"
+#include "util.h"
 
 static const char *const expected_clocks[] = {
 #if defined(__x86_64__)
@@ -70,10 +71,10 @@ static const ClockCost *need(const char *name)
 static void test_every_clock_sane(void **state)
 {
         (void)state;
-        for (size_t i = 0; i < sizeof(expected_clocks) / sizeof(expected_clocks[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(expected_clocks); i++) {
                 need(expected_clocks[i]);
         }
-        assert_true(report.n_clocks >= sizeof(expected_clocks) / sizeof(expected_clocks[0]));
+        assert_true(report.n_clocks >= ELEMENTSOF(expected_clocks));
         assert_true(report.n_clocks <= CLOCKS_MAX);
         /* The default number of trials, or fewer when they took too long. */
         assert_in_range(report.samples, CLOCKS_SAMPLES_MIN, CLOCKS_SAMPLES_DEFAULT);
@@ -255,7 +256,7 @@ static void test_clocksource_file(void **state)
         (void)state;
         assert_non_null(mkdtemp(dir));
         snprintf(path, sizeof(path), "%s/current_clocksource", dir);
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 f = fopen(path, "w");
                 assert_non_null(f);
                 fputs(cases[i].content, f);

@@ -17,15 +17,10 @@
 
 #include "config.h"
 #include "cpulist.h"
+#include "util.h"
 
 #define FIXTURES TEST_SOURCE_DIR "/config"
 #define SHIPPED TEST_SOURCE_DIR "/../config/jitterd.conf"
-
-#define NSEC_PER_USEC 1000ULL
-#define NSEC_PER_MSEC 1000000ULL
-#define NSEC_PER_SEC 1000000000ULL
-#define NSEC_PER_MIN (60ULL * NSEC_PER_SEC)
-#define NSEC_PER_HOUR (60ULL * NSEC_PER_MIN)
 
 /* Asserts that message @i of @diag has @severity and reads "@file:@line: @what". */
 static void assert_message(const ConfigDiag *diag, size_t i, ConfigSeverity severity,
@@ -238,11 +233,11 @@ static void test_bad_values(void **state)
         before = c;
 
         assert_int_equal(config_load(&c, FIXTURES "/bad-values.conf", NULL, &diag), -EINVAL);
-        for (size_t i = 0; i < sizeof(expected) / sizeof(expected[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(expected); i++) {
                 assert_message(&diag, i, CONFIG_SEVERITY_ERROR, FIXTURES "/bad-values.conf",
                                expected[i].line, expected[i].what);
         }
-        assert_int_equal(diag.n_messages, sizeof(expected) / sizeof(expected[0]));
+        assert_int_equal(diag.n_messages, ELEMENTSOF(expected));
         assert_int_equal(diag.n_errors, diag.n_messages);
         assert_true(config_equal(&c, &before, NULL));
         assert_int_equal(c.probe_threshold_ns, 77 * NSEC_PER_USEC);

@@ -10,14 +10,15 @@
 
 #include "counter.h"
 #include "histogram.h"
+#include "util.h"
 
 static void test_conversion_at_bucket_edges(void **state)
 {
-        const uint64_t freqs[] = { 1000000000ULL, 2599998160ULL, 3000000001ULL, 24000000ULL,
-                                   25000000ULL,   19200000ULL,   333333333ULL,  4700000000ULL };
+        const uint64_t freqs[] = {1000000000ULL, 2599998160ULL, 3000000001ULL, 24000000ULL,
+                                  25000000ULL,   19200000ULL,   333333333ULL,  4700000000ULL};
 
         (void)state;
-        for (size_t f = 0; f < sizeof(freqs) / sizeof(freqs[0]); f++) {
+        for (size_t f = 0; f < ELEMENTSOF(freqs); f++) {
                 TickConv c;
 
                 tickconv_init(&c, freqs[f]);
@@ -84,7 +85,7 @@ static void test_hw_frequency(void **state)
 {
         CounterInfo ci;
         ClockPair a, b;
-        struct timespec ts = { 1, 0 };
+        struct timespec ts = {1, 0};
         int r;
 
         (void)state;

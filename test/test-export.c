@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "prometheus.h"
+#include "util.h"
 
 /* --- fixtures: replies of a daemon probing CPUs 2 and 3 ------------------------------------ */
 
@@ -67,8 +68,8 @@ static void fixture_init(Fixture *fx)
                                       (json_int_t)0, "vector", (json_int_t)2500, "softirq",
                                       (json_int_t)7, "task", (json_int_t)1500000000, "timer",
                                       (json_int_t)100, "work", (json_int_t)0, "ipi", (json_int_t)1,
-                                      "overhead", (json_int_t)4200, "no_record",
-                                      (json_int_t)770000, "unexplained", (json_int_t)12345));
+                                      "overhead", (json_int_t)4200, "no_record", (json_int_t)770000,
+                                      "unexplained", (json_int_t)12345));
 
         /* CPU 2: 1024 gaps with a mean of 1000.5 ns; CPU 3 never measured. */
         cpu2 = stats_entry(2, 1024, 90000000000, 0, 1000.5, 2060000000, 99.9);
@@ -475,7 +476,7 @@ static void test_histogram(void **state)
                 assert_true(inf ==
                             strtod(value_of(e, "jitter_gap_seconds_count", cpu, NULL, NULL), NULL));
         }
-        for (size_t i = 0; i < sizeof(expected) / sizeof(expected[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(expected); i++) {
                 assert_string_equal(
                         value_of(e, "jitter_gap_seconds_bucket", "2", "le", expected[i].le),
                         expected[i].count);

@@ -10,6 +10,7 @@
 
 #include "histogram.h"
 #include "rng.h"
+#include "util.h"
 
 /* Log-uniform over 0 .. 2^44, so every magnitude is exercised. */
 static uint64_t random_value(void)
@@ -54,7 +55,7 @@ static void test_bucket_edges(void **state)
 static void test_percentiles_against_sorted(void **state)
 {
         const size_t n = 200000;
-        const double qs[] = { 0, 0.001, 0.1, 0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999, 1 };
+        const double qs[] = {0, 0.001, 0.1, 0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999, 1};
         uint64_t *v = malloc(n * sizeof(*v));
         Histogram *h = calloc(1, sizeof(*h));
 
@@ -65,7 +66,7 @@ static void test_percentiles_against_sorted(void **state)
         }
         qsort(v, n, sizeof(*v), cmp_u64);
         assert_int_equal(histogram_total(h), n);
-        for (size_t k = 0; k < sizeof(qs) / sizeof(qs[0]); k++) {
+        for (size_t k = 0; k < ELEMENTSOF(qs); k++) {
                 size_t rank = qs[k] <= 0 ? 1 : (size_t)ceil(qs[k] * (double)n);
                 uint64_t ref = v[rank - 1];
 
@@ -130,7 +131,7 @@ static void test_signed(void **state)
         const size_t n = 100000;
         int64_t *v = malloc(n * sizeof(*v));
         SignedHistogram *h = calloc(1, sizeof(*h)), *h2 = calloc(1, sizeof(*h2));
-        const double qs[] = { 0.00001, 0.01, 0.25, 0.5, 0.75, 0.99, 0.99999 };
+        const double qs[] = {0.00001, 0.01, 0.25, 0.5, 0.75, 0.99, 0.99999};
 
         (void)state;
         for (size_t i = 0; i < n; i++) {
@@ -146,7 +147,7 @@ static void test_signed(void **state)
         signed_histogram_clear(h2);
         signed_histogram_add(h2, INT64_MIN);
         assert_int_equal(signed_histogram_subtract(h, h2), 0);
-        for (size_t k = 0; k < sizeof(qs) / sizeof(qs[0]); k++) {
+        for (size_t k = 0; k < ELEMENTSOF(qs); k++) {
                 size_t rank = (size_t)ceil(qs[k] * (double)n);
                 int64_t ref = v[rank - 1], got = signed_histogram_quantile(h, qs[k]);
                 uint64_t mag = ref < 0 ? -(uint64_t)ref : (uint64_t)ref;

@@ -30,6 +30,7 @@
 #include "history.h"
 #include "history/ref-coarse.h"
 #include "history/shape.h"
+#include "util.h"
 
 #define S 1000000000ULL
 #define SOURCES 7
@@ -503,7 +504,7 @@ static void test_day(void **state)
         /* From here on, only the history allocates and keeps memory. */
         heap0 = heap_bytes();
         assert_int_equal(history_new(&opt, &d->h), 0);
-        for (size_t k = 0; k < sizeof(at) / sizeof(at[0]); k++) {
+        for (size_t k = 0; k < ELEMENTSOF(at); k++) {
                 size_t bytes, heap;
 
                 add_until(d, at[k]);

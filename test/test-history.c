@@ -20,6 +20,7 @@
 #include "history.h"
 #include "history/ref-coarse.h"
 #include "rng.h"
+#include "util.h"
 
 #define S 1000000000ULL
 #define MS 1000000ULL
@@ -1480,7 +1481,7 @@ static void assert_same_queries(History *x, History *y, int cpu)
         HistoryWindow *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b));
         const uint64_t spans[][2] = {
                 {0, UINT64_MAX}, {1040 * S, 1090 * S}, {1085 * S, UINT64_MAX}, {0, 1060 * S}};
-        const size_t n_spans = sizeof(spans) / sizeof(spans[0]);
+        const size_t n_spans = ELEMENTSOF(spans);
 
         /* Arbitrary ranges, the totals, and every standard window. */
         for (size_t i = 0; i <= n_spans + HISTORY_SPAN_MAX; i++) {

@@ -23,8 +23,7 @@
 #include <unistd.h>
 
 #include "isolation.h"
-
-#define NS_PER_SEC 1000000000ULL
+#include "util.h"
 
 typedef struct Fixture {
         char root[64];
@@ -167,7 +166,7 @@ static void test_read_is_bounded(void **state)
 static void test_cache_reads_once_per_age(void **state)
 {
         Fixture *f = *state;
-        const uint64_t age = NS_PER_SEC, t0 = 5000 * NS_PER_SEC, step = NS_PER_SEC / 1000;
+        const uint64_t age = NSEC_PER_SEC, t0 = 5000 * NSEC_PER_SEC, step = NSEC_PER_SEC / 1000;
         char rt[PATH_MAX];
         IsolationCache c = {0};
         const Isolation *iso;
@@ -177,7 +176,7 @@ static void test_cache_reads_once_per_age(void **state)
         make_cpuset(f->cpuset, "rt", "2", "0", "1");
         join(rt, f->cpuset, "rt");
         clock_gettime(CLOCK_MONOTONIC, &w0);
-        for (t = t0; t < t0 + 60 * NS_PER_SEC; t += step, calls++) {
+        for (t = t0; t < t0 + 60 * NSEC_PER_SEC; t += step, calls++) {
                 unsigned long before = c.reads;
 
                 iso = isolation_cache_get(&c, f->root, t, age);

@@ -16,6 +16,7 @@
 #include "jitterctl-buckets.h"
 #include "jitterctl-format.h"
 #include "jitterctl-summary.h"
+#include "util.h"
 
 static json_t *bucket(json_int_t lo, json_int_t hi, json_int_t count)
 {
@@ -66,7 +67,7 @@ static void test_join(void **state)
         ReportBucket s[] = {
                 {-130, -125, 1}, {-125, -120, 2}, {-1, 0, 3}, {0, 1, 4}, {1, 2, 5},
         };
-        size_t n = report_buckets_join(b, sizeof(b) / sizeof(b[0]));
+        size_t n = report_buckets_join(b, ELEMENTSOF(b));
 
         assert_int_equal(n, 3);
         assert_int_equal(b[0].lower_ns, 100);
@@ -78,7 +79,7 @@ static void test_join(void **state)
         assert_int_equal(buckets_total(b, n), 45);
 
         /* Negative rows join by magnitude; rows touching zero never join. */
-        n = report_buckets_join(s, sizeof(s) / sizeof(s[0]));
+        n = report_buckets_join(s, ELEMENTSOF(s));
         assert_int_equal(n, 4);
         assert_int_equal(s[0].lower_ns, -130);
         assert_int_equal(s[0].upper_ns, -120);

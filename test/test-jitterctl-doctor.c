@@ -19,6 +19,7 @@
 #include "audit.h"
 #include "cpulist.h"
 #include "jitterctl-diagnosis.h"
+#include "util.h"
 
 #define S 1000000000ULL
 #define MS 1000000ULL
@@ -194,7 +195,7 @@ static void one_cpu_replies(Fixture *f)
         json_t *causes = json_array(), *c;
         char text[4096];
 
-        for (size_t i = 0; i < sizeof(one_cpu) / sizeof(one_cpu[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(one_cpu); i++) {
                 c = json_pack("{s:s, s:s, s:I, s:I, s:n}", "kind", one_cpu[i].kind, "name",
                               one_cpu[i].name, "ns", (json_int_t)one_cpu[i].ns, "count",
                               (json_int_t)one_cpu[i].count, "counter");

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "jitterctl-svg.h"
+#include "util.h"
 
 /* gcc 12 takes the buffer open_memstream() hands back for a pointer to the local that received
  * it, and warns on every later use; the buffer is on the heap. */
@@ -129,7 +130,7 @@ static const char *xml_check(const char *s)
                         }
                         root_seen = true;
                         if (!self_closing) {
-                                if (depth == sizeof(stack) / sizeof(stack[0])) {
+                                if (depth == ELEMENTSOF(stack)) {
                                         return "too deep";
                                 }
                                 stack[depth++] = name;

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "jitterctl-window.h"
+#include "util.h"
 
 #define INTERVALS 100
 #define X_COST_NS 5000
@@ -129,7 +130,7 @@ static void test_bad_replies(void **state)
         };
 
         (void)state;
-        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 json_t *w = json_loads(bad[i], 0, NULL), *entry = json_object();
 
                 assert_non_null(w);

@@ -28,15 +28,13 @@ static size_t n_got;
 /* Binds a datagram socket at @addr ("/path" or "@name") and points $NOTIFY_SOCKET at it. */
 static int reader_open(const char *addr)
 {
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(addr));
+        struct sockaddr_un sa;
+        socklen_t len;
         int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 
         assert_true(fd >= 0);
-        memcpy(sa.sun_path, addr, strlen(addr));
-        if (addr[0] == '@') {
-                sa.sun_path[0] = '\0';
-        } else {
+        assert_int_equal(sockaddr_un_set(&sa, addr, &len), 0);
+        if (addr[0] != '@') {
                 unlink(addr);
         }
         assert_int_equal(bind(fd, (struct sockaddr *)&sa, len), 0);

@@ -21,6 +21,7 @@
 
 #include "periodicity.h"
 #include "rng.h"
+#include "util.h"
 
 #define MS 1000000.0
 #define S 1000000000.0
@@ -570,7 +571,7 @@ static void test_noise_fills_nothing(void **state)
         PeriodicityResult r;
 
         (void)state;
-        for (size_t k = 0; k < sizeof(rates) / sizeof(rates[0]); k++) {
+        for (size_t k = 0; k < ELEMENTSOF(rates); k++) {
                 for (uint64_t seed = 1; seed <= 4; seed++) {
                         double span = rates[k] < 100 ? 60 * S : 6000 / rates[k] * S;
 

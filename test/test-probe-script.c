@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "probe.c"
+#include "util.h"
 
 #define CHUNK PROBE_CHECK_EVERY
 #define MAX_ADVANCES (PROBE_SLOTS - 1) /* epochs the probe may move on without a harvest */
@@ -549,7 +550,7 @@ static void test_known_sequence(void **state)
                    .threshold_ns = 10000,
                    .preheat_ns = 200000,
                    .pre_gaps = pre_1ghz,
-                   .n_pre_gaps = sizeof(pre_1ghz) / sizeof(pre_1ghz[0])};
+                   .n_pre_gaps = ELEMENTSOF(pre_1ghz)};
         Gaps *g = &run.gaps;
         const uint64_t thr = 10000, band = 21 + 100;
 
@@ -613,12 +614,12 @@ static void test_slow_counter(void **state)
         static const uint64_t thresholds_ns[] = {1000, 2000, 100};
 
         (void)state;
-        for (size_t t = 0; t < sizeof(thresholds_ns) / sizeof(thresholds_ns[0]); t++) {
+        for (size_t t = 0; t < ELEMENTSOF(thresholds_ns); t++) {
                 Run run = {.hz = 25000000ULL,
                            .threshold_ns = thresholds_ns[t],
                            .preheat_ns = 400000,
                            .pre_gaps = pre_25mhz,
-                           .n_pre_gaps = sizeof(pre_25mhz) / sizeof(pre_25mhz[0])};
+                           .n_pre_gaps = ELEMENTSOF(pre_25mhz)};
                 Gaps *g = &run.gaps;
 
                 put(g, 0);
@@ -648,12 +649,12 @@ static void test_threshold_below_band(void **state)
         static const uint64_t thresholds_ns[] = {30, 33, 64};
 
         (void)state;
-        for (size_t t = 0; t < sizeof(thresholds_ns) / sizeof(thresholds_ns[0]); t++) {
+        for (size_t t = 0; t < ELEMENTSOF(thresholds_ns); t++) {
                 Run run = {.hz = 1000000000ULL,
                            .threshold_ns = thresholds_ns[t],
                            .preheat_ns = 200000,
                            .pre_gaps = pre_1ghz,
-                           .n_pre_gaps = sizeof(pre_1ghz) / sizeof(pre_1ghz[0])};
+                           .n_pre_gaps = ELEMENTSOF(pre_1ghz)};
                 Gaps *g = &run.gaps;
 
                 put(g, 21);

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "log-capture.h"
+#include "util.h"
 
 #define N_CPUS 4
 #define INTERVALS 5
@@ -155,8 +156,8 @@ static int setup(void **state)
         for (unsigned k = 0; k < 3; k++) {
                 ScaleInterval iv;
 
-                make_gaps(k, g, sizeof(g) / sizeof(g[0]));
-                encode(g, sizeof(g) / sizeof(g[0]), 20 + k, &iv, &f->truth[k]);
+                make_gaps(k, g, ELEMENTSOF(g));
+                encode(g, ELEMENTSOF(g), 20 + k, &iv, &f->truth[k]);
                 assert_int_equal(scale_fixture_add(f->x, &iv), 0);
                 scale_interval_clear(&iv);
         }

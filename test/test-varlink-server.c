@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "sockaddr-un.h"
 #include "varlink-client.h"
 #include "varlink-server.h"
 #include "varlink.h"
@@ -302,7 +303,7 @@ static void start_server(Fixture *f, const VarlinkServerLimits *limits)
         varlink_server_set_userdata(f->server, &f->toy);
         assert_int_equal(varlink_server_set_info(f->server, "Example", "toyd", "1.2", NULL), 0);
         assert_int_equal(varlink_server_add_interface(f->server, TOY, toy_description, toy_methods,
-                                                      sizeof(toy_methods) / sizeof(toy_methods[0])),
+                                                      ELEMENTSOF(toy_methods)),
                          0);
         assert_int_equal(varlink_server_listen_path(f->server, f->path, 0660), 0);
 }
@@ -327,12 +328,13 @@ typedef struct Peer {
 
 static void peer_connect(Fixture *f, Peer *p)
 {
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        struct sockaddr_un sa;
+        socklen_t len;
 
         p->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         assert_true(p->fd >= 0);
-        memcpy(sa.sun_path, f->path, strlen(f->path) + 1);
-        assert_int_equal(connect(p->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        assert_int_equal(sockaddr_un_set(&sa, f->path, &len), 0);
+        assert_int_equal(connect(p->fd, (struct sockaddr *)&sa, len), 0);
         assert_int_equal(varlink_reader_new(64 * 1024 * 1024, &p->reader), 0);
         p->eof = false;
 }
@@ -696,7 +698,7 @@ static void test_protocol_errors_close(void **state)
         Fixture *f = *state;
 
         start_server(f, NULL);
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 char expected[256];
                 Peer p;
 
@@ -987,7 +989,8 @@ static void test_handler_failures(void **state)
 static void test_listen(void **state)
 {
         Fixture *f = *state;
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        struct sockaddr_un sa;
+        socklen_t sa_len;
         VarlinkServer *other;
         int fd, fds[2];
         Peer p;
@@ -1000,8 +1003,8 @@ static void test_listen(void **state)
                 assert_int_equal(mkdir(sub, 0700), 0);
         }
         fd = socket(AF_UNIX, SOCK_STREAM, 0);
-        memcpy(sa.sun_path, f->path, strlen(f->path) + 1);
-        assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        assert_int_equal(sockaddr_un_set(&sa, f->path, &sa_len), 0);
+        assert_int_equal(bind(fd, (struct sockaddr *)&sa, sa_len), 0);
         close(fd);
         start_server(f, NULL);
         {
@@ -1028,6 +1031,9 @@ static void test_listen(void **state)
                 assert_int_equal(unlink(file), 0);
         }
 
+        /* A name in the abstract namespace has no file to give a mode: only a path is taken. */
+        assert_int_equal(varlink_server_listen_path(other, "@test-varlink", 0600), -EINVAL);
+
         /* Inherited descriptors: only listening AF_UNIX stream sockets are taken. */
         assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
         assert_int_equal(varlink_server_listen_fd(other, fds[0]), -ENOTSOCK);
@@ -1039,14 +1045,13 @@ static void test_listen(void **state)
         {
                 /* A listening socket in the abstract namespace, as socket activation might
                  * pass one. */
-                struct sockaddr_un abstract = {.sun_family = AF_UNIX};
+                struct sockaddr_un abstract;
                 int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                char name[64];
                 socklen_t len;
 
-                snprintf(abstract.sun_path + 1, sizeof(abstract.sun_path) - 1, "test-varlink-%d",
-                         (int)getpid());
-                len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
-                                  strlen(abstract.sun_path + 1));
+                snprintf(name, sizeof(name), "@test-varlink-%d", (int)getpid());
+                assert_int_equal(sockaddr_un_set(&abstract, name, &len), 0);
                 assert_int_equal(bind(lfd, (struct sockaddr *)&abstract, len), 0);
                 assert_int_equal(listen(lfd, 16), 0);
                 assert_int_equal(varlink_server_listen_fd(other, lfd), 0);

@@ -1,5 +1,5 @@
-/* Unit tests of daemon/varlink/varlink.c: framing (split and merged reads, limits, junk), strict call
- * and reply parsing, message builders, and table-driven parameter validation. */
+/* Unit tests of daemon/varlink/varlink.c: framing (split and merged reads, limits, junk), strict
+ * call and reply parsing, message builders, and table-driven parameter validation. */
 
 #include <errno.h>
 #include <setjmp.h>
@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "util.h"
 #include "varlink.h"
 
 /* Feeds a C string literal including its terminating NUL, i.e. one whole message. */
@@ -153,7 +154,7 @@ static void test_reader_invalid_then_valid(void **state)
         VarlinkReader *r;
 
         assert_int_equal(varlink_reader_new(256, &r), 0);
-        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 json_t *msg = NULL;
 
                 assert_int_equal(feed_msg(r, bad[i]), 0);
@@ -265,30 +266,30 @@ static void test_call_parse_invalid(void **state)
                 const char *text;
                 const char *parameter;
         } cases[] = {
-                { "{}", "method" },
-                { "{\"parameters\":{}}", "method" },
-                { "{\"method\":42}", "method" },
-                { "{\"method\":\"GetStats\"}", "method" },
-                { "{\"method\":\"io.jitterd.getStats\"}", "method" },
-                { "{\"method\":\"io.jitterd.\"}", "method" },
-                { "{\"method\":\"jitterd.Get_Stats\"}", "method" },
-                { "{\"method\":\"jitterd.Get Stats\"}", "method" },
-                { "{\"method\":\"x.GetStats\"}", "method" },
-                { "{\"method\":\".io.jitterd.GetStats\"}", "method" },
-                { "{\"method\":\"io..jitterd.GetStats\"}", "method" },
-                { "{\"method\":\"io.-jitterd.GetStats\"}", "method" },
-                { "{\"method\":\"io.jitterd-.GetStats\"}", "method" },
-                { "{\"method\":\"1o.jitterd.GetStats\"}", "method" },
-                { "{\"method\":\"io.jitterd.GetStats\",\"parameters\":[]}", "parameters" },
-                { "{\"method\":\"io.jitterd.GetStats\",\"parameters\":\"x\"}", "parameters" },
-                { "{\"method\":\"io.jitterd.GetStats\",\"more\":1}", "more" },
-                { "{\"method\":\"io.jitterd.GetStats\",\"oneway\":\"yes\"}", "oneway" },
-                { "{\"method\":\"io.jitterd.GetStats\",\"upgrade\":{}}", "upgrade" },
-                { "{\"method\":\"io.jitterd.GetStats\",\"id\":1}", "id" },
-                { "{\"method\":\"io.jitterd.GetStats\",\"more\":true,\"oneway\":true}", "oneway" },
+                {"{}", "method"},
+                {"{\"parameters\":{}}", "method"},
+                {"{\"method\":42}", "method"},
+                {"{\"method\":\"GetStats\"}", "method"},
+                {"{\"method\":\"io.jitterd.getStats\"}", "method"},
+                {"{\"method\":\"io.jitterd.\"}", "method"},
+                {"{\"method\":\"jitterd.Get_Stats\"}", "method"},
+                {"{\"method\":\"jitterd.Get Stats\"}", "method"},
+                {"{\"method\":\"x.GetStats\"}", "method"},
+                {"{\"method\":\".io.jitterd.GetStats\"}", "method"},
+                {"{\"method\":\"io..jitterd.GetStats\"}", "method"},
+                {"{\"method\":\"io.-jitterd.GetStats\"}", "method"},
+                {"{\"method\":\"io.jitterd-.GetStats\"}", "method"},
+                {"{\"method\":\"1o.jitterd.GetStats\"}", "method"},
+                {"{\"method\":\"io.jitterd.GetStats\",\"parameters\":[]}", "parameters"},
+                {"{\"method\":\"io.jitterd.GetStats\",\"parameters\":\"x\"}", "parameters"},
+                {"{\"method\":\"io.jitterd.GetStats\",\"more\":1}", "more"},
+                {"{\"method\":\"io.jitterd.GetStats\",\"oneway\":\"yes\"}", "oneway"},
+                {"{\"method\":\"io.jitterd.GetStats\",\"upgrade\":{}}", "upgrade"},
+                {"{\"method\":\"io.jitterd.GetStats\",\"id\":1}", "id"},
+                {"{\"method\":\"io.jitterd.GetStats\",\"more\":true,\"oneway\":true}", "oneway"},
         };
 
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 VarlinkCall call;
                 json_t *msg = load(cases[i].text), *error = NULL;
 
@@ -414,7 +415,7 @@ static void test_reply_parse(void **state)
                 "{\"error\":\"\"}",
                 "{\"error\":\"a.b.C\",\"continues\":true}",
         };
-        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 msg = load(bad[i]);
                 assert_int_equal(varlink_reply_parse(msg, &reply), -EBADMSG);
                 json_decref(msg);
@@ -422,15 +423,12 @@ static void test_reply_parse(void **state)
 }
 
 static const VarlinkField fields[] = {
-        { "cpu", JSON_INTEGER, true },
-        { "window", JSON_STRING, false },
-        { "ratio", JSON_REAL, false },
-        { "verbose", JSON_TRUE, false },
-        { "cpus", JSON_ARRAY, false },
-        { "filter", JSON_OBJECT, false },
-        { "anything", JSON_NULL, false },
+        {"cpu", JSON_INTEGER, true},    {"window", JSON_STRING, false},
+        {"ratio", JSON_REAL, false},    {"verbose", JSON_TRUE, false},
+        {"cpus", JSON_ARRAY, false},    {"filter", JSON_OBJECT, false},
+        {"anything", JSON_NULL, false},
 };
-#define N_FIELDS (sizeof(fields) / sizeof(fields[0]))
+#define N_FIELDS ELEMENTSOF(fields)
 
 static void test_params_check(void **state)
 {
@@ -445,27 +443,27 @@ static void test_params_check(void **state)
                 const char *text;
                 const char *parameter;
         } bad[] = {
-                { "{}", "cpu" },
-                { "{\"window\":\"1m\"}", "cpu" },
-                { "{\"cpu\":null}", "cpu" },
-                { "{\"cpu\":\"1\"}", "cpu" },
-                { "{\"cpu\":1.5}", "cpu" },
-                { "{\"cpu\":1,\"window\":5}", "window" },
-                { "{\"cpu\":1,\"ratio\":\"x\"}", "ratio" },
-                { "{\"cpu\":1,\"verbose\":0}", "verbose" },
-                { "{\"cpu\":1,\"cpus\":{}}", "cpus" },
-                { "{\"cpu\":1,\"filter\":[]}", "filter" },
-                { "{\"cpu\":1,\"extra\":1}", "extra" },
+                {"{}", "cpu"},
+                {"{\"window\":\"1m\"}", "cpu"},
+                {"{\"cpu\":null}", "cpu"},
+                {"{\"cpu\":\"1\"}", "cpu"},
+                {"{\"cpu\":1.5}", "cpu"},
+                {"{\"cpu\":1,\"window\":5}", "window"},
+                {"{\"cpu\":1,\"ratio\":\"x\"}", "ratio"},
+                {"{\"cpu\":1,\"verbose\":0}", "verbose"},
+                {"{\"cpu\":1,\"cpus\":{}}", "cpus"},
+                {"{\"cpu\":1,\"filter\":[]}", "filter"},
+                {"{\"cpu\":1,\"extra\":1}", "extra"},
         };
         json_t *error = NULL, *params;
 
-        for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(good); i++) {
                 params = load(good[i]);
                 assert_int_equal(varlink_params_check(params, fields, N_FIELDS, &error), 0);
                 assert_null(error);
                 json_decref(params);
         }
-        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 params = load(bad[i].text);
                 assert_int_equal(varlink_params_check(params, fields, N_FIELDS, &error), -EINVAL);
                 assert_invalid_parameter(error, bad[i].parameter);

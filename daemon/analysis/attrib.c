@@ -795,7 +795,7 @@ static int sample_ctxsw(AttribTable *t, const char *root, AttribRequest *req)
         if (len < 0) {
                 return len == -ENOMEM ? -ENOMEM : 0;
         }
-        for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
                 uint64_t v;
                 int id;
 

@@ -320,9 +320,6 @@ void audit_fix_done(Fix *f);
 /* Whether building @f ran out of memory. */
 bool audit_fix_oom(const Fix *f);
 
-/* Appends the text of a finding's "fix" for @f to @out. */
-void audit_fix_text(const Fix *f, StrBuf *out);
-
 /* How nohz_full stands for a CPU, and how RCU callbacks do. */
 typedef enum NohzState {
         NOHZ_ACTIVE,      /* the tick stops while one task runs */

@@ -364,8 +364,7 @@ static bool task_cpuset(const Audit *a, int pid, char *path, size_t size, cpu_se
                 return false;
         }
         rel = strcmp(path, "/") == 0 ? "" : path;
-        for (size_t i = 0; a->iso.v1_error == 0 && i < sizeof(v1_files) / sizeof(v1_files[0]);
-             i++) {
+        for (size_t i = 0; a->iso.v1_error == 0 && i < ELEMENTSOF(v1_files); i++) {
                 if (audit_read_cpulist(a, ret, "%s%s/%s", a->iso.v1_mount, rel, v1_files[i]) == 0 &&
                     CPU_COUNT(ret) > 0) {
                         return true;
@@ -720,7 +719,7 @@ static int remedy_named(Audit *a, const AuditCause *c, Remedy *r)
         int cpu = first_cpu(c);
 
         sb_printf(&r->what, "%s %s", c->kind, c->name);
-        for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(named); i++) {
                 if (strcmp(named[i].kind, c->kind) == 0 && strcmp(named[i].name, c->name) == 0) {
                         return named[i].remedy(a, cpu, r);
                 }
@@ -845,7 +844,7 @@ int audit_remedy(Audit *a, const AuditCause *cause, json_t **ret)
         if (!a || !cause || !cause->kind || !cause->name || !ret || first_cpu(cause) < 0) {
                 return -EINVAL;
         }
-        for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(kinds); i++) {
                 if (strcmp(kinds[i].kind, cause->kind) != 0) {
                         continue;
                 }

@@ -898,7 +898,7 @@ void audit_fix_done(Fix *f)
         StrBuf *parts[] = {&f->setting, &f->command, &f->persist,
                            &f->revert,  &f->note,    &f->ask_host};
 
-        for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(parts); i++) {
                 strbuf_done(parts[i]);
                 *parts[i] = (StrBuf){0};
         }
@@ -912,7 +912,7 @@ bool audit_fix_oom(const Fix *f)
 
 /* The finding's "fix" text of @f: the command with how to keep it, kernel arguments as "Boot
  * with ...", or the note alone when there is no command. */
-void audit_fix_text(const Fix *f, StrBuf *out)
+static void audit_fix_text(const Fix *f, StrBuf *out)
 {
         const char *note = sb_str(&f->note);
 
@@ -2187,14 +2187,14 @@ int audit_findings(Audit *a, json_t **ret)
                 if (!CPU_ISSET(cpu, &a->cpus)) {
                         continue;
                 }
-                for (size_t i = 0; i < sizeof(cpu_checks) / sizeof(cpu_checks[0]); i++) {
+                for (size_t i = 0; i < ELEMENTSOF(cpu_checks); i++) {
                         r = cpu_checks[i](a, cpu);
                         if (r < 0) {
                                 return r;
                         }
                 }
         }
-        for (size_t i = 0; i < sizeof(global_checks) / sizeof(global_checks[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(global_checks); i++) {
                 r = global_checks[i](a);
                 if (r < 0) {
                         return r;

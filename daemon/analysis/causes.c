@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "util.h"
+
 /* Distinct causes followed while walking one interruption, before the longest CAUSES_MAX are
  * kept; the time of any beyond (rare: an interruption is a few contexts) goes to other_ticks. */
 #define WORK_MAX 64
@@ -60,7 +62,7 @@ const char *cause_counter(CauseKind kind, const char *name, char *buf, size_t si
 {
         switch (kind) {
         case CAUSE_VECTOR:
-                for (size_t i = 0; i < sizeof(vector_counters) / sizeof(vector_counters[0]); i++) {
+                for (size_t i = 0; i < ELEMENTSOF(vector_counters); i++) {
                         if (strcmp(name, vector_counters[i].vector) == 0) {
                                 return vector_counters[i].counter;
                         }
@@ -85,7 +87,7 @@ const char *cause_counter(CauseKind kind, const char *name, char *buf, size_t si
 
 uint8_t cause_counter_code(const char *counter)
 {
-        size_t n = sizeof(interrupt_counters) / sizeof(interrupt_counters[0]);
+        size_t n = ELEMENTSOF(interrupt_counters);
 
         for (size_t i = 0; counter && i < n; i++) {
                 if (strcmp(counter, interrupt_counters[i]) == 0) {
@@ -97,9 +99,8 @@ uint8_t cause_counter_code(const char *counter)
 
 const char *cause_counter_of_code(uint8_t code)
 {
-        return code >= 1 && code <= sizeof(interrupt_counters) / sizeof(interrupt_counters[0])
-                       ? interrupt_counters[code - 1]
-                       : NULL;
+        return code >= 1 && code <= ELEMENTSOF(interrupt_counters) ? interrupt_counters[code - 1]
+                                                                   : NULL;
 }
 
 size_t causes_lower_bound(const TraceRecord *records, size_t n, uint64_t ticks)
@@ -280,7 +281,7 @@ static void at_top(Walk *w, const TraceRecord *r, int slot, bool hard)
         }
 }
 
-static void on_entry(Walk *w, const TraceRecord *r)
+static void walk_entry(Walk *w, const TraceRecord *r)
 {
         char name[CAUSE_NAME_MAX];
         bool hard;
@@ -324,7 +325,7 @@ static void close_frame(Walk *w, size_t i, uint64_t exit_ticks)
         w->depth--;
 }
 
-static void on_exit(Walk *w, const TraceRecord *r)
+static void walk_exit(Walk *w, const TraceRecord *r)
 {
         char name[CAUSE_NAME_MAX];
         bool counted = false;
@@ -392,7 +393,7 @@ static void on_exit(Walk *w, const TraceRecord *r)
         w->out->flags |= CAUSES_CLIPPED;
 }
 
-static void on_switch(Walk *w, const TraceRecord *r)
+static void walk_switch(Walk *w, const TraceRecord *r)
 {
         char name[CAUSE_NAME_MAX];
         int slot;
@@ -528,13 +529,13 @@ int causes_analyze(const TraceRecord *records, size_t n, uint64_t start_ticks, u
                 w.seen_inside |= inside(&w, r);
                 switch (r->phase) {
                 case TRACE_ENTRY:
-                        on_entry(&w, r);
+                        walk_entry(&w, r);
                         break;
                 case TRACE_EXIT:
-                        on_exit(&w, r);
+                        walk_exit(&w, r);
                         break;
                 case TRACE_SWITCH:
-                        on_switch(&w, r);
+                        walk_switch(&w, r);
                         break;
                 default:
                         break;

@@ -199,7 +199,7 @@ static const ClockDef clock_defs[] = {
 #endif
 };
 
-#define N_CLOCK_DEFS (sizeof(clock_defs) / sizeof(clock_defs[0]))
+#define N_CLOCK_DEFS ELEMENTSOF(clock_defs)
 
 _Static_assert(N_CLOCK_DEFS <= CLOCKS_MAX, "CLOCKS_MAX too small");
 

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util.h"
+
 /* Relative widths of the bins of the two histograms of differences: a source with a jitter of
  * up to about 1 % of its period stands out in the coarse one; a precise timer stands out far
  * better in the fine one, where a bin holds a fifth of the background (a 137 ms theft among
@@ -112,7 +114,7 @@ const char *periodicity_source_name(uint64_t period_ns, unsigned online_cpus)
 {
         double p = (double)period_ns;
 
-        for (size_t i = 0; i < sizeof(known_sources) / sizeof(known_sources[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(known_sources); i++) {
                 if (within(p, known_sources[i].period_ns, 0.02)) {
                         return known_sources[i].name;
                 }
@@ -1146,7 +1148,7 @@ static bool judge_candidate(Work *w, const Candidate *cand, const PeriodicityOpt
          * apart, any lattice finds chains). A period reported for how it fills its lattice
          * is compared by the events on that one lattice: in heavy noise every lattice holds
          * chance chains at many phases, as many as a 137 ms theft has events. */
-        for (size_t k = 0; k < sizeof(null_ratios) / sizeof(null_ratios[0]); k++) {
+        for (size_t k = 0; k < ELEMENTSOF(null_ratios); k++) {
                 Eval z = evaluate(w, period * null_ratios[k], tol, skip);
 
                 null_on = z.on > null_on ? z.on : null_on;

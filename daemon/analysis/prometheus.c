@@ -16,8 +16,7 @@
 
 #include "summary-json.h"
 #include "summary.h"
-
-#define NSEC_PER_SEC UINT64_C(1000000000)
+#include "util.h"
 
 /* A label value or an attribution source name longer than this is not something the daemon
  * sends: the reply is refused rather than exported. */
@@ -36,7 +35,7 @@ static const struct {
         {20000000ULL, "0.02"}, {50000000ULL, "0.05"}, {100000000ULL, "0.1"}, {200000000ULL, "0.2"},
         {500000000ULL, "0.5"}, {1000000000ULL, "1"},
 };
-#define GAP_LE_COUNT (sizeof(gap_le) / sizeof(gap_le[0]))
+#define GAP_LE_COUNT ELEMENTSOF(gap_le)
 
 /* The probe states of the io.jitterd interface: a bounded enum, one series each. */
 static const char *const probe_states[] = {
@@ -131,7 +130,7 @@ static const Family fam_self_duration = {
 /* The kinds of jitter_cause_lost_seconds_total, in GetStatus' trace.cpus[].lost_ns. */
 static const char *const cause_kinds[] = {"irq",  "vector", "softirq",  "task",      "timer",
                                           "work", "ipi",    "overhead", "no_record", "unexplained"};
-#define CAUSE_KINDS (sizeof(cause_kinds) / sizeof(cause_kinds[0]))
+#define CAUSE_KINDS ELEMENTSOF(cause_kinds)
 
 typedef struct Label {
         const char *name;
@@ -234,7 +233,7 @@ static const struct {
         {CPU_STATS_LOST, offsetof(CpuStats, summary.lost_ns), &fam_time_lost, true},
         {CPU_STATS_STALLS, offsetof(CpuStats, stalls), &fam_stalls, false},
 };
-#define COUNTERS (sizeof(counters) / sizeof(counters[0]))
+#define COUNTERS ELEMENTSOF(counters)
 
 /* The attribution maps of a GetStats entry ({"LOC": 12, ...}), each one family with the cpu
  * label and a label for the map's keys. */
@@ -247,7 +246,7 @@ static const struct {
         {offsetof(CpuStats, softirqs), &fam_softirqs, "source"},
         {offsetof(CpuStats, ctxsw), &fam_ctxsw, "kind"},
 };
-#define SOURCE_MAPS (sizeof(source_maps) / sizeof(source_maps[0]))
+#define SOURCE_MAPS ELEMENTSOF(source_maps)
 
 typedef struct Totals {
         int cpu;
@@ -745,7 +744,7 @@ static void render_status(Writer *w, const Input *in)
                            strcmp(in->probes[i].state, "running") == 0 ? "1" : "0");
         }
         for (size_t i = 0; i < in->n_probes; i++) {
-                for (size_t s = 0; s < sizeof(probe_states) / sizeof(probe_states[0]); s++) {
+                for (size_t s = 0; s < ELEMENTSOF(probe_states); s++) {
                         put_sample(
                                 w, &fam_probe_state, "",
                                 (Label[]){{"cpu", in->probes[i].cpu}, {"state", probe_states[s]}},
@@ -811,7 +810,7 @@ static void render_self_counters(Writer *w, const SelfCost *sc)
         };
         char v[VALUE_MAX];
 
-        for (size_t k = 0; k < sizeof(per_method) / sizeof(per_method[0]); k++) {
+        for (size_t k = 0; k < ELEMENTSOF(per_method); k++) {
                 for (size_t i = 0; i < sc->n_methods; i++) {
                         uint64_t x = *(const uint64_t *)((const char *)&sc->methods[i] +
                                                          per_method[k].offset);

@@ -1,7 +1,8 @@
 #include "varlink-client.h"
 
-#include "varlink.h"
+#include "sockaddr-un.h"
 #include "util.h"
+#include "varlink.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -47,16 +48,14 @@ int varlink_client_new_from_fd(int fd, VarlinkClient **ret)
 
 int varlink_client_connect_timeout(const char *path, uint64_t timeout_usec, VarlinkClient **ret)
 {
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        struct sockaddr_un sa;
+        socklen_t sa_len;
         int fd, r;
 
-        if (!path || path[0] == '\0') {
-                return -EINVAL;
+        r = sockaddr_un_set(&sa, path, &sa_len);
+        if (r < 0) {
+                return r;
         }
-        if (strlen(path) >= sizeof(sa.sun_path)) {
-                return -ENAMETOOLONG;
-        }
-        memcpy(sa.sun_path, path, strlen(path));
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0) {
                 return -errno;
@@ -75,7 +74,7 @@ int varlink_client_connect_timeout(const char *path, uint64_t timeout_usec, Varl
                         return r;
                 }
         }
-        while (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        while (connect(fd, (struct sockaddr *)&sa, sa_len) < 0) {
                 if (errno == EINTR) {
                         continue;
                 }

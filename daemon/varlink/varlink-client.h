@@ -13,10 +13,10 @@ typedef struct VarlinkClient VarlinkClient;
 #define VARLINK_CLIENT_TIMEOUT_USEC_DEFAULT (30 * 1000000ULL)
 #define VARLINK_CLIENT_MAX_MESSAGE_DEFAULT (64 * 1024 * 1024)
 
-/* Connects to the AF_UNIX stream socket @path, waiting at most @timeout_usec (0: no bound) for
- * a server whose listen queue is full, and sets that timeout for the calls. Returns 0,
- * -ENAMETOOLONG, -ENOMEM, -ETIMEDOUT, or the negative errno of socket()/connect() (-ENOENT,
- * -ECONNREFUSED, -EACCES, ...). */
+/* Connects to the AF_UNIX stream socket @path (a file, or "@name" in the abstract namespace),
+ * waiting at most @timeout_usec (0: no bound) for a server whose listen queue is full, and sets
+ * that timeout for the calls. Returns 0, -EINVAL, -ENAMETOOLONG, -ENOMEM, -ETIMEDOUT, or the
+ * negative errno of socket()/connect() (-ENOENT, -ECONNREFUSED, -EACCES, ...). */
 int varlink_client_connect_timeout(const char *path, uint64_t timeout_usec, VarlinkClient **ret);
 
 /* varlink_client_connect_timeout() with VARLINK_CLIENT_TIMEOUT_USEC_DEFAULT. */

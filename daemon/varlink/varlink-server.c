@@ -1,5 +1,7 @@
 #include "varlink-server.h"
 
+#include "sockaddr-un.h"
+#include "util.h"
 #include "varlink.h"
 
 #include <errno.h>
@@ -156,12 +158,11 @@ void varlink_server_limits_default(VarlinkServerLimits *ret)
 }
 
 static int service_get_info(VarlinkCallCtx *call, json_t *params, void *userdata);
-static int service_get_interface_description(VarlinkCallCtx *call, json_t *params,
-                                             void *userdata);
+static int service_get_interface_description(VarlinkCallCtx *call, json_t *params, void *userdata);
 
 static const VarlinkMethod service_methods[] = {
-        { "GetInfo", service_get_info, 0 },
-        { "GetInterfaceDescription", service_get_interface_description, 0 },
+        {"GetInfo", service_get_info, 0},
+        {"GetInterfaceDescription", service_get_interface_description, 0},
 };
 
 static uint64_t clock_ns(clockid_t id)
@@ -193,8 +194,7 @@ static bool conn_can_read(const Connection *c)
 {
         size_t pending = varlink_reader_n_complete(c->reader) + (c->current ? 1 : 0);
 
-        return !c->eof && !c->closing && !c->dead &&
-               pending < c->server->limits.max_pending_calls;
+        return !c->eof && !c->closing && !c->dead && pending < c->server->limits.max_pending_calls;
 }
 
 /* Brings the event sources in line with the connection state. Safe from any context, including
@@ -407,8 +407,7 @@ static void conn_protocol_error(Connection *c, json_t *error)
         conn_update(c);
 }
 
-static const Interface *server_find_interface(const VarlinkServer *s, const char *name,
-                                              size_t len)
+static const Interface *server_find_interface(const VarlinkServer *s, const char *name, size_t len)
 {
         for (size_t i = 0; i < s->n_interfaces; i++) {
                 if (strlen(s->interfaces[i].name) == len &&
@@ -463,21 +462,21 @@ static void call_run(VarlinkServer *s, VarlinkCallCtx *call)
         }
         call->timed = true;
         if (!iface) {
-                (void)call_send(call,
-                                varlink_error_new(VARLINK_ERROR_INTERFACE_NOT_FOUND,
-                                                  single_string_object("interface",
-                                                                       json_stringn(method,
-                                                                                    iface_len))),
-                                true);
+                (void)call_send(
+                        call,
+                        varlink_error_new(
+                                VARLINK_ERROR_INTERFACE_NOT_FOUND,
+                                single_string_object("interface", json_stringn(method, iface_len))),
+                        true);
                 return;
         }
         if (!m || call->call.upgrade) {
-                const char *error = m ? VARLINK_ERROR_METHOD_NOT_IMPLEMENTED
-                                      : VARLINK_ERROR_METHOD_NOT_FOUND;
+                const char *error =
+                        m ? VARLINK_ERROR_METHOD_NOT_IMPLEMENTED : VARLINK_ERROR_METHOD_NOT_FOUND;
 
                 (void)call_send(call,
-                                varlink_error_new(error, single_string_object(
-                                                                 "method", json_string(method))),
+                                varlink_error_new(
+                                        error, single_string_object("method", json_string(method))),
                                 true);
                 return;
         }
@@ -822,8 +821,7 @@ static int listener_on_io(sd_event_source *source, int fd, uint32_t revents, voi
                         break;
                 }
                 if (s->n_connections >= s->limits.max_connections &&
-                    (server_close_gone(s) == 0 ||
-                     s->n_connections >= s->limits.max_connections)) {
+                    (server_close_gone(s) == 0 || s->n_connections >= s->limits.max_connections)) {
                         /* Accepting and closing tells the client at once, where leaving it in
                          * the backlog would keep the listening socket readable forever. */
                         close(cfd);
@@ -941,7 +939,7 @@ static int mkdir_parents(const char *path)
 }
 
 /* Returns 1 if something accepts connections on @sa, 0 if the socket file is stale. */
-static int socket_is_live(const struct sockaddr_un *sa)
+static int socket_is_live(const struct sockaddr_un *sa, socklen_t sa_len)
 {
         int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         int r;
@@ -949,7 +947,7 @@ static int socket_is_live(const struct sockaddr_un *sa)
         if (fd < 0) {
                 return -errno;
         }
-        if (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0) {
+        if (connect(fd, (const struct sockaddr *)sa, sa_len) == 0) {
                 r = 1;
         } else if (errno == ECONNREFUSED || errno == ENOENT) {
                 r = 0;
@@ -963,18 +961,20 @@ static int socket_is_live(const struct sockaddr_un *sa)
 
 int varlink_server_listen_path(VarlinkServer *s, const char *path, mode_t mode)
 {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct sockaddr_un sa;
+        socklen_t sa_len;
         struct stat st;
         char *copy;
         int fd, r;
 
-        if (!path || path[0] == '\0') {
+        /* A socket file only: an abstract name has no file to give a mode or to replace. */
+        if (path && path[0] == '@') {
                 return -EINVAL;
         }
-        if (strlen(path) >= sizeof(sa.sun_path)) {
-                return -ENAMETOOLONG;
+        r = sockaddr_un_set(&sa, path, &sa_len);
+        if (r < 0) {
+                return r;
         }
-        memcpy(sa.sun_path, path, strlen(path));
         r = mkdir_parents(path);
         if (r < 0) {
                 return r;
@@ -983,7 +983,7 @@ int varlink_server_listen_path(VarlinkServer *s, const char *path, mode_t mode)
         if (fd < 0) {
                 return -errno;
         }
-        if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        if (bind(fd, (struct sockaddr *)&sa, sa_len) < 0) {
                 if (errno != EADDRINUSE) {
                         r = -errno;
                         goto fail;
@@ -996,7 +996,7 @@ int varlink_server_listen_path(VarlinkServer *s, const char *path, mode_t mode)
                         r = -EEXIST;
                         goto fail;
                 }
-                r = socket_is_live(&sa);
+                r = socket_is_live(&sa, sa_len);
                 if (r != 0) {
                         r = r > 0 ? -EADDRINUSE : r;
                         goto fail;
@@ -1005,7 +1005,7 @@ int varlink_server_listen_path(VarlinkServer *s, const char *path, mode_t mode)
                         r = -errno;
                         goto fail;
                 }
-                if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+                if (bind(fd, (struct sockaddr *)&sa, sa_len) < 0) {
                         r = -errno;
                         goto fail;
                 }
@@ -1118,9 +1118,7 @@ int varlink_server_new(sd_event *e, const VarlinkServerLimits *limits, VarlinkSe
                 return -ENOMEM;
         }
         r = server_add_interface_internal(s, VARLINK_SERVICE_INTERFACE, service_description,
-                                          service_methods,
-                                          sizeof(service_methods) / sizeof(service_methods[0]),
-                                          true);
+                                          service_methods, ELEMENTSOF(service_methods), true);
         if (r < 0) {
                 varlink_server_free(s);
                 return r;
@@ -1233,19 +1231,18 @@ static int service_get_info(VarlinkCallCtx *call, json_t *params, void *userdata
         }
         reply = json_pack("{s:s, s:s, s:s, s:s, s:o}", "vendor", s->vendor ? s->vendor : "",
                           "product", s->product ? s->product : "", "version",
-                          s->version ? s->version : "", "url", s->url ? s->url : "",
-                          "interfaces", interfaces);
+                          s->version ? s->version : "", "url", s->url ? s->url : "", "interfaces",
+                          interfaces);
         if (!reply) {
                 return -ENOMEM;
         }
         return varlink_call_reply(call, reply);
 }
 
-static int service_get_interface_description(VarlinkCallCtx *call, json_t *params,
-                                             void *userdata)
+static int service_get_interface_description(VarlinkCallCtx *call, json_t *params, void *userdata)
 {
         static const VarlinkField fields[] = {
-                { "interface", JSON_STRING, true },
+                {"interface", JSON_STRING, true},
         };
         VarlinkServer *s = userdata;
         const Interface *iface;
@@ -1260,8 +1257,8 @@ static int service_get_interface_description(VarlinkCallCtx *call, json_t *param
                 return varlink_call_error(call, VARLINK_ERROR_INTERFACE_NOT_FOUND,
                                           single_string_object("interface", json_string(name)));
         }
-        return varlink_call_reply(call, single_string_object("description",
-                                                             json_string(iface->description)));
+        return varlink_call_reply(
+                call, single_string_object("description", json_string(iface->description)));
 }
 
 /* ---- calls ---- */
@@ -1385,8 +1382,7 @@ int varlink_call_check_params(VarlinkCallCtx *call, json_t *params, const Varlin
         return -EINVAL;
 }
 
-void varlink_call_set_close_callback(VarlinkCallCtx *call, VarlinkCallCloseFunc cb,
-                                     void *userdata)
+void varlink_call_set_close_callback(VarlinkCallCtx *call, VarlinkCallCloseFunc cb, void *userdata)
 {
         call->close_cb = cb;
         call->close_userdata = userdata;
@@ -1400,11 +1396,6 @@ bool varlink_call_is_closed(const VarlinkCallCtx *call)
 bool varlink_call_wants_more(const VarlinkCallCtx *call)
 {
         return call->call.more;
-}
-
-bool varlink_call_is_oneway(const VarlinkCallCtx *call)
-{
-        return call->call.oneway;
 }
 
 const char *varlink_call_method(const VarlinkCallCtx *call)
@@ -1435,8 +1426,7 @@ void varlink_call_hold_connection(VarlinkCallCtx *call, uint64_t usec)
         conn_update(c);
 }
 
-int varlink_call_peer(const VarlinkCallCtx *call, uid_t *ret_uid, gid_t *ret_gid,
-                      pid_t *ret_pid)
+int varlink_call_peer(const VarlinkCallCtx *call, uid_t *ret_uid, gid_t *ret_gid, pid_t *ret_pid)
 {
         if (ret_uid) {
                 *ret_uid = call->uid;

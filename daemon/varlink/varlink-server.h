@@ -30,9 +30,9 @@ typedef struct VarlinkCallCtx VarlinkCallCtx;
 
 /* Bounds on what clients can make the server hold. */
 typedef struct VarlinkServerLimits {
-        size_t max_message_bytes;  /* one incoming message; longer closes the connection */
-        size_t max_output_bytes;   /* unsent reply bytes per connection; more drops the client */
-        unsigned max_connections;  /* further connections are accepted and closed at once */
+        size_t max_message_bytes;   /* one incoming message; longer closes the connection */
+        size_t max_output_bytes;    /* unsent reply bytes per connection; more drops the client */
+        unsigned max_connections;   /* further connections are accepted and closed at once */
         unsigned max_pending_calls; /* calls buffered per connection before reading pauses */
         uint64_t idle_timeout_usec; /* no call running, nothing received: close; 0 = never */
 } VarlinkServerLimits;
@@ -114,7 +114,8 @@ int varlink_server_listen_fd(VarlinkServer *s, int fd);
 
 /* Creates the socket @path (creating missing parent directories with mode 0755), with file
  * mode @mode. A socket file left by a dead process is replaced; a live one gives -EADDRINUSE,
- * anything that is not a socket -EEXIST. Returns 0 or a negative errno. */
+ * anything that is not a socket -EEXIST. Returns 0, -EINVAL (no path, or an abstract "@name"),
+ * -ENAMETOOLONG or another negative errno. */
 int varlink_server_listen_path(VarlinkServer *s, const char *path, mode_t mode);
 
 /* Registers interface @name with its Varlink description text (served by
@@ -180,8 +181,7 @@ int varlink_call_check_params(VarlinkCallCtx *call, json_t *params, const Varlin
 
 /* Sets the callback run if the connection goes away before the call finishes (see
  * VarlinkCallCloseFunc). Replaces any earlier one. */
-void varlink_call_set_close_callback(VarlinkCallCtx *call, VarlinkCallCloseFunc cb,
-                                     void *userdata);
+void varlink_call_set_close_callback(VarlinkCallCtx *call, VarlinkCallCloseFunc cb, void *userdata);
 
 /* True once the call's connection is closed (or being closed); replies are then discarded. */
 bool varlink_call_is_closed(const VarlinkCallCtx *call);
@@ -189,13 +189,9 @@ bool varlink_call_is_closed(const VarlinkCallCtx *call);
 /* True if the client asked for several replies ("more"). */
 bool varlink_call_wants_more(const VarlinkCallCtx *call);
 
-/* True if the client asked for no reply ("oneway"). */
-bool varlink_call_is_oneway(const VarlinkCallCtx *call);
-
 /* The fully-qualified method name of the call. */
 const char *varlink_call_method(const VarlinkCallCtx *call);
 
 /* The peer's credentials from SO_PEERCRED, taken when the connection was accepted. Any output
  * pointer may be NULL. Returns 0. */
-int varlink_call_peer(const VarlinkCallCtx *call, uid_t *ret_uid, gid_t *ret_gid,
-                      pid_t *ret_pid);
+int varlink_call_peer(const VarlinkCallCtx *call, uid_t *ret_uid, gid_t *ret_gid, pid_t *ret_pid);

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util.h"
+
 /* JSON numbers for ns values: integers where the value is whole, which it is for everything
  * but mean and stddev. */
 static json_t *ns_value(double ns)
@@ -15,7 +17,8 @@ static json_t *ns_value(double ns)
         return json_real(ns);
 }
 
-json_t *value_summary_to_json(const ValueSummary *v)
+/* The {stats} of summary-json.h for @v: a new reference, or NULL on OOM. */
+static json_t *value_summary_to_json(const ValueSummary *v)
 {
         json_t *pct = json_object();
 
@@ -265,7 +268,7 @@ double value_summary_get(const ValueSummary *v, const char *key)
                 {"p50", offsetof(ValueSummary, median_ns)},
         };
 
-        for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
                 if (strcmp(key, fields[i].key) == 0) {
                         return *(const double *)((const char *)v + fields[i].offset);
                 }

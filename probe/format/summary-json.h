@@ -8,10 +8,9 @@
 #include "report.h"
 #include "summary.h"
 
-/* JSON forms of the summaries, shared by jitter-probe, the daemon and jitterctl:
+/* JSON forms of the summaries, shared by jitter-probe, the daemon and jitterctl, where
  * {stats} = {"count", "min_ns", "max_ns", "mean_ns", "stddev_ns", "median_ns",
  *            "percentiles": {"p90": ns, ...}}. Each returns a new reference, or NULL on OOM. */
-json_t *value_summary_to_json(const ValueSummary *v);
 
 /* {"samples", "duration_ns", "gap": {stats}, "diffdiff": {stats}, "interruptions": {"count",
  * "per_second"}, "lost_ns", "cpu_available_pct"} */

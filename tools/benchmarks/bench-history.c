@@ -27,8 +27,6 @@
 #include "history.h"
 #include "shape.h"
 #include "util.h"
-
-#define NSEC_PER_SEC 1000000000ULL
 #define DAY_S 86400u
 #define MIB (1024.0 * 1024.0)
 

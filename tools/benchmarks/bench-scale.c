@@ -33,8 +33,6 @@
 #include "scale-probe.h"
 #include "scale.h"
 #include "util.h"
-
-#define NSEC_PER_SEC 1000000000ULL
 #define DEFAULT_FIXTURE "tools/benchmarks/scale-fixture/amd-epyc-kvm.txt"
 #define TIMED_MINUTES 3
 #define ONE_CPU_CALLS 200

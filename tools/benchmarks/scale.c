@@ -11,8 +11,7 @@
 #include "api.h"
 #include "scale-probe.h"
 #include "textfile.h"
-
-#define NSEC_PER_SEC 1000000000ULL
+#include "util.h"
 /* Synthetic probe threads' ids: the attribution reads /proc/PID/task/TID/status below the root. */
 #define TID_BASE 100000
 
@@ -20,10 +19,10 @@ static const char *const ARCH_IRQS[] = {"NMI", "LOC", "RES", "CAL", "TLB"};
 static const char *const ARCH_DESCRIPTIONS[] = {"Non-maskable interrupts", "Local timer interrupts",
                                                 "Rescheduling interrupts",
                                                 "Function call interrupts", "TLB shootdowns"};
-#define N_ARCH_IRQS (sizeof(ARCH_IRQS) / sizeof(ARCH_IRQS[0]))
+#define N_ARCH_IRQS ELEMENTSOF(ARCH_IRQS)
 static const char *const SOFTIRQS[] = {"HI",       "TIMER",   "NET_TX", "NET_RX",  "BLOCK",
                                        "IRQ_POLL", "TASKLET", "SCHED",  "HRTIMER", "RCU"};
-#define N_SOFTIRQS (sizeof(SOFTIRQS) / sizeof(SOFTIRQS[0]))
+#define N_SOFTIRQS ELEMENTSOF(SOFTIRQS)
 
 struct Scale {
         Manager *m;

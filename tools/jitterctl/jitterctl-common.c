@@ -82,6 +82,8 @@ int ctl_parse_common(Ctl *ctl, const CtlCommand *cmd, int c)
         }
 }
 
+static int ctl_parse_cpus(const CtlCommand *cmd, const char *text, json_t **ret);
+
 int ctl_parse_option(Ctl *ctl, const CtlCommand *cmd, int c, const char **window, json_t **cpus)
 {
         if (c == 'w' && window) {
@@ -290,7 +292,9 @@ int ctl_parse_uint(const char *text, unsigned long long max, unsigned long long 
         return 0;
 }
 
-int ctl_parse_cpus(const CtlCommand *cmd, const char *text, json_t **ret)
+/* Parses a CPU list option ("1", "2-5,7"). Returns 0 and a new JSON array of the CPUs, or
+ * prints a usage error and returns -EINVAL. */
+static int ctl_parse_cpus(const CtlCommand *cmd, const char *text, json_t **ret)
 {
         cpu_set_t set;
         json_t *a;

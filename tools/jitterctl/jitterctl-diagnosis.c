@@ -582,7 +582,7 @@ static void print_entry(FILE *f, json_t *e, bool color)
                         json_get_string(finding, "severity", "?"),
                         json_get_string(finding, "seen", ""));
         }
-        for (size_t i = 0; i < sizeof(labels) / sizeof(labels[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(labels); i++) {
                 if (strcmp(when, labels[i].when) == 0) {
                         print_part(f, e, "command", labels[i].label);
                 }

@@ -11,6 +11,7 @@
 #include "jitterctl-summary.h"
 #include "jitterctl.h"
 #include "report.h"
+#include "util.h"
 
 #define BAR_WIDTH 40
 
@@ -24,7 +25,7 @@ static const struct {
         {0.9999, "p99.99"},
 };
 
-#define N_MARKERS (sizeof(markers) / sizeof(markers[0]))
+#define N_MARKERS ELEMENTSOF(markers)
 
 /* {"cpu": N, "window": W?, "kind": K} */
 static json_t *histogram_params(unsigned long long cpu, const char *window, const char *kind)

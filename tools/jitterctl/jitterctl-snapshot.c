@@ -13,6 +13,7 @@
 #include "jitterctl-significance.h"
 #include "jitterctl-summary.h"
 #include "jitterctl.h"
+#include "util.h"
 
 #define SNAPSHOT_FORMAT "jitterd-snapshot"
 #define SNAPSHOT_VERSION 1
@@ -205,7 +206,7 @@ static const struct {
         {"interruptions/s", "interruptions_per_s", NULL, false},
 };
 
-#define N_ROWS (sizeof(rows) / sizeof(rows[0]))
+#define N_ROWS ELEMENTSOF(rows)
 
 static double row_value(const CpuStats *stats, size_t row)
 {

@@ -10,6 +10,7 @@
 #include "jitterctl-format.h"
 #include "jitterctl-summary.h"
 #include "jitterctl.h"
+#include "util.h"
 
 /* How many causes "stats" lists per CPU. */
 #define STATS_CAUSES_MAX 5
@@ -331,8 +332,7 @@ static void print_causes(Ctl *ctl, const CpuStats *stats)
         {
                 uint64_t count = 0;
 
-                if (json_get_u64(e, "count", &count) && count > 0 &&
-                    n < sizeof(sorted) / sizeof(sorted[0])) {
+                if (json_get_u64(e, "count", &count) && count > 0 && n < ELEMENTSOF(sorted)) {
                         sorted[n++] = e;
                 }
         }

@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <math.h>
 
+#include "util.h"
+
 /* Layout in SVG user units (pixels at 100 %). */
 #define SVG_WIDTH 1000
 #define SVG_HEAD 50
@@ -215,7 +217,7 @@ static double time_step(double span)
                                        120,   300,   600,   900,   1800,   3600,  7200,
                                        10800, 21600, 43200, 86400, 172800, 604800};
 
-        for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(steps); i++) {
                 if (span / steps[i] <= 7) {
                         return steps[i];
                 }

@@ -25,6 +25,7 @@
 #include "jitterctl-format.h"
 #include "jitterctl.h"
 #include "summary-json.h"
+#include "util.h"
 
 #define MONITOR_METHOD "io.jitterd.Monitor"
 #define TOP_INTERRUPTS 3
@@ -58,8 +59,7 @@ static void top_interrupts(json_t *interrupts, char *buf, size_t size)
         buf[0] = '\0';
         json_object_foreach(interrupts, key, v)
         {
-                if (json_is_integer(v) && json_integer_value(v) > 0 &&
-                    n < sizeof(top) / sizeof(top[0])) {
+                if (json_is_integer(v) && json_integer_value(v) > 0 && n < ELEMENTSOF(top)) {
                         top[n++] = (IrqCount){key, (uint64_t)json_integer_value(v)};
                 }
         }

@@ -30,7 +30,7 @@ static json_int_t entry_count(json_t *entry, const char *name)
         if (strcmp(name, "smi") == 0) {
                 v = json_object_get(entry, "smi");
         }
-        for (size_t k = 0; k < sizeof(maps) / sizeof(maps[0]); k++) {
+        for (size_t k = 0; k < ELEMENTSOF(maps); k++) {
                 if (strncmp(name, maps[k].prefix, strlen(maps[k].prefix)) == 0) {
                         v = json_object_get(json_object_get(entry, maps[k].key),
                                             name + strlen(maps[k].prefix));

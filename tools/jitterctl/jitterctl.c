@@ -17,6 +17,9 @@
 #include "cpulist.h"
 #include "duration.h"
 #include "jitterctl-format.h"
+#include "util.h"
+
+static int cmd_call(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 
 static const CtlCommand commands[] = {
         {"status", cmd_status, "", "daemon version, uptime, counter and probes", NULL},
@@ -92,7 +95,7 @@ static const CtlCommand commands[] = {
          "  -m, --more         a streaming call: print every reply, one per line\n"},
 };
 
-#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+#define N_COMMANDS ELEMENTSOF(commands)
 
 static void usage(FILE *f)
 {
@@ -144,7 +147,7 @@ static int call_stream_reply(json_t *params, const char *error_name, bool contin
         return 0;
 }
 
-int cmd_call(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
+static int cmd_call(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 {
         static const struct option options[] = {
                 {"more", no_argument, NULL, 'm'},

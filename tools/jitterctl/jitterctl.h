@@ -129,10 +129,6 @@ int ctl_get_stats(Ctl *ctl, json_t *params, bool analyses, json_t **ret);
  * if stdout could not be written. */
 int ctl_print_json(json_t *v);
 
-/* Parses a CPU list option ("1", "2-5,7"). Returns 0 and a new JSON array of the CPUs, or
- * prints a usage error and returns -EINVAL. */
-int ctl_parse_cpus(const CtlCommand *cmd, const char *text, json_t **ret);
-
 /* Parses a non-negative integer option value. Returns 0 or -EINVAL. */
 int ctl_parse_uint(const char *text, unsigned long long max, unsigned long long *ret);
 
@@ -158,7 +154,6 @@ int cmd_snapshot(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 int cmd_compare(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 int cmd_plot(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 int cmd_audit(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
-int cmd_call(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 
 /* Commands in their own files: clock costs (jitterctl-clocks.c) and the Prometheus exposition
  * (jitterctl-export.c). Each returns the exit status. */
