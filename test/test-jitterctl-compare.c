@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "jitterctl-compare.h"
+#include "util.h"
 
 /* The time lost in every window here: 1 s. */
 #define LOST 1000000000.0
@@ -262,7 +263,7 @@ static void cross_check_input(double background_se, json_t **ret_causes, json_t 
         json_t *stats = load("{\"cpu\": 1, \"window\": \"all\", \"lost_ns\": 1000000000,"
                              " \"interruptions\": {\"count\": 100}, \"causes\": []}");
 
-        for (size_t i = 0; i < sizeof(cross_check_rows) / sizeof(cross_check_rows[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(cross_check_rows); i++) {
                 double se = cross_check_rows[i].se;
                 json_t *s = isnan(se) ? json_null() : json_real(se);
 
@@ -296,15 +297,14 @@ static void test_cross_check(void **state)
         const double background_se[] = {0.03, 0.07, NAN};
 
         (void)state;
-        for (size_t b = 0; b < sizeof(background_se) / sizeof(background_se[0]); b++) {
+        for (size_t b = 0; b < ELEMENTSOF(background_se); b++) {
                 json_t *causes, *stats, *out, *bg;
                 size_t shown = 0;
 
                 cross_check_input(background_se[b], &causes, &stats);
                 out = explain_compare_cpu(causes, stats);
                 assert_non_null(out);
-                for (size_t i = 0; i < sizeof(cross_check_rows) / sizeof(cross_check_rows[0]);
-                     i++) {
+                for (size_t i = 0; i < ELEMENTSOF(cross_check_rows); i++) {
                         double se = cross_check_rows[i].se;
                         bool expect = !isnan(se) && se < EXPLAIN_CROSS_CHECK_STDERR;
                         json_t *r = row(out, cross_check_rows[i].source);
@@ -344,7 +344,7 @@ static void test_cross_check(void **state)
  * (null where unknown), and the background; no exact share, no verdict. Without a fit, none. */
 static void test_estimate(void **state)
 {
-        size_t n = sizeof(cross_check_rows) / sizeof(cross_check_rows[0]);
+        size_t n = ELEMENTSOF(cross_check_rows);
         json_t *causes, *stats, *out, *rows, *r;
         double last = INFINITY;
         size_t i;

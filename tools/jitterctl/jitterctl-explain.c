@@ -12,6 +12,7 @@
 #include "jitterctl-compare.h"
 #include "jitterctl-format.h"
 #include "jitterctl.h"
+#include "util.h"
 
 /* A share of 0..1 as "12.5 %". */
 static char *share_text(char *buf, size_t size, double share)
@@ -375,7 +376,7 @@ static void add_account(json_t *out, json_t *causes)
         json_t *c;
         size_t i;
 
-        for (size_t k = 0; out && k < sizeof(keys) / sizeof(keys[0]); k++) {
+        for (size_t k = 0; out && k < ELEMENTSOF(keys); k++) {
                 json_t *v = json_object_get(causes, keys[k]);
 
                 if (v) {
