@@ -186,37 +186,99 @@ static int add_intervals(Manager *m, int cpu, const HistoryWindow *w, json_t *o)
         return r;
 }
 
+/* @n events' starts, delta-encoded (the first in ns, each other the ns since the one before);
+ * NULL when out of memory. */
+static json_t *starts_json(const HistoryEvent *ev, size_t n)
+{
+        json_t *starts = json_array();
+        uint64_t prev = 0;
+
+        for (size_t i = 0; starts && i < n; i++) {
+                if (json_array_append_new(starts,
+                                          json_integer((json_int_t)(ev[i].start_ns - prev))) < 0) {
+                        json_decref(starts);
+                        return NULL;
+                }
+                prev = ev[i].start_ns;
+        }
+        return starts;
+}
+
+/* The bands' part into @o: per duration band its edges, what it dropped since start or the
+ * last reset, and the starts of its newest events since the window's start (at most
+ * WINDOW_DATA_BAND_EVENTS_MAX), with from when the band holds every one of its events: a
+ * search within one band (a periodic theft beside a flood of short interruptions) covers the
+ * span its band kept, not only the newest events of all bands. */
+static int add_bands(Manager *m, int cpu, const HistoryWindow *w, json_t *o)
+{
+        size_t max = manager_config(m)->history_events_per_cpu;
+        _cleanup_free_ HistoryEvent *ev = NULL;
+        HistoryBand bands[HISTORY_BANDS];
+        json_t *arr = json_array();
+
+        if (max > WINDOW_DATA_BAND_EVENTS_MAX) {
+                max = WINDOW_DATA_BAND_EVENTS_MAX;
+        }
+        ev = calloc(max ? max : 1, sizeof(*ev));
+        if (!ev || !arr || json_object_set_new(o, "event_bands", arr) < 0) {
+                return -ENOMEM;
+        }
+        if (history_event_bands(manager_history(m), cpu, bands) < 0) {
+                return 0;
+        }
+        for (unsigned b = 0; b < HISTORY_BANDS; b++) {
+                size_t n = history_band_events(manager_history(m), cpu, b, w->from_ns, ev, max);
+                uint64_t complete_from = w->from_ns;
+                json_t *band;
+
+                if ((bands[b].dropped > 0 || bands[b].dropped_before_unknown) &&
+                    bands[b].oldest_ns > complete_from) {
+                        complete_from = bands[b].oldest_ns;
+                }
+                if (n == max && n > 0 && ev[0].start_ns > complete_from) {
+                        complete_from = ev[0].start_ns;
+                }
+                band = json_pack("{sI so sI sb sI so}", "min_duration_ns",
+                                 (json_int_t)bands[b].min_duration_ns, "max_duration_ns",
+                                 bands[b].max_duration_ns == UINT64_MAX
+                                         ? json_null()
+                                         : json_integer((json_int_t)bands[b].max_duration_ns),
+                                 "dropped", (json_int_t)bands[b].dropped, "dropped_before_unknown",
+                                 bands[b].dropped_before_unknown, "complete_from_ns",
+                                 (json_int_t)complete_from, "starts_ns", starts_json(ev, n));
+                if (!band || json_array_append_new(arr, band) < 0) {
+                        return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
 /* The events' part into @o: the starts of the newest interruptions since the window's start
- * (events_per_cpu of them, at most WINDOW_DATA_EVENTS_MAX), delta-encoded, and from when the
- * history holds every one of them. */
+ * (events_per_cpu of them, at most WINDOW_DATA_MIXED_EVENTS_MAX), delta-encoded, and from when
+ * the history holds every one of them. */
 static int add_events(Manager *m, int cpu, const HistoryWindow *w, json_t *o)
 {
         size_t max = manager_config(m)->history_events_per_cpu;
         _cleanup_free_ HistoryEvent *ev = NULL;
         HistoryBand bands[HISTORY_BANDS];
-        uint64_t complete_from = w->from_ns, prev = 0;
-        json_t *starts = json_array();
+        uint64_t complete_from = w->from_ns;
+        json_t *starts;
         cpu_set_t one;
         size_t n;
 
-        if (max > WINDOW_DATA_EVENTS_MAX) {
-                max = WINDOW_DATA_EVENTS_MAX;
+        if (max > WINDOW_DATA_MIXED_EVENTS_MAX) {
+                max = WINDOW_DATA_MIXED_EVENTS_MAX;
         }
         ev = calloc(max ? max : 1, sizeof(*ev));
-        if (!ev || !starts) {
-                json_decref(starts);
+        if (!ev) {
                 return -ENOMEM;
         }
         CPU_ZERO(&one);
         CPU_SET(cpu, &one);
         n = history_events(manager_history(m), &one, w->from_ns, 0, ev, max);
-        for (size_t i = 0; i < n; i++) {
-                if (json_array_append_new(starts,
-                                          json_integer((json_int_t)(ev[i].start_ns - prev))) < 0) {
-                        json_decref(starts);
-                        return -ENOMEM;
-                }
-                prev = ev[i].start_ns;
+        starts = starts_json(ev, n);
+        if (!starts) {
+                return -ENOMEM;
         }
         /* A band that forgot events holds every one from its oldest on; the events the reply
          * left out of max are older than its first. */
@@ -254,7 +316,8 @@ json_t *window_data_to_json(Manager *m, int cpu, const char *window, uint64_t fr
         o = json_pack("{sI ss sI sI sI sI}", "cpu", (json_int_t)cpu, "window", window, "from_ns",
                       (json_int_t)w->from_ns, "to_ns", (json_int_t)w->to_ns, "duration_ns",
                       (json_int_t)w->duration_ns, "interruptions", (json_int_t)w->slot.events);
-        if (!o || add_intervals(m, cpu, w, o) < 0 || add_events(m, cpu, w, o) < 0) {
+        if (!o || add_intervals(m, cpu, w, o) < 0 || add_events(m, cpu, w, o) < 0 ||
+            add_bands(m, cpu, w, o) < 0) {
                 json_decref(o);
                 return NULL;
         }

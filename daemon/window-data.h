@@ -7,23 +7,29 @@
  * Per interval (the history's fine and coarse ones, as GetTimeline has them; stalled ones are
  * left out, as the fit leaves them out): its length, its time lost, and the counters that moved
  * in it, as pairs of an index into "sources" and a count. Per interruption: its start, the
- * first one's in ns, every other one as the ns since the previous one.
+ * first one's in ns, every other one as the ns since the previous one: the newest of all bands
+ * together ("event_starts_ns"), and per duration band the newest of that band ("event_bands"),
+ * each list with from when it holds every interruption of the window.
  *
- * Bounded: at most WINDOW_DATA_INTERVALS_MAX intervals and WINDOW_DATA_EVENTS_MAX events, the
- * newest, and the intervals' part at most WINDOW_DATA_INTERVAL_BYTES of JSON; what is left
- * out is counted in the reply. With the events' part (at most 21 bytes an event) a reply
- * stays below 3.5 MiB, inside the 4 MiB a connection may have queued. Never logs. */
+ * Bounded: at most WINDOW_DATA_INTERVALS_MAX intervals, the newest, in at most
+ * WINDOW_DATA_INTERVAL_BYTES of JSON, what is left out counted in the reply; and at most
+ * WINDOW_DATA_EVENTS_MAX starts, half of them for the list of all bands and half shared by the
+ * bands. With the events' part (at most 21 bytes an event) a reply stays below 3.5 MiB, inside
+ * the 4 MiB a connection may have queued. Never logs. */
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include <jansson.h>
 
+#include "history.h"
 #include "manager.h"
 
 #define WINDOW_DATA_INTERVALS_MAX 16384
 #define WINDOW_DATA_INTERVAL_BYTES (1024 * 1024)
 #define WINDOW_DATA_EVENTS_MAX 100000
+#define WINDOW_DATA_MIXED_EVENTS_MAX (WINDOW_DATA_EVENTS_MAX / 2)
+#define WINDOW_DATA_BAND_EVENTS_MAX (WINDOW_DATA_EVENTS_MAX / 2 / HISTORY_BANDS)
 
 /* The GetWindow reply for @cpu over [@from_ns, @to_ns] (@all: since start or the last reset),
  * named @window. NULL when out of memory. */

@@ -86,6 +86,89 @@ static void test_fit_and_periods(void **state)
         json_decref(w);
 }
 
+/* A theft every 100 ms, 40 of them from 1 s on, beside a flood of a wake-up every 200 us whose
+ * newest 10 000 (the last 2 s) are all that the list of all bands holds: the list of all bands
+ * has the flood and the last 20 thefts, the band from 100 us all 40 thefts and 20 others at
+ * random. The 100 ms period must come from the band with all 40, carry the band's edges, and be
+ * listed once; what each search covered is said. */
+static void test_period_within_band(void **state)
+{
+        json_t *w = window_reply(), *mixed = json_array(), *theft_band = json_array();
+        json_t *short_band = json_array(), *bands, *entry = json_object(), *p, *s;
+        long long prev = 0, t, flood_from = 3000000000LL + 100000;
+        size_t i, found = 0;
+        json_int_t events = 0;
+
+        (void)state;
+        /* The mixed list: from flood_from, a wake-up every 200 us to 5 s, and the thefts at 3 s,
+         * 3.1 s, ... among them (each 100 us after a wake-up). */
+        for (t = flood_from; t < 5000000000LL; t += 200000) {
+                long long theft = 1000000000LL + ((t - 1000000000LL) / 100000000LL) * 100000000LL;
+
+                if (theft > t - 200000 && theft <= t && theft >= flood_from) {
+                        json_array_append_new(mixed, json_integer(theft - prev));
+                        prev = theft;
+                }
+                json_array_append_new(mixed, json_integer(t - prev));
+                prev = t;
+        }
+        json_array_append_new(short_band, json_integer(flood_from));
+        prev = 0;
+        for (int k = 0; k < 40; k++) {
+                t = 1000000000LL + k * 100000000LL;
+                if (k % 2 == 1) { /* an unrelated one 37 ms after every other theft */
+                        json_array_append_new(theft_band, json_integer(t - 63000000LL - prev));
+                        prev = t - 63000000LL;
+                }
+                json_array_append_new(theft_band, json_integer(t - prev));
+                prev = t;
+        }
+        bands = json_pack("[{sI sI sI sb sI so} {sI sI sI sb sI so}]", "min_duration_ns", 0LL,
+                          "max_duration_ns", 100000LL, "dropped", 5000LL, "dropped_before_unknown",
+                          false, "complete_from_ns", flood_from, "starts_ns", short_band,
+                          "min_duration_ns", 100000LL, "max_duration_ns", 1000000LL, "dropped", 0LL,
+                          "dropped_before_unknown", false, "complete_from_ns", 0LL, "starts_ns",
+                          theft_band);
+        json_object_set_new(w, "event_starts_ns", mixed);
+        json_object_set_new(w, "events_complete_from_ns", json_integer(flood_from));
+        json_object_set_new(w, "event_bands", bands);
+        assert_int_equal(window_analyses_add(w, 0, entry), 0);
+        json_array_foreach(json_object_get(entry, "periods"), i, p)
+        {
+                json_int_t ns = json_integer_value(json_object_get(p, "period_ns"));
+
+                if (llabs(ns - 100000000LL) <= 100000) {
+                        found++;
+                        events = json_integer_value(json_object_get(p, "events"));
+                        assert_int_equal(json_integer_value(json_object_get(p, "band_min_ns")),
+                                         100000);
+                }
+                /* Most interruptions first. */
+                if (i > 0) {
+                        assert_true(
+                                json_integer_value(json_object_get(p, "events")) <=
+                                json_integer_value(json_object_get(
+                                        json_array_get(json_object_get(entry, "periods"), i - 1),
+                                        "events")));
+                }
+        }
+        assert_int_equal(found, 1);
+        assert_true(events >= 38);
+        /* What each search covered: all bands from the flood's start, each band its own. */
+        s = json_object_get(entry, "periods_searched");
+        assert_int_equal(json_array_size(s), 3);
+        assert_string_equal(json_string_value(json_object_get(json_array_get(s, 0), "bands")),
+                            "all");
+        assert_int_equal(json_integer_value(json_object_get(json_array_get(s, 0), "from_ns")),
+                         flood_from);
+        assert_int_equal(json_integer_value(json_object_get(json_array_get(s, 1), "dropped")),
+                         5000);
+        assert_int_equal(json_integer_value(json_object_get(json_array_get(s, 2), "events")), 60);
+        assert_int_equal(json_integer_value(json_object_get(json_array_get(s, 2), "from_ns")), 0);
+        json_decref(entry);
+        json_decref(w);
+}
+
 /* Fewer than 60 intervals: counts and rates only, no fit and no background. */
 static void test_no_fit(void **state)
 {
@@ -145,6 +228,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_fit_and_periods),
+                cmocka_unit_test(test_period_within_band),
                 cmocka_unit_test(test_no_fit),
                 cmocka_unit_test(test_bad_replies),
         };

@@ -192,30 +192,49 @@ static json_t *causes_json(json_t *w, json_t *entry, const uint64_t *sums, const
         return arr;
 }
 
-/* The periods of the interruptions of @w, as GetStats had them; NULL for a bad list. */
-static json_t *periods_json(json_t *w, unsigned online_cpus)
+/* Decodes the delta-encoded starts @deltas into @ret (sorted ascending, as encoded); -EINVAL
+ * for a bad list, -ENOMEM. */
+static int decode_starts(json_t *deltas, uint64_t **ret, size_t *ret_n)
 {
-        json_t *deltas = json_object_get(w, "event_starts_ns"), *d, *arr;
         size_t n = json_array_size(deltas), i;
         _cleanup_free_ uint64_t *starts = calloc(n ? n : 1, sizeof(uint64_t));
-        PeriodicityOptions opt;
-        PeriodicityResult res;
         uint64_t t = 0;
+        json_t *d;
 
-        if (!json_is_array(deltas) || !starts) {
-                return NULL;
+        if (!json_is_array(deltas)) {
+                return -EINVAL;
+        }
+        if (!starts) {
+                return -ENOMEM;
         }
         json_array_foreach(deltas, i, d)
         {
                 json_int_t v = json_integer_value(d);
 
                 if (!json_is_integer(d) || v < 0 || (uint64_t)v > UINT64_MAX - t) {
-                        return NULL;
+                        return -EINVAL;
                 }
                 t += (uint64_t)v;
                 starts[i] = t;
         }
-        arr = json_array();
+        *ret = starts;
+        starts = NULL;
+        *ret_n = n;
+        return 0;
+}
+
+/* Two periods this close (relative) are one: the search's own tolerance is finer. */
+#define PERIOD_SAME_REL 0.001
+
+/* The periods among @n starts into @arr, each with @band (the duration band searched, or NULL
+ * for all of them together) when given; a period that @arr already holds within
+ * PERIOD_SAME_REL is kept once, from the search that put more interruptions on it. */
+static void search_periods(const uint64_t *starts, size_t n, unsigned online_cpus, json_t *band,
+                           json_t *arr)
+{
+        PeriodicityOptions opt;
+        PeriodicityResult res;
+
         periodicity_options_init(&opt);
         /* A period is reported from 3 % of the interruptions that no shorter period explains,
          * or when it recurs on half its periods over the window: a real CPU carries hundreds of
@@ -225,20 +244,115 @@ static json_t *periods_json(json_t *w, unsigned online_cpus)
         opt.min_share = 0.03;
         opt.min_fill = 0.5;
         opt.online_cpus = online_cpus;
-        if (!arr || n == 0 || periodicity_find(starts, n, &opt, &res) < 0) {
-                return arr;
+        if (n == 0 || periodicity_find(starts, n, &opt, &res) < 0) {
+                return;
         }
         for (size_t k = 0; k < res.n; k++) {
                 const PeriodicityPeriod *p = &res.periods[k];
                 json_t *o = json_pack("{sI sI sf}", "period_ns", (json_int_t)p->period_ns, "events",
                                       (json_int_t)p->events, "share", p->share);
+                json_t *q;
+                size_t i, same = SIZE_MAX;
 
-                if (o && p->source) {
+                if (!o) {
+                        continue;
+                }
+                if (p->source) {
                         json_object_set_new(o, "source", json_string(p->source));
                 }
-                json_array_append_new(arr, o);
+                if (band) {
+                        json_object_set(o, "band_min_ns", json_object_get(band, "min_duration_ns"));
+                        json_object_set(o, "band_max_ns", json_object_get(band, "max_duration_ns"));
+                }
+                json_array_foreach(arr, i, q)
+                {
+                        double other = (double)json_integer_value(json_object_get(q, "period_ns"));
+
+                        if (fabs((double)p->period_ns - other) <= PERIOD_SAME_REL * other) {
+                                same = i;
+                                break;
+                        }
+                }
+                if (same == SIZE_MAX) {
+                        json_array_append_new(arr, o);
+                } else if ((json_int_t)p->events > json_integer_value(json_object_get(
+                                                           json_array_get(arr, same), "events"))) {
+                        json_array_set_new(arr, same, o);
+                } else {
+                        json_decref(o);
+                }
         }
-        return arr;
+}
+
+/* Most interruptions first. */
+static int by_events(const void *a, const void *b)
+{
+        json_int_t x = json_integer_value(json_object_get(*(json_t *const *)a, "events"));
+        json_int_t y = json_integer_value(json_object_get(*(json_t *const *)b, "events"));
+
+        return (x < y) - (x > y);
+}
+
+/* The periods of the interruptions of @w: searched among the newest of all bands together and
+ * within each duration band (a periodic theft beside a flood of shorter interruptions is a few
+ * of the newest of all, and all of its own band), most interruptions first; into @ret_searched
+ * what each search covered: from when its list holds every interruption of the window, to the
+ * window's end, how many it had and what its band dropped. NULL for a bad list. */
+static json_t *periods_json(json_t *w, unsigned online_cpus, json_t **ret_searched)
+{
+        json_t *arr = json_array(), *searched = json_array(), *band, *sorted;
+        _cleanup_free_ uint64_t *starts = NULL;
+        _cleanup_free_ json_t **items = NULL;
+        size_t n, i;
+
+        if (!arr || !searched ||
+            decode_starts(json_object_get(w, "event_starts_ns"), &starts, &n) < 0) {
+                goto fail;
+        }
+        search_periods(starts, n, online_cpus, NULL, arr);
+        json_array_append_new(searched,
+                              json_pack("{ss sO? sO? sI}", "bands", "all", "from_ns",
+                                        json_object_get(w, "events_complete_from_ns"), "to_ns",
+                                        json_object_get(w, "to_ns"), "events", (json_int_t)n));
+        json_array_foreach(json_object_get(w, "event_bands"), i, band)
+        {
+                free(starts);
+                starts = NULL;
+                if (decode_starts(json_object_get(band, "starts_ns"), &starts, &n) < 0) {
+                        goto fail;
+                }
+                search_periods(starts, n, online_cpus, band, arr);
+                json_array_append_new(
+                        searched,
+                        json_pack("{sO? sO? sO? sO? sI sO?}", "min_duration_ns",
+                                  json_object_get(band, "min_duration_ns"), "max_duration_ns",
+                                  json_object_get(band, "max_duration_ns"), "from_ns",
+                                  json_object_get(band, "complete_from_ns"), "to_ns",
+                                  json_object_get(w, "to_ns"), "events", (json_int_t)n, "dropped",
+                                  json_object_get(band, "dropped")));
+        }
+        n = json_array_size(arr);
+        items = calloc(n ? n : 1, sizeof(*items));
+        sorted = json_array();
+        if (!items || !sorted) {
+                json_decref(sorted);
+                goto fail;
+        }
+        json_array_foreach(arr, i, band)
+        {
+                items[i] = band;
+        }
+        qsort(items, n, sizeof(*items), by_events);
+        for (i = 0; i < n; i++) {
+                json_array_append(sorted, items[i]);
+        }
+        json_decref(arr);
+        *ret_searched = searched;
+        return sorted;
+fail:
+        json_decref(arr);
+        json_decref(searched);
+        return NULL;
 }
 
 int window_analyses_add(json_t *window, unsigned online_cpus, json_t *entry)
@@ -246,7 +360,7 @@ int window_analyses_add(json_t *window, unsigned online_cpus, json_t *entry)
         size_t n = json_array_size(json_object_get(window, "sources"));
         _cleanup_free_ uint64_t *sums = calloc(n + 1, sizeof(uint64_t));
         _cleanup_free_ FitResult *res = NULL;
-        json_t *causes, *periods;
+        json_t *causes, *periods, *searched = NULL;
 
         if (!sums) {
                 return -ENOMEM;
@@ -256,7 +370,7 @@ int window_analyses_add(json_t *window, unsigned online_cpus, json_t *entry)
             check_intervals(window, sums) < 0) {
                 return -EINVAL;
         }
-        periods = periods_json(window, online_cpus);
+        periods = periods_json(window, online_cpus, &searched);
         if (!periods) {
                 return -EINVAL;
         }
@@ -264,10 +378,12 @@ int window_analyses_add(json_t *window, unsigned online_cpus, json_t *entry)
         causes = causes_json(window, entry, sums, res);
         if (!causes) {
                 json_decref(periods);
+                json_decref(searched);
                 return -ENOMEM;
         }
         json_object_set_new(entry, "causes", causes);
         json_object_set_new(entry, "periods", periods);
+        json_object_set_new(entry, "periods_searched", searched);
         if (res) {
                 json_object_set_new(entry, "background",
                                     json_pack("{sf sf so}", "ns_per_second",
