@@ -3,7 +3,9 @@
 # stays open and is answered afterwards, GetStatus on its own connection is never refused, the
 # daemon's CPU beyond its probe, measured here from /proc/PID/task/*/stat, stays within what
 # the budget allows, and the daemon's own report of its cost agrees with the calls and
-# refusals counted here and with the CPU time measured here.
+# refusals counted here and with the CPU time measured here. Then jitterctl watch, under a
+# flood of GetStatus that has the light bucket refuse its calls, waits out a refusal of Monitor
+# and gets its replies.
 source "$(dirname "$0")/lib.sh"
 need_cpu1
 for tool in jq getconf awk; do
@@ -12,6 +14,13 @@ done
 FLOOD=$BUILD_DIR/test/jitter-flood
 CONNS=16
 SECONDS_FLOOD=8
+# The flood of the light bucket, which jitterctl watch runs in. Two connections keep the
+# bucket refusing, and leave room for a client that waits its delays out: the calls that a
+# flooding connection sent during its hold run as soon as the hold ends, ahead of one sent
+# when the delay is over, so that against more of them ten retries are not always enough (for
+# GetStatus as for Monitor: against 4 in the release build, 3 in the sanitizer build).
+LIGHT_CONNS=2
+SECONDS_LIGHT=3
 TCK=$(getconf CLK_TCK)
 
 printf '[probe]\npreheat = 300ms\n' > "$T/jitterd.conf"
@@ -141,5 +150,35 @@ jq -e '.methods[] | select(.method == "io.jitterd.GetStats")
        | (.duration_counts | last) <= .answered and .duration_sum_ns > 0' <<< "$self1" >/dev/null \
     || fail "GetStats durations: $(jq -c '.methods[] | select(.method == "io.jitterd.GetStats")' <<< "$self1")"
 pass "GetStats answer durations recorded"
+
+# jitterctl watch under a flood of the light bucket: GetStatus from many connections, heeding
+# no retry delay, so that Monitor is refused too. Watch waits the delay out and calls again, as
+# the other commands do, and gets its replies; the flood's refusals are counted within the
+# time it ran.
+monitor_refused() { method_field "$(jctl call io.jitterd.GetStatus | jq -c .self)" io.jitterd.Monitor refused; }
+m0=$(monitor_refused)
+taskset -c 0 "$FLOOD" --status --busy-times "$T/busy-times" "$SOCK" "$LIGHT_CONNS" "$SECONDS_LIGHT" \
+    > "$T/light.json" 2> "$T/light.err" &
+flood_pid=$!
+CLEANUP_PIDS+=("$flood_pid")
+sleep 0.5
+w0=$(now_ns)
+watch_rc=0
+taskset -c 0 "$JITTERCTL" --socket "$SOCK" --timeout 10s --json watch --cpu 1 --count 3 \
+    > "$T/watch.json" 2> "$T/watch.err" || watch_rc=$?
+w1=$(now_ns)
+wait "$flood_pid" || fail "jitter-flood --status failed: $(cat "$T/light.err")"
+echo "light flood: $(cat "$T/light.json")"
+m1=$(monitor_refused)
+(( watch_rc == 0 )) || fail "watch under the light flood exited $watch_rc after" \
+    "$(( (w1 - w0) / 1000000 )) ms, Monitor refused $((m1 - m0)) times: $(cat "$T/watch.err")"
+(( $(jq -s 'map(select(.cpus[0].cpu == 1)) | length' "$T/watch.json") == 3 )) \
+    || fail "watch under the light flood printed: $(cat "$T/watch.json")"
+(( $(jq .busy "$T/light.json") > 0 )) || fail "no GetStatus was refused under the light flood"
+in_window=$(awk -v a="$w0" -v b="$w1" '$1 >= a && $1 <= b { n++ } END { print n + 0 }' "$T/busy-times")
+(( in_window > 0 )) || fail "no GetStatus of the flood was refused while watch ran"
+pass "watch --count 3 got its 3 replies in $(( (w1 - w0) / 1000000 )) ms while $in_window of" \
+     "the flood's GetStatus were refused ($(jq .busy "$T/light.json") in all); Monitor" \
+     "refused $((m1 - m0)) times"
 
 stop_daemon || fail "jitterd exited with status $?"

@@ -1,9 +1,11 @@
 /* jitter-flood: floods a Varlink socket with calls from many connections, back to back and
  * without heeding any retry delay, and counts what comes back. Used by e2e-budget.
- *   jitter-flood SOCKET CONNECTIONS SECONDS
- * Each connection sends io.jitterd.GetStats {"window": "all"} again as soon as the answer to
- * the last one arrives, for SECONDS. A separate connection calls io.jitterd.GetStatus every
- * 200 ms meanwhile. Afterwards every flooding connection must answer one GetStatus (a Busy is
+ *   jitter-flood [--status] [--busy-times FILE] SOCKET CONNECTIONS SECONDS
+ * Each connection sends io.jitterd.GetStats {"window": "all"} (with --status:
+ * io.jitterd.GetStatus, a call of the light bucket) again as soon as the answer to the last one
+ * arrives, for SECONDS; --busy-times writes the CLOCK_REALTIME of every refusal of those calls
+ * to FILE, in ns, one a line. A separate connection calls io.jitterd.GetStatus every 200 ms
+ * meanwhile. Afterwards every flooding connection must answer one GetStatus (a Busy is
  * waited out, five times at most). Prints one JSON object with the counts; exits 0 once it has
  * counted, 1 when it cannot connect, 2 on bad arguments. */
 #include <errno.h>
@@ -21,6 +23,10 @@
 
 #define MAX_CONNS 60
 #define BUSY "io.jitterd.Busy"
+
+/* What the flooding connections call, and where their refusals' times go (or NULL). */
+static const char *flood_call;
+static FILE *busy_times;
 
 static const char stats_call[] =
         "{\"method\":\"io.jitterd.GetStats\",\"parameters\":{\"window\":\"all\","
@@ -41,12 +47,17 @@ typedef struct Counts {
         uint64_t ok_max_ns; /* the longest a call that was answered took */
 } Counts;
 
-static uint64_t mono_ns(void)
+static uint64_t clock_now_ns(clockid_t clock)
 {
         struct timespec ts;
 
-        clock_gettime(CLOCK_MONOTONIC, &ts);
+        clock_gettime(clock, &ts);
         return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t mono_ns(void)
+{
+        return clock_now_ns(CLOCK_MONOTONIC);
 }
 
 static int dial(const char *path)
@@ -185,7 +196,7 @@ static void flood(Conn *conns, int n, Conn *status, double seconds, Counts *k, C
         bool ok;
 
         for (int i = 0; i < n; i++) {
-                (void)send_call(&conns[i], stats_call);
+                (void)send_call(&conns[i], flood_call);
         }
         for (;;) {
                 uint64_t now = mono_ns();
@@ -224,12 +235,19 @@ static void flood(Conn *conns, int n, Conn *status, double seconds, Counts *k, C
                                 } else {
                                         uint64_t d = mono_ns() - c->sent_ns;
 
+                                        unsigned long busy = k->busy;
+
                                         (void)count_reply(k, msg, &ok);
                                         if (ok && d > k->ok_max_ns) {
                                                 k->ok_max_ns = d;
                                         }
+                                        if (busy_times && k->busy > busy) {
+                                                fprintf(busy_times, "%llu\n",
+                                                        (unsigned long long)clock_now_ns(
+                                                                CLOCK_REALTIME));
+                                        }
                                         if (mono_ns() < end) {
-                                                (void)send_call(c, stats_call);
+                                                (void)send_call(c, flood_call);
                                         }
                                 }
                                 json_decref(msg);
@@ -277,9 +295,25 @@ int main(int argc, char **argv)
         unsigned long after_calls;
         double seconds;
 
+        flood_call = stats_call;
+        for (; argc > 1 && strncmp(argv[1], "--", 2) == 0; argc--, argv++) {
+                if (strcmp(argv[1], "--status") == 0) {
+                        flood_call = status_call;
+                } else if (strcmp(argv[1], "--busy-times") == 0 && argc > 2) {
+                        busy_times = fopen(argv[2], "we");
+                        if (!busy_times) {
+                                fprintf(stderr, "cannot create %s: %m\n", argv[2]);
+                                return 2;
+                        }
+                        argc--, argv++;
+                } else {
+                        break;
+                }
+        }
         if (argc != 4 || (n = atoi(argv[2])) < 1 || n > MAX_CONNS ||
             (seconds = atof(argv[3])) <= 0) {
-                fprintf(stderr, "usage: jitter-flood SOCKET CONNECTIONS SECONDS\n");
+                fprintf(stderr, "usage: jitter-flood [--status] [--busy-times FILE] SOCKET "
+                                "CONNECTIONS SECONDS\n");
                 return 2;
         }
         for (int i = 0; i <= n; i++) {
@@ -292,6 +326,10 @@ int main(int argc, char **argv)
                 }
         }
         flood(conns, n, &status, seconds, &k, &ks, &status_max_ns);
+        if (busy_times && fclose(busy_times) != 0) {
+                fprintf(stderr, "cannot write the refusals' times: %m\n");
+                return 1;
+        }
         for (int i = 0; i < n; i++) {
                 dropped += conns[i].closed || conns[i].waiting;
         }
@@ -305,5 +343,11 @@ int main(int argc, char **argv)
                dropped, answered, after_calls, ks.calls, ks.ok, ks.busy,
                (double)status_max_ns / 1e6, status.closed ? "true" : "false",
                (double)k.ok_max_ns / 1e6);
+        for (int i = 0; i <= n; i++) {
+                Conn *c = i < n ? &conns[i] : &status;
+
+                close(c->fd);
+                free(c->buf);
+        }
         return 0;
 }

@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,6 +177,51 @@ const char *ctl_call_strerror(const Ctl *ctl, int r, char *buf, size_t size)
         }
 }
 
+uint64_t ctl_busy_delay_usec(const Ctl *ctl, const char *error, json_t *params, unsigned retries,
+                             uint64_t start_usec, uint64_t *ret_left_usec)
+{
+        uint64_t wait_usec, spent_usec;
+        json_t *ms;
+
+        if (!error || strcmp(error, "io.jitterd.Busy") != 0 || retries >= CTL_BUSY_RETRIES) {
+                return 0;
+        }
+        ms = json_object_get(params, "retry_after_ms");
+        if (!json_is_integer(ms) || json_integer_value(ms) <= 0 ||
+            json_integer_value(ms) > (json_int_t)(ctl->timeout_usec / 1000)) {
+                return 0;
+        }
+        wait_usec = (uint64_t)json_integer_value(ms) * 1000;
+        spent_usec = now_ns(CLOCK_MONOTONIC) / 1000 - start_usec;
+        /* The delay, and a millisecond at least for the call after it. */
+        if (spent_usec + wait_usec + 1000 > ctl->timeout_usec) {
+                return 0;
+        }
+        *ret_left_usec = ctl->timeout_usec - spent_usec - wait_usec;
+        return wait_usec;
+}
+
+void ctl_busy_wait(const Ctl *ctl, uint64_t usec)
+{
+        struct pollfd p = {.fd = varlink_client_fd(ctl->client), .events = POLLIN};
+        uint64_t end_usec = now_ns(CLOCK_MONOTONIC) / 1000 + usec;
+
+        /* Nothing comes while the daemon holds the connection: what wakes the poll is the
+         * connection's end, which the call after it then reports. */
+        for (;;) {
+                uint64_t now_usec = now_ns(CLOCK_MONOTONIC) / 1000;
+                int r;
+
+                if (now_usec >= end_usec) {
+                        return;
+                }
+                r = poll(&p, 1, (int)((end_usec - now_usec + 999) / 1000));
+                if (r != 0 && !(r < 0 && errno == EINTR)) {
+                        return;
+                }
+        }
+}
+
 /* varlink_client_call(), calling again after the delay a Busy refusal gives, up to
  * CTL_BUSY_RETRIES times: the calls and the delays together take at most the timeout (each
  * call after the first has what is left of it). */
@@ -186,31 +232,24 @@ static int call_heeding_busy(Ctl *ctl, const char *method, json_t *params, json_
         bool shortened = false;
         int r;
 
-        for (int tries = 0;; tries++) {
-                uint64_t wait_usec, spent_usec;
-                json_t *ms;
+        for (unsigned retries = 0;; retries++) {
+                uint64_t wait_usec, left_usec;
 
                 *ret_reply = NULL;
                 *ret_error = NULL;
                 r = varlink_client_call(ctl->client, method, params, ret_reply, ret_error);
-                if (r < 0 || !*ret_error || strcmp(*ret_error, "io.jitterd.Busy") != 0 ||
-                    tries >= CTL_BUSY_RETRIES) {
+                if (r < 0) {
                         break;
                 }
-                ms = json_object_get(*ret_reply, "retry_after_ms");
-                if (!json_is_integer(ms) || json_integer_value(ms) <= 0) {
-                        break;
-                }
-                wait_usec = (uint64_t)json_integer_value(ms) * 1000;
-                spent_usec = now_ns(CLOCK_MONOTONIC) / 1000 - start_usec;
-                /* The delay, and a millisecond at least for the call after it. */
-                if (spent_usec + wait_usec + 1000 > ctl->timeout_usec) {
+                wait_usec = ctl_busy_delay_usec(ctl, *ret_error, *ret_reply, retries, start_usec,
+                                                &left_usec);
+                if (wait_usec == 0) {
                         break;
                 }
                 json_decref(*ret_reply);
                 free(*ret_error);
-                usleep((useconds_t)wait_usec);
-                varlink_client_set_timeout(ctl->client, ctl->timeout_usec - spent_usec - wait_usec);
+                ctl_busy_wait(ctl, wait_usec);
+                varlink_client_set_timeout(ctl->client, left_usec);
                 shortened = true;
         }
         if (shortened) {

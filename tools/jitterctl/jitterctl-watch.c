@@ -290,11 +290,82 @@ static const char *stream_strerror(const Ctl *ctl, int r, char *buf, size_t size
         return buf;
 }
 
+/* ---- the Monitor call ---- */
+
+/* A Monitor call that waits out a Busy refusal, and what it hands each reply to. */
+typedef struct MonitorCall {
+        Ctl *ctl;
+        VarlinkReplyFunc callback;
+        void *userdata;
+        uint64_t interval_usec; /* the daemon's interval: each reply is awaited for it more */
+        uint64_t start_usec;
+        unsigned retries;
+        bool replied;        /* a reply other than a refusal to wait out has come */
+        uint64_t delay_usec; /* the delay of the refusal to wait out, or 0 */
+        uint64_t left_usec;  /* what is left of the timeout after it */
+} MonitorCall;
+
+static int monitor_reply(json_t *params, const char *error_name, bool continues, void *userdata)
+{
+        MonitorCall *mc = userdata;
+
+        if (!mc->replied) {
+                mc->delay_usec = ctl_busy_delay_usec(mc->ctl, error_name, params, mc->retries,
+                                                     mc->start_usec, &mc->left_usec);
+                if (mc->delay_usec > 0) {
+                        return 0;
+                }
+                mc->replied = true;
+                /* A call made again was given what was left of the timeout for its first
+                 * reply; the later ones have all of it, as those of a first call. */
+                if (mc->retries > 0) {
+                        varlink_client_set_timeout(mc->ctl->client,
+                                                   mc->interval_usec + mc->ctl->timeout_usec);
+                }
+        }
+        return mc->callback(params, error_name, continues, mc->userdata);
+}
+
+/* varlink_client_call_more() of Monitor with @params, each reply awaited for one interval of
+ * @interval_usec and the timeout. A Busy refusal of the call is waited out and the call made
+ * again on the same connection, as ctl_call() does: CTL_BUSY_RETRIES times at most, the delays
+ * within the timeout. Only a refusal before the first reply: the daemon admits a call once, as
+ * it starts (daemon/admission.c), and sends a running Monitor's replies without asking the
+ * budget again, so it refuses none later; an error reply that ends the stream after the first
+ * one, a Busy from some other server included, goes to @callback and ends the watch, as calling
+ * again would lose the intervals in between unseen. */
+static int monitor_call(Ctl *ctl, json_t *params, uint64_t interval_usec, VarlinkReplyFunc callback,
+                        void *userdata)
+{
+        MonitorCall mc = {
+                .ctl = ctl,
+                .callback = callback,
+                .userdata = userdata,
+                .interval_usec = interval_usec,
+                .start_usec = now_ns(CLOCK_MONOTONIC) / 1000,
+        };
+        int r;
+
+        varlink_client_set_timeout(ctl->client, interval_usec + ctl->timeout_usec);
+        for (;;) {
+                mc.delay_usec = 0;
+                r = varlink_client_call_more(ctl->client, MONITOR_METHOD, params, monitor_reply,
+                                             &mc);
+                if (r < 0 || mc.delay_usec == 0) {
+                        return r;
+                }
+                ctl_busy_wait(ctl, mc.delay_usec);
+                varlink_client_set_timeout(ctl->client, interval_usec + mc.left_usec);
+                mc.retries++;
+        }
+}
+
 /* ---- the stream thread ---- */
 
 typedef struct Stream {
-        VarlinkClient *client;
+        Ctl *ctl;
         json_t *params;
+        uint64_t interval_usec;
         pthread_mutex_t lock;
         json_t *latest; /* newest reply not yet drawn */
         /* Every reply's worst gaps and count, drawn or not: the view draws only the newest
@@ -338,7 +409,7 @@ static void *stream_thread(void *userdata)
         Stream *s = userdata;
         int r;
 
-        r = varlink_client_call_more(s->client, MONITOR_METHOD, s->params, stream_reply, s);
+        r = monitor_call(s->ctl, s->params, s->interval_usec, stream_reply, s);
         pthread_mutex_lock(&s->lock);
         s->result = r;
         s->finished = true;
@@ -513,9 +584,10 @@ static int watch_stop(Ctl *ctl, Stream *s, pthread_t thread, Terminal *term, boo
         return CTL_EXIT_OK;
 }
 
-static int watch_terminal(Ctl *ctl, json_t *params, unsigned long long count)
+static int watch_terminal(Ctl *ctl, json_t *params, uint64_t interval_usec,
+                          unsigned long long count)
 {
-        Stream s = {.client = ctl->client, .params = params, .notify = -1};
+        Stream s = {.ctl = ctl, .params = params, .interval_usec = interval_usec, .notify = -1};
         WatchLoop w = {.ctl = ctl, .s = &s, .sfd = -1, .count = count};
         Terminal term = {0};
         sigset_t mask, saved_mask;
@@ -602,13 +674,13 @@ static int lines_reply(json_t *params, const char *error_name, bool continues, v
         return l->count > 0 && l->seen >= l->count ? -ECANCELED : 0;
 }
 
-static int watch_lines(Ctl *ctl, json_t *params, unsigned long long count)
+static int watch_lines(Ctl *ctl, json_t *params, uint64_t interval_usec, unsigned long long count)
 {
         Lines l = {.ctl = ctl, .count = count, .status = CTL_EXIT_OK};
         char msg[512];
         int r;
 
-        r = varlink_client_call_more(ctl->client, MONITOR_METHOD, params, lines_reply, &l);
+        r = monitor_call(ctl, params, interval_usec, lines_reply, &l);
         if (l.error) {
                 ctl_fail("%s", format_error(msg, sizeof(msg), l.error, l.error_params));
                 free(l.error);
@@ -683,11 +755,10 @@ int cmd_watch(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                 interval_ns = 0;
         }
         json_decref(status);
-        varlink_client_set_timeout(ctl->client, interval_ns / 1000 + ctl->timeout_usec);
         if (isatty(STDOUT_FILENO) && !ctl->json) {
-                r = watch_terminal(ctl, params, count);
+                r = watch_terminal(ctl, params, interval_ns / 1000, count);
         } else {
-                r = watch_lines(ctl, params, count);
+                r = watch_lines(ctl, params, interval_ns / 1000, count);
         }
         json_decref(params);
         return r;

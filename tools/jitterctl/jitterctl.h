@@ -106,6 +106,19 @@ const char *ctl_call_strerror(const Ctl *ctl, int r, char *buf, size_t size);
  * gives (and only while the delays add up to no more than the timeout). */
 #define CTL_BUSY_RETRIES 10
 
+/* Whether a call that got the error @error (NULL for none) with @params is to be made again:
+ * returns the delay of an io.jitterd.Busy refusal (its retry_after_ms) in microseconds, and
+ * puts in @ret_left_usec what is left of the timeout after it, for the call made then. Returns
+ * 0 when the call is not to be made again: not a Busy, no usable delay, @retries (the times the
+ * call was already made again, since @start_usec on CLOCK_MONOTONIC) reached CTL_BUSY_RETRIES,
+ * or the delay and a millisecond for the call would end past the timeout. */
+uint64_t ctl_busy_delay_usec(const Ctl *ctl, const char *error, json_t *params, unsigned retries,
+                             uint64_t start_usec, uint64_t *ret_left_usec);
+
+/* Waits @usec, the delay of a Busy refusal, on the daemon's connection; returns early when the
+ * connection ends (the daemon closed it, or another thread shut it down). */
+void ctl_busy_wait(const Ctl *ctl, uint64_t usec);
+
 /* Calls io.jitterd.@method (or @method as given when it holds a dot) with @params (stolen, NULL
  * for none). Returns 0 and the reply parameters in @ret (a new reference), or prints why the
  * call failed (connection, protocol or daemon error; with @quiet_error a daemon error is left to
