@@ -371,15 +371,18 @@ json_t *api_histogram(Manager *m, int cpu, const char *window, const char *kind)
         if (history_query(manager_history(m), (int)cpu, from, to, all, w) < 0) {
                 memset(w, 0, sizeof(*w));
                 probe_slot_clear(&w->slot);
+                w->hist_sub_bits = HIST_SUB_BITS;
         }
         if (strcmp(kind, "gap") == 0) {
-                buckets = histogram_to_json(&w->slot.gap_hist, manager_tickconv(m));
+                buckets =
+                        histogram_to_json(&w->slot.gap_hist, manager_tickconv(m), w->hist_sub_bits);
                 if (w->slot.gap.count) {
                         min_ns = (double)tickconv_to_ns(manager_tickconv(m), w->slot.gap.min);
                         max_ns = (double)tickconv_to_ns(manager_tickconv(m), w->slot.gap.max);
                 }
         } else {
-                buckets = signed_histogram_to_json(&w->slot.dd_hist, manager_tickconv(m));
+                buckets = signed_histogram_to_json(&w->slot.dd_hist, manager_tickconv(m),
+                                                   w->hist_sub_bits);
                 if (w->slot.dd.count) {
                         min_ns = tickconv_signed_to_ns(manager_tickconv(m), w->slot.dd.min);
                         max_ns = tickconv_signed_to_ns(manager_tickconv(m), w->slot.dd.max);

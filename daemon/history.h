@@ -31,8 +31,9 @@
  * (3.125 %; below 64 ticks exact). So the windows 10s, 1m, 5m and all have the probe's full
  * resolution, 1h and 24h the coarse one; HistoryWindow.hist_sub_bits says which. A coarse
  * bucket's count is kept in the highest fine bucket it spans, so quantiles (the upper edge of
- * a bucket) are never below the true value, while the bucket's lower edge as read is that of
- * the fine bucket, not the coarse one's.
+ * a bucket) are never below the true value; histogram_foreach() at hist_sub_bits (as
+ * GetHistogram reads them) gives the coarse buckets with their own edges, the counts of a
+ * window's fine-resolution intervals folded into them.
  *
  * Memory per CPU is bounded by the retention and flat once it is full: the queues and the
  * running sums are allocated with the CPU (a sum's histograms hold the range of buckets it has

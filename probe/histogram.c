@@ -1,5 +1,6 @@
 #include "histogram.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <string.h>
@@ -108,17 +109,83 @@ uint64_t histogram_count_at_or_above(const Histogram *h, uint64_t v)
         return n;
 }
 
-int histogram_foreach(const Histogram *h,
+/* A bucket at a resolution coarser than the probe's: its edges and the counts of the probe's
+ * buckets it spans. */
+typedef struct Folded {
+        uint64_t lower, upper, count;
+} Folded;
+
+/* The edges of the bucket of resolution @sub_bits that holds @v: values below 2 << @sub_bits
+ * exact, above them each power of two split in 1 << @sub_bits equal parts. */
+static void folded_edges(uint64_t v, unsigned sub_bits, Folded *ret)
+{
+        unsigned shift;
+
+        if (v < (2ull << sub_bits)) {
+                ret->lower = ret->upper = v;
+                return;
+        }
+        shift = 63u - (unsigned)__builtin_clzll(v) - sub_bits;
+        ret->lower = v >> shift << shift;
+        ret->upper = ret->lower + ((1ull << shift) - 1);
+}
+
+/* The next non-empty bucket of resolution @sub_bits upwards from bucket *@next of @h; *@next
+ * moves past it. Returns false when there is none. */
+static bool folded_next(const Histogram *h, unsigned sub_bits, unsigned *next, Folded *ret)
+{
+        unsigned i = *next;
+
+        while (i < HIST_BUCKETS && h->counts[i] == 0) {
+                i++;
+        }
+        if (i == HIST_BUCKETS) {
+                *next = i;
+                return false;
+        }
+        folded_edges(histogram_bucket_lower(i), sub_bits, ret);
+        ret->count = 0;
+        for (; i < HIST_BUCKETS && histogram_bucket_lower(i) <= ret->upper; i++) {
+                ret->count += h->counts[i];
+        }
+        *next = i;
+        return true;
+}
+
+/* The same downwards from bucket *@end - 1. */
+static bool folded_prev(const Histogram *h, unsigned sub_bits, unsigned *end, Folded *ret)
+{
+        unsigned i = *end;
+
+        while (i > 0 && h->counts[i - 1] == 0) {
+                i--;
+        }
+        if (i == 0) {
+                *end = 0;
+                return false;
+        }
+        folded_edges(histogram_bucket_lower(i - 1), sub_bits, ret);
+        ret->count = 0;
+        for (; i > 0 && histogram_bucket_lower(i - 1) >= ret->lower; i--) {
+                ret->count += h->counts[i - 1];
+        }
+        *end = i;
+        return true;
+}
+
+int histogram_foreach(const Histogram *h, unsigned sub_bits,
                       int (*fn)(uint64_t lower, uint64_t upper, uint64_t count, void *userdata),
                       void *userdata)
 {
-        for (unsigned i = 0; i < HIST_BUCKETS; i++) {
-                if (h->counts[i] != 0) {
-                        int r = fn(histogram_bucket_lower(i), histogram_bucket_upper(i),
-                                   h->counts[i], userdata);
-                        if (r != 0) {
-                                return r;
-                        }
+        unsigned next = 0;
+        Folded b;
+
+        assert(sub_bits <= HIST_SUB_BITS);
+        while (folded_next(h, sub_bits, &next, &b)) {
+                int r = fn(b.lower, b.upper, b.count, userdata);
+
+                if (r != 0) {
+                        return r;
                 }
         }
         return 0;
@@ -188,28 +255,28 @@ int64_t signed_histogram_quantile(const SignedHistogram *h, double q)
         return INT64_MAX;
 }
 
-int signed_histogram_foreach(const SignedHistogram *h,
+int signed_histogram_foreach(const SignedHistogram *h, unsigned sub_bits,
                              int (*fn)(int64_t lower, int64_t upper, uint64_t count,
                                        void *userdata),
                              void *userdata)
 {
-        for (unsigned i = HIST_BUCKETS; i-- > 0;) {
-                if (h->neg.counts[i] != 0) {
-                        int r = fn(negate(histogram_bucket_upper(i)),
-                                   negate(histogram_bucket_lower(i)), h->neg.counts[i], userdata);
-                        if (r != 0) {
-                                return r;
-                        }
+        unsigned end = HIST_BUCKETS, next = 0;
+        Folded b;
+
+        assert(sub_bits <= HIST_SUB_BITS);
+        /* A negative bucket's edge nearer zero is its magnitude's lower one. */
+        while (folded_prev(&h->neg, sub_bits, &end, &b)) {
+                int r = fn(negate(b.upper), negate(b.lower), b.count, userdata);
+
+                if (r != 0) {
+                        return r;
                 }
         }
-        for (unsigned i = 0; i < HIST_BUCKETS; i++) {
-                if (h->pos.counts[i] != 0) {
-                        int r = fn(to_signed(histogram_bucket_lower(i)),
-                                   to_signed(histogram_bucket_upper(i)), h->pos.counts[i],
-                                   userdata);
-                        if (r != 0) {
-                                return r;
-                        }
+        while (folded_next(&h->pos, sub_bits, &next, &b)) {
+                int r = fn(to_signed(b.lower), to_signed(b.upper), b.count, userdata);
+
+                if (r != 0) {
+                        return r;
                 }
         }
         return 0;

@@ -86,8 +86,11 @@ uint64_t histogram_quantile(const Histogram *h, double q);
 uint64_t histogram_count_at_or_above(const Histogram *h, uint64_t v);
 
 /* Calls @fn for every non-empty bucket in increasing order; stops early when @fn returns
- * non-zero and returns that value. */
-int histogram_foreach(const Histogram *h,
+ * non-zero and returns that value. The buckets are those of resolution @sub_bits (0 to
+ * HIST_SUB_BITS sub-buckets per power of two, log2): HIST_SUB_BITS gives each bucket as it is;
+ * a coarser one sums the counts of the buckets that each coarser bucket spans and gives its
+ * edges, for a histogram that holds counts kept at that resolution (the rolling history's). */
+int histogram_foreach(const Histogram *h, unsigned sub_bits,
                       int (*fn)(uint64_t lower, uint64_t upper, uint64_t count, void *userdata),
                       void *userdata);
 
@@ -101,9 +104,10 @@ int signed_histogram_subtract(SignedHistogram *dst, const SignedHistogram *src);
  * the unsigned histogram, so the reported value is never below the true one. */
 int64_t signed_histogram_quantile(const SignedHistogram *h, double q);
 
-/* Calls @fn for every non-empty bucket from the most negative to the most positive; lower and
- * upper are signed values (lower <= upper). */
-int signed_histogram_foreach(const SignedHistogram *h,
+/* Calls @fn for every non-empty bucket from the most negative to the most positive, at
+ * resolution @sub_bits as histogram_foreach(); lower and upper are signed values (lower <=
+ * upper). */
+int signed_histogram_foreach(const SignedHistogram *h, unsigned sub_bits,
                              int (*fn)(int64_t lower, int64_t upper, uint64_t count,
                                        void *userdata),
                              void *userdata);

@@ -500,9 +500,11 @@ static json_t *run_to_json(const Run *run, const CounterInfo *ci, const ClockPai
                                                              run->events[i].duration_ticks)));
         }
         json_object_set_new(o, "cpu", json_integer(run->cpu));
-        json_object_set_new(o, "histogram", histogram_to_json(&run->total.gap_hist, &ci->conv));
-        json_object_set_new(o, "diffdiff_histogram",
-                            signed_histogram_to_json(&run->total.dd_hist, &ci->conv));
+        json_object_set_new(o, "histogram",
+                            histogram_to_json(&run->total.gap_hist, &ci->conv, HIST_SUB_BITS));
+        json_object_set_new(
+                o, "diffdiff_histogram",
+                signed_histogram_to_json(&run->total.dd_hist, &ci->conv, HIST_SUB_BITS));
         json_object_set_new(o, "events", events);
         json_object_set_new(o, "events_dropped", json_integer((json_int_t)run->events_dropped));
         json_object_set_new(

@@ -189,9 +189,41 @@ static void test_signed_foreach_order(void **state)
 
                 signed_histogram_add(h, (i & 1) ? -x : x);
         }
+        /* At the probe's resolution and at coarser ones (each bucket a sum of whole ones). */
+        for (unsigned bits = 0; bits <= HIST_SUB_BITS; bits++) {
+                walk_seen = 0;
+                assert_int_equal(signed_histogram_foreach(h, bits, walk, NULL), 0);
+                assert_int_equal(walk_seen, 10000);
+        }
+        free(h);
+}
+
+/* At the probe's resolution the buckets are the histogram's own, as they are. */
+static int walk_fine(uint64_t lo, uint64_t hi, uint64_t count, void *u)
+{
+        const Histogram *h = u;
+        unsigned i = histogram_index(lo);
+
+        assert_int_equal(lo, histogram_bucket_lower(i));
+        assert_int_equal(hi, histogram_bucket_upper(i));
+        assert_int_equal(count, h->counts[i]);
+        walk_seen += count;
+        return 0;
+}
+
+static void test_foreach_fine(void **state)
+{
+        Histogram *h = calloc(1, sizeof(*h));
+
+        (void)state;
+        assert_non_null(h);
+        for (int i = 0; i < 10000; i++) {
+                histogram_add(h, random_value());
+        }
+        histogram_add(h, UINT64_MAX);
         walk_seen = 0;
-        assert_int_equal(signed_histogram_foreach(h, walk, NULL), 0);
-        assert_int_equal(walk_seen, 10000);
+        assert_int_equal(histogram_foreach(h, HIST_SUB_BITS, walk_fine, h), 0);
+        assert_int_equal(walk_seen, 10001);
         free(h);
 }
 
@@ -203,6 +235,7 @@ int main(void)
                 cmocka_unit_test(test_merge_subtract),
                 cmocka_unit_test(test_signed),
                 cmocka_unit_test(test_signed_foreach_order),
+                cmocka_unit_test(test_foreach_fine),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -302,6 +302,103 @@ static void test_checkpoint_version1(void **state)
         free(w);
 }
 
+/* The edges of the coarse bucket that holds magnitude @v, from history.h's definition: below 16
+ * ticks exact, above them each power of two split in 8 (HISTORY_COARSE_SUB_BITS = 3). */
+static void coarse_edges(uint64_t v, uint64_t *lower, uint64_t *upper)
+{
+        unsigned dropped = 0;
+
+        while ((v >> dropped) >= 16) {
+                dropped++;
+        }
+        *lower = v >> dropped << dropped;
+        *upper = *lower + (1ull << dropped) - 1;
+}
+
+#define EDGE_INTERVALS 180
+
+/* Checks GetHistogram's @buckets against the values @v (each recorded EDGE_INTERVALS times, no
+ * two in one coarse bucket): ascending buckets that do not overlap, each value in the one
+ * bucket whose edges are its coarse bucket's, that bucket counting it and nothing else. */
+static void assert_coarse_buckets(json_t *reply, const int64_t *v, size_t n)
+{
+        json_t *buckets = json_object_get(reply, "buckets"), *b;
+        size_t i;
+
+        assert_int_equal(json_integer_value(json_object_get(reply, "total")), EDGE_INTERVALS * n);
+        json_array_foreach(buckets, i, b)
+        {
+                json_int_t lower = json_integer_value(json_object_get(b, "lower_ns"));
+                json_int_t upper = json_integer_value(json_object_get(b, "upper_ns"));
+                json_int_t count = json_integer_value(json_object_get(b, "count"));
+                uint64_t lo, hi;
+                size_t k;
+
+                assert_true(lower <= upper);
+                if (i > 0) {
+                        assert_true(json_integer_value(json_object_get(
+                                            json_array_get(buckets, i - 1), "upper_ns")) < lower);
+                }
+                for (k = 0; k < n && (v[k] < lower || v[k] > upper); k++) {
+                }
+                assert_true(k < n);
+                coarse_edges(v[k] < 0 ? -(uint64_t)v[k] : (uint64_t)v[k], &lo, &hi);
+                if (v[k] < 0) {
+                        assert_int_equal(lower, -(json_int_t)hi);
+                        assert_int_equal(upper, -(json_int_t)lo);
+                } else {
+                        assert_int_equal(lower, lo);
+                        assert_int_equal(upper, hi);
+                }
+                assert_int_equal(count, EDGE_INTERVALS);
+        }
+        assert_int_equal(json_array_size(buckets), n);
+}
+
+/* GetHistogram of a window kept at the coarse resolution (1h: here intervals older than a
+ * minute are kept with 8 sub-buckets per power of two, the newest minute at the probe's 32)
+ * gives every bucket the edges of its coarse bucket, for the gaps and for the diff-of-diff on
+ * both sides of zero. The counter is CLOCK_MONOTONIC's, so a tick is a ns. */
+static void test_histogram_coarse_edges(void **state)
+{
+        static const int64_t gaps[] = {7, 100, 1000, 1100, 5000, 40000, 123456789};
+        static const int64_t dds[] = {-123456, -1000, -7, 0, 7, 1100, 70000};
+        Fixture *f = *state;
+        uint64_t now = now_ns(CLOCK_MONOTONIC);
+        const uint64_t s = 1000000000ULL;
+        json_t *reply;
+
+        if (now < (EDGE_INTERVALS + 10) * s) {
+                skip(); /* the intervals must lie in the last hour, after the boot */
+        }
+        assert_int_equal(tickconv_to_ns(manager_tickconv(f->m), 123456789), 123456789);
+        for (unsigned i = 0; i < EDGE_INTERVALS; i++) {
+                ProbeSlot *slot = malloc(sizeof(*slot));
+
+                assert_non_null(slot);
+                probe_slot_clear(slot);
+                for (size_t k = 0; k < ELEMENTSOF(gaps); k++) {
+                        stats_add(&slot->gap, (uint64_t)gaps[k]);
+                        histogram_add(&slot->gap_hist, (uint64_t)gaps[k]);
+                        signed_stats_add(&slot->dd, dds[k]);
+                        signed_histogram_add(&slot->dd_hist, dds[k]);
+                }
+                assert_int_equal(history_add_interval(f->m->history, 0,
+                                                      now - (EDGE_INTERVALS + 5 - i) * s, s, slot,
+                                                      false, NULL),
+                                 0);
+                free(slot);
+        }
+        reply = api_histogram(f->m, 0, "1h", "gap");
+        assert_non_null(reply);
+        assert_coarse_buckets(reply, gaps, ELEMENTSOF(gaps));
+        json_decref(reply);
+        reply = api_histogram(f->m, 0, "1h", "diffdiff");
+        assert_non_null(reply);
+        assert_coarse_buckets(reply, dds, ELEMENTSOF(dds));
+        json_decref(reply);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -312,6 +409,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_checkpoint_fifo, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_checkpoint_other_version, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_checkpoint_version1, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_histogram_coarse_edges, setup, teardown),
         };
 
         drop_realtime();

@@ -147,7 +147,7 @@ int report_buckets_from_histogram(const Histogram *h, const TickConv *conv, Repo
         if (!c.b) {
                 return -ENOMEM;
         }
-        histogram_foreach(h, collect, &c);
+        histogram_foreach(h, HIST_SUB_BITS, collect, &c);
         *ret = c.b;
         return (int)report_buckets_join(c.b, c.n);
 }

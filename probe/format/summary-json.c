@@ -69,24 +69,24 @@ static int add_signed_bucket(int64_t lower, int64_t upper, uint64_t count, void 
                                                     "count", (json_int_t)count));
 }
 
-json_t *histogram_to_json(const Histogram *h, const TickConv *conv)
+json_t *histogram_to_json(const Histogram *h, const TickConv *conv, unsigned sub_bits)
 {
         json_t *arr = json_array();
         void *ctx[2] = {arr, (void *)conv};
 
-        if (arr && histogram_foreach(h, add_bucket, ctx) != 0) {
+        if (arr && histogram_foreach(h, sub_bits, add_bucket, ctx) != 0) {
                 json_decref(arr);
                 return NULL;
         }
         return arr;
 }
 
-json_t *signed_histogram_to_json(const SignedHistogram *h, const TickConv *conv)
+json_t *signed_histogram_to_json(const SignedHistogram *h, const TickConv *conv, unsigned sub_bits)
 {
         json_t *arr = json_array();
         void *ctx[2] = {arr, (void *)conv};
 
-        if (arr && signed_histogram_foreach(h, add_signed_bucket, ctx) != 0) {
+        if (arr && signed_histogram_foreach(h, sub_bits, add_signed_bucket, ctx) != 0) {
                 json_decref(arr);
                 return NULL;
         }

@@ -16,9 +16,12 @@
  * "per_second"}, "lost_ns", "cpu_available_pct"} */
 json_t *slot_summary_to_json(const SlotSummary *s);
 
-/* [{"lower_ns", "upper_ns", "count"}] for every non-empty bucket, in ns. */
-json_t *histogram_to_json(const Histogram *h, const TickConv *conv);
-json_t *signed_histogram_to_json(const SignedHistogram *h, const TickConv *conv);
+/* [{"lower_ns", "upper_ns", "count"}] for every non-empty bucket, in ns, at resolution
+ * @sub_bits (histogram_foreach()): HIST_SUB_BITS for the probe's, a history window's
+ * hist_sub_bits for its histograms, whose coarse buckets' counts went into the highest fine
+ * bucket of each. */
+json_t *histogram_to_json(const Histogram *h, const TickConv *conv, unsigned sub_bits);
+json_t *signed_histogram_to_json(const SignedHistogram *h, const TickConv *conv, unsigned sub_bits);
 
 /* {"cpu", "state", "samples", "max_gap_ns", "p99_ns", "interruptions", "lost_ns",
  * "cpu_available_pct"}: one CPU's interval as Monitor sends it (IntervalCpu), from its
