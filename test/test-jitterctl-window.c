@@ -165,6 +165,10 @@ static void test_period_within_band(void **state)
                          5000);
         assert_int_equal(json_integer_value(json_object_get(json_array_get(s, 2), "events")), 60);
         assert_int_equal(json_integer_value(json_object_get(json_array_get(s, 2), "from_ns")), 0);
+        /* The short band holds no more of the window than the list of all bands: not searched
+         * again; the thefts' band holds all of it. */
+        assert_true(json_is_false(json_object_get(json_array_get(s, 1), "searched")));
+        assert_true(json_is_true(json_object_get(json_array_get(s, 2), "searched")));
         json_decref(entry);
         json_decref(w);
 }

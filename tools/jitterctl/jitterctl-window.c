@@ -296,13 +296,15 @@ static int by_events(const void *a, const void *b)
 /* The periods of the interruptions of @w: searched among the newest of all bands together and
  * within each duration band (a periodic theft beside a flood of shorter interruptions is a few
  * of the newest of all, and all of its own band), most interruptions first; into @ret_searched
- * what each search covered: from when its list holds every interruption of the window, to the
- * window's end, how many it had and what its band dropped. NULL for a bad list. */
+ * what each list covered: from when it holds every interruption of the window, to the window's
+ * end, how many it had, what its band dropped and whether it was searched. NULL for a bad
+ * list. */
 static json_t *periods_json(json_t *w, unsigned online_cpus, json_t **ret_searched)
 {
         json_t *arr = json_array(), *searched = json_array(), *band, *sorted;
         _cleanup_free_ uint64_t *starts = NULL;
         _cleanup_free_ json_t **items = NULL;
+        json_int_t all_from;
         size_t n, i;
 
         if (!arr || !searched ||
@@ -314,22 +316,30 @@ static json_t *periods_json(json_t *w, unsigned online_cpus, json_t **ret_search
                               json_pack("{ss sO? sO? sI}", "bands", "all", "from_ns",
                                         json_object_get(w, "events_complete_from_ns"), "to_ns",
                                         json_object_get(w, "to_ns"), "events", (json_int_t)n));
+        /* A band is searched on its own only where it holds more of the window than the list
+         * of all bands, which holds every interruption of every band from its own start on: a
+         * search of less of the same would find nothing new, and each one costs as much again. */
+        all_from = json_integer_value(json_object_get(w, "events_complete_from_ns"));
         json_array_foreach(json_object_get(w, "event_bands"), i, band)
         {
+                bool own = json_integer_value(json_object_get(band, "complete_from_ns")) < all_from;
+
                 free(starts);
                 starts = NULL;
                 if (decode_starts(json_object_get(band, "starts_ns"), &starts, &n) < 0) {
                         goto fail;
                 }
-                search_periods(starts, n, online_cpus, band, arr);
+                if (own) {
+                        search_periods(starts, n, online_cpus, band, arr);
+                }
                 json_array_append_new(
                         searched,
-                        json_pack("{sO? sO? sO? sO? sI sO?}", "min_duration_ns",
+                        json_pack("{sO? sO? sO? sO? sI sO? sb}", "min_duration_ns",
                                   json_object_get(band, "min_duration_ns"), "max_duration_ns",
                                   json_object_get(band, "max_duration_ns"), "from_ns",
                                   json_object_get(band, "complete_from_ns"), "to_ns",
                                   json_object_get(w, "to_ns"), "events", (json_int_t)n, "dropped",
-                                  json_object_get(band, "dropped")));
+                                  json_object_get(band, "dropped"), "searched", own));
         }
         n = json_array_size(arr);
         items = calloc(n ? n : 1, sizeof(*items));
