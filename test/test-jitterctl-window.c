@@ -86,6 +86,24 @@ static void test_fit_and_periods(void **state)
         json_decref(w);
 }
 
+/* What each list of test_period_within_band covered: all bands from the flood's start, each band
+ * its own; the short band, which holds no more of the window than the list of all bands, not
+ * searched again, the thefts' band, which holds all of it, searched. */
+static void check_searched(json_t *s, long long flood_from)
+{
+        assert_int_equal(json_array_size(s), 3);
+        assert_string_equal(json_string_value(json_object_get(json_array_get(s, 0), "bands")),
+                            "all");
+        assert_int_equal(json_integer_value(json_object_get(json_array_get(s, 0), "from_ns")),
+                         flood_from);
+        assert_int_equal(json_integer_value(json_object_get(json_array_get(s, 1), "dropped")),
+                         5000);
+        assert_int_equal(json_integer_value(json_object_get(json_array_get(s, 2), "events")), 60);
+        assert_int_equal(json_integer_value(json_object_get(json_array_get(s, 2), "from_ns")), 0);
+        assert_true(json_is_false(json_object_get(json_array_get(s, 1), "searched")));
+        assert_true(json_is_true(json_object_get(json_array_get(s, 2), "searched")));
+}
+
 /* A theft every 100 ms, 40 of them from 1 s on, beside a flood of a wake-up every 200 us whose
  * newest 10 000 (the last 2 s) are all that the list of all bands holds: the list of all bands
  * has the flood and the last 20 thefts, the band from 100 us all 40 thefts and 20 others at
@@ -94,7 +112,7 @@ static void test_fit_and_periods(void **state)
 static void test_period_within_band(void **state)
 {
         json_t *w = window_reply(), *mixed = json_array(), *theft_band = json_array();
-        json_t *short_band = json_array(), *bands, *entry = json_object(), *p, *s;
+        json_t *short_band = json_array(), *bands, *entry = json_object(), *p;
         long long prev = 0, t, flood_from = 3000000000LL + 100000;
         size_t i, found = 0;
         json_int_t events = 0;
@@ -154,21 +172,7 @@ static void test_period_within_band(void **state)
         }
         assert_int_equal(found, 1);
         assert_true(events >= 38);
-        /* What each search covered: all bands from the flood's start, each band its own. */
-        s = json_object_get(entry, "periods_searched");
-        assert_int_equal(json_array_size(s), 3);
-        assert_string_equal(json_string_value(json_object_get(json_array_get(s, 0), "bands")),
-                            "all");
-        assert_int_equal(json_integer_value(json_object_get(json_array_get(s, 0), "from_ns")),
-                         flood_from);
-        assert_int_equal(json_integer_value(json_object_get(json_array_get(s, 1), "dropped")),
-                         5000);
-        assert_int_equal(json_integer_value(json_object_get(json_array_get(s, 2), "events")), 60);
-        assert_int_equal(json_integer_value(json_object_get(json_array_get(s, 2), "from_ns")), 0);
-        /* The short band holds no more of the window than the list of all bands: not searched
-         * again; the thefts' band holds all of it. */
-        assert_true(json_is_false(json_object_get(json_array_get(s, 1), "searched")));
-        assert_true(json_is_true(json_object_get(json_array_get(s, 2), "searched")));
+        check_searched(json_object_get(entry, "periods_searched"), flood_from);
         json_decref(entry);
         json_decref(w);
 }
