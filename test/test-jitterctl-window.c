@@ -82,6 +82,13 @@ static void test_fit_and_periods(void **state)
                 found |= llabs(ns - PERIOD_NS) <= PERIOD_NS / 1000;
         }
         assert_true(found);
+        /* What the fit worked on: the 100 intervals, none left out. */
+        assert_int_equal(json_integer_value(json_object_get(
+                                 json_object_get(entry, "causes_searched"), "intervals")),
+                         INTERVALS);
+        assert_int_equal(json_integer_value(json_object_get(
+                                 json_object_get(entry, "causes_searched"), "intervals_dropped")),
+                         0);
         json_decref(entry);
         json_decref(w);
 }

@@ -394,6 +394,14 @@ int window_analyses_add(json_t *window, unsigned online_cpus, json_t *entry)
         json_object_set_new(entry, "causes", causes);
         json_object_set_new(entry, "periods", periods);
         json_object_set_new(entry, "periods_searched", searched);
+        /* What the fit worked on: the window's intervals that GetWindow sent, and those it left
+         * out (the oldest, beyond its bound) or the fit leaves out (stalled ones). */
+        json_object_set_new(
+                entry, "causes_searched",
+                json_pack("{sI sO? sO?}", "intervals",
+                          (json_int_t)json_array_size(json_object_get(window, "counts")),
+                          "intervals_dropped", json_object_get(window, "intervals_dropped"),
+                          "intervals_stalled", json_object_get(window, "intervals_stalled")));
         if (res) {
                 json_object_set_new(entry, "background",
                                     json_pack("{sf sf so}", "ns_per_second",
