@@ -244,36 +244,14 @@ jq -e '.cpus[0] | .stalls > 0 or all(.causes[] | select(has("cost_ns"));
          or (.explains - $e | if . < 0 then -. else . end) <= 0.005 + 0.02 * $e))' \
     --argjson lost "$(jq '.cpus[0].lost_ns' "$T/stats.json")" "$T/stats.json" > /dev/null \
     || fail "explains is not cost x count / time lost"
-# Ground truth: the thefts took what the thief recorded; the fit must put at least half of it on
-# what they moved (each woke the thief with a timer interrupt and preempted the probe), and on
-# the sources the fit cannot tell from those (its groups: the scheduler's softirqs that a
-# wake-up raises move with them, and the fit knows only their sum). A fit that charges the time
-# to the wrong sources, or spreads it over all of them, puts less.
-stolen_ns=$(awk '{ s += $2 - $1 } END { printf "%.0f\n", s }' "$T/thefts")
-# With it, the fit's own standard error of those groups' time (summed in quadrature): a fit that
-# put less than half fails when it is short of half by more than three of it; within that, the
-# intervals scatter too much on this host (the host stops the vCPU for milliseconds at times)
-# for the fit to be held to half, and it is a named skipped part, not a pass. (An error the fit
-# does not know, null, is taken as larger than anything.) "FOUND_NS SE_NS SOURCES...".
-read -r found_ns se_ns found_in < <(jq -r '.cpus[0] as $c
-    | [$c.causes[] | select(.source == "irq:LOC" or .source == "ctxsw:involuntary") | .group]
-    | unique as $g
-    | [$c.causes[] | select(.group as $x | $g | index($x))] as $in
-    | ([$in[] | (.cost_ns // 0) * .count] | add // 0 | floor) as $found
-    | ([$c.causes[] | select(.source as $s | $g | index($s))
-        | if .group_explains_stderr == null then 1e18 else .group_explains_stderr * $c.lost_ns end]
-       | map(. * .) | add // 0 | sqrt | if . > 1e15 then 1e15 else . end | floor) as $se
-    | "\($found) \($se) \([$in[] | .source] | join(" "))"' "$T/stats.json")
-if (( found_ns < stolen_ns / 2 )); then
-    (( stolen_ns / 2 - found_ns <= 3 * se_ns )) \
-        || fail "the fit puts only $found_ns ns (+- $se_ns ns) on LOC and preemptions and what" \
-            "moves with them ($found_in), the thefts took $stolen_ns ns"
-    skip_part "the fit's share of the thefts" "it put $found_ns ns on them of $stolen_ns ns," \
-        "and says it knows that only to +- $se_ns ns (one standard error)"
-fi
-pass "over $intervals intervals every cause has a cost and a share;" \
-     "$((found_ns / 1000000)) ms put on the thefts' LOC and preemptions and what moves with" \
-     "them ($found_in; $((stolen_ns / 1000000)) ms stolen; the fit's error $((se_ns / 1000000)) ms)"
+# Whether the fit puts the thefts' time where it belongs is e2e-explain's to check: it makes the
+# conditions a precise fit needs (110 thefts over 80 intervals, at random, on a shielded CPU 1),
+# compares the fit with the trace's exact shares, fails where the fit does not know the thief's
+# share to a bound fixed beforehand (its verdict must be "agree"), and takes a window spoilt by
+# other work again, three at most. This window (35 intervals of thefts among the host's noise)
+# is too small for that: here the fit is checked for its form (above).
+pass "over $intervals intervals every cause has a cost and a share, and explains is cost x" \
+     "count / time lost"
 
 jctl stats --cpu 1 --window all > "$T/stats.txt" || fail "jitterctl stats failed"
 cat "$T/stats.txt"
