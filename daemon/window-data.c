@@ -204,16 +204,35 @@ static json_t *starts_json(const HistoryEvent *ev, size_t n)
         return starts;
 }
 
-/* The bands' part into @o: per duration band its edges, what it dropped since start or the
- * last reset, and the starts of its newest events since the window's start (at most
- * WINDOW_DATA_BAND_EVENTS_MAX), with from when the band holds every one of its events: a
- * search within one band (a periodic theft beside a flood of short interruptions) covers the
- * span its band kept, not only the newest events of all bands. */
-static int add_bands(Manager *m, int cpu, const HistoryWindow *w, json_t *o)
+/* From when a list of @n starts @ev (of at most @max, the newest) holds every interruption of
+ * @nb bands since @from_ns: a band that forgot events holds every one from its oldest on, and
+ * a list cut at @max leaves out those older than its first. */
+static uint64_t complete_from(uint64_t from_ns, const HistoryBand *bands, size_t nb,
+                              const HistoryEvent *ev, size_t n, size_t max)
+{
+        for (size_t b = 0; b < nb; b++) {
+                if ((bands[b].dropped > 0 || bands[b].dropped_before_unknown) &&
+                    bands[b].oldest_ns > from_ns) {
+                        from_ns = bands[b].oldest_ns;
+                }
+        }
+        if (n == max && n > 0 && ev[0].start_ns > from_ns) {
+                from_ns = ev[0].start_ns;
+        }
+        return from_ns;
+}
+
+/* The bands' part into @o from @bands (NULL: the history has none for @cpu): per duration band
+ * its edges, what it dropped since start or the last reset, and the starts of its newest
+ * events since the window's start (at most WINDOW_DATA_BAND_EVENTS_MAX), with from when the
+ * band holds every one of its events: a search within one band (a periodic theft beside a
+ * flood of short interruptions) covers the span its band kept, not only the newest events of
+ * all bands. */
+static int add_bands(Manager *m, int cpu, const HistoryWindow *w, const HistoryBand *bands,
+                     json_t *o)
 {
         size_t max = manager_config(m)->history_events_per_cpu;
         _cleanup_free_ HistoryEvent *ev = NULL;
-        HistoryBand bands[HISTORY_BANDS];
         json_t *arr = json_array();
 
         if (max > WINDOW_DATA_BAND_EVENTS_MAX) {
@@ -223,21 +242,10 @@ static int add_bands(Manager *m, int cpu, const HistoryWindow *w, json_t *o)
         if (!ev || !arr || json_object_set_new(o, "event_bands", arr) < 0) {
                 return -ENOMEM;
         }
-        if (history_event_bands(manager_history(m), cpu, bands) < 0) {
-                return 0;
-        }
-        for (unsigned b = 0; b < HISTORY_BANDS; b++) {
+        for (unsigned b = 0; bands && b < HISTORY_BANDS; b++) {
                 size_t n = history_band_events(manager_history(m), cpu, b, w->from_ns, ev, max);
-                uint64_t complete_from = w->from_ns;
                 json_t *band;
 
-                if ((bands[b].dropped > 0 || bands[b].dropped_before_unknown) &&
-                    bands[b].oldest_ns > complete_from) {
-                        complete_from = bands[b].oldest_ns;
-                }
-                if (n == max && n > 0 && ev[0].start_ns > complete_from) {
-                        complete_from = ev[0].start_ns;
-                }
                 band = json_pack("{sI so sI sb sI so}", "min_duration_ns",
                                  (json_int_t)bands[b].min_duration_ns, "max_duration_ns",
                                  bands[b].max_duration_ns == UINT64_MAX
@@ -245,7 +253,8 @@ static int add_bands(Manager *m, int cpu, const HistoryWindow *w, json_t *o)
                                          : json_integer((json_int_t)bands[b].max_duration_ns),
                                  "dropped", (json_int_t)bands[b].dropped, "dropped_before_unknown",
                                  bands[b].dropped_before_unknown, "complete_from_ns",
-                                 (json_int_t)complete_from, "starts_ns", starts_json(ev, n));
+                                 (json_int_t)complete_from(w->from_ns, &bands[b], 1, ev, n, max),
+                                 "starts_ns", starts_json(ev, n));
                 if (!band || json_array_append_new(arr, band) < 0) {
                         return -ENOMEM;
                 }
@@ -255,13 +264,12 @@ static int add_bands(Manager *m, int cpu, const HistoryWindow *w, json_t *o)
 
 /* The events' part into @o: the starts of the newest interruptions since the window's start
  * (events_per_cpu of them, at most WINDOW_DATA_MIXED_EVENTS_MAX), delta-encoded, and from when
- * the history holds every one of them. */
-static int add_events(Manager *m, int cpu, const HistoryWindow *w, json_t *o)
+ * the history holds every one of them (@bands as add_bands() has them). */
+static int add_events(Manager *m, int cpu, const HistoryWindow *w, const HistoryBand *bands,
+                      json_t *o)
 {
         size_t max = manager_config(m)->history_events_per_cpu;
         _cleanup_free_ HistoryEvent *ev = NULL;
-        HistoryBand bands[HISTORY_BANDS];
-        uint64_t complete_from = w->from_ns;
         json_t *starts;
         cpu_set_t one;
         size_t n;
@@ -280,22 +288,11 @@ static int add_events(Manager *m, int cpu, const HistoryWindow *w, json_t *o)
         if (!starts) {
                 return -ENOMEM;
         }
-        /* A band that forgot events holds every one from its oldest on; the events the reply
-         * left out of max are older than its first. */
-        if (history_event_bands(manager_history(m), cpu, bands) == 0) {
-                for (size_t b = 0; b < HISTORY_BANDS; b++) {
-                        if ((bands[b].dropped > 0 || bands[b].dropped_before_unknown) &&
-                            bands[b].oldest_ns > complete_from) {
-                                complete_from = bands[b].oldest_ns;
-                        }
-                }
-        }
-        if (n == max && n > 0 && ev[0].start_ns > complete_from) {
-                complete_from = ev[0].start_ns;
-        }
         if (json_object_set_new(o, "event_starts_ns", starts) < 0 ||
             json_object_set_new(o, "events_complete_from_ns",
-                                json_integer((json_int_t)complete_from)) < 0) {
+                                json_integer((json_int_t)complete_from(w->from_ns, bands,
+                                                                       bands ? HISTORY_BANDS : 0,
+                                                                       ev, n, max))) < 0) {
                 return -ENOMEM;
         }
         return 0;
@@ -305,6 +302,8 @@ json_t *window_data_to_json(Manager *m, int cpu, const char *window, uint64_t fr
                             uint64_t to_ns, bool all)
 {
         _cleanup_free_ HistoryWindow *w = malloc(sizeof(*w));
+        HistoryBand bands[HISTORY_BANDS];
+        const HistoryBand *have = NULL;
         json_t *o;
 
         if (!w) {
@@ -316,8 +315,11 @@ json_t *window_data_to_json(Manager *m, int cpu, const char *window, uint64_t fr
         o = json_pack("{sI ss sI sI sI sI}", "cpu", (json_int_t)cpu, "window", window, "from_ns",
                       (json_int_t)w->from_ns, "to_ns", (json_int_t)w->to_ns, "duration_ns",
                       (json_int_t)w->duration_ns, "interruptions", (json_int_t)w->slot.events);
-        if (!o || add_intervals(m, cpu, w, o) < 0 || add_events(m, cpu, w, o) < 0 ||
-            add_bands(m, cpu, w, o) < 0) {
+        if (history_event_bands(manager_history(m), cpu, bands) == 0) {
+                have = bands;
+        }
+        if (!o || add_intervals(m, cpu, w, o) < 0 || add_events(m, cpu, w, have, o) < 0 ||
+            add_bands(m, cpu, w, have, o) < 0) {
                 json_decref(o);
                 return NULL;
         }
