@@ -101,6 +101,32 @@ int api_window(const char *window, uint64_t *ret_from_ns, uint64_t *ret_to_ns, b
         return -EINVAL;
 }
 
+/* Fills @w with the window @window (a name api_window() knows) of @cpu: the running sum the
+ * history keeps current at each harvest for that standard window (a copy, whatever the
+ * window's length), while the CPU's newest interval ended within the last two intervals. A CPU
+ * whose probe has stopped recording has no current sum (its windows would end in the past), and
+ * gets the intervals within the window up to now, merged; so does one that has none yet. A CPU
+ * the history has never seen gets an empty window. */
+static void read_window(Manager *m, int cpu, const char *window, HistoryWindow *w)
+{
+        History *h = manager_history(m);
+        uint64_t from, to, now = now_ns(CLOCK_MONOTONIC);
+        uint64_t fresh_ns = 2 * manager_config(m)->history_interval_ns;
+        HistorySpan span;
+        bool all;
+
+        if (history_span_from_name(window, &span) == 0 && history_window(h, cpu, span, w) == 0 &&
+            (span == HISTORY_SPAN_ALL || w->to_ns + fresh_ns >= now)) {
+                return;
+        }
+        if (api_window(window, &from, &to, &all) < 0 ||
+            history_query(h, cpu, from, to, all, w) < 0) {
+                memset(w, 0, sizeof(*w));
+                probe_slot_clear(&w->slot);
+                w->hist_sub_bits = HIST_SUB_BITS;
+        }
+}
+
 static bool find_probe(const Manager *m, json_int_t cpu)
 {
         for (size_t i = 0; i < manager_n_probes(m); i++) {
@@ -250,10 +276,7 @@ static json_t *stats_array(Manager *m, const cpu_set_t *cpus, const char *window
                 if (!CPU_ISSET(cpu, cpus)) {
                         continue;
                 }
-                if (history_query(manager_history(m), cpu, from, to, all, w) < 0) {
-                        memset(w, 0, sizeof(*w));
-                        probe_slot_clear(&w->slot);
-                }
+                read_window(m, cpu, window, w);
                 json_array_append_new(arr, api_cpu_stats(m, cpu, window, w));
         }
         free(w);
@@ -368,11 +391,7 @@ json_t *api_histogram(Manager *m, int cpu, const char *window, const char *kind)
         if (!w) {
                 return NULL;
         }
-        if (history_query(manager_history(m), (int)cpu, from, to, all, w) < 0) {
-                memset(w, 0, sizeof(*w));
-                probe_slot_clear(&w->slot);
-                w->hist_sub_bits = HIST_SUB_BITS;
-        }
+        read_window(m, cpu, window, w);
         if (strcmp(kind, "gap") == 0) {
                 buckets =
                         histogram_to_json(&w->slot.gap_hist, manager_tickconv(m), w->hist_sub_bits);
@@ -435,6 +454,42 @@ static int method_get_histogram(VarlinkCallCtx *call, json_t *params, void *user
         return varlink_call_reply(call, reply);
 }
 
+/* Appends @real_ns as realtime_format_iso8601() writes it, in quotes, without strftime() and
+ * snprintf(): GetEvents writes a thousand. */
+static void json_text_realtime(JsonText *t, uint64_t real_ns)
+{
+        time_t sec = (time_t)(real_ns / 1000000000ULL);
+        uint64_t frac = real_ns % 1000000000ULL;
+        char s[40];
+        struct tm tm;
+        int year;
+
+        gmtime_r(&sec, &tm);
+        year = tm.tm_year + 1900;
+        if (year < 0 || year > 9999) {
+                json_text_string(t, realtime_format_iso8601(s, sizeof(s), real_ns));
+                return;
+        }
+        memcpy(s, "\"0000-00-00T00:00:00.000000000Z\"", 33);
+        for (int k = 4; k >= 1; k--, year /= 10) {
+                s[k] = (char)('0' + year % 10);
+        }
+        s[6] = (char)('0' + (tm.tm_mon + 1) / 10);
+        s[7] = (char)('0' + (tm.tm_mon + 1) % 10);
+        s[9] = (char)('0' + tm.tm_mday / 10);
+        s[10] = (char)('0' + tm.tm_mday % 10);
+        s[12] = (char)('0' + tm.tm_hour / 10);
+        s[13] = (char)('0' + tm.tm_hour % 10);
+        s[15] = (char)('0' + tm.tm_min / 10);
+        s[16] = (char)('0' + tm.tm_min % 10);
+        s[18] = (char)('0' + tm.tm_sec / 10);
+        s[19] = (char)('0' + tm.tm_sec % 10);
+        for (int k = 29; k >= 21; k--, frac /= 10) {
+                s[k] = (char)('0' + frac % 10);
+        }
+        json_text_rawn(t, s, 32);
+}
+
 /* Parses an optional duration parameter; answers the call on error. */
 static int get_duration(VarlinkCallCtx *call, json_t *params, const char *name, uint64_t def,
                         uint64_t *ret)
@@ -468,11 +523,13 @@ static int method_get_events(VarlinkCallCtx *call, json_t *params, void *userdat
         Api *a = userdata;
         Manager *m = a->manager;
         uint64_t since = 0, min = 0, now = now_ns(CLOCK_MONOTONIC);
+        JsonText t = {0};
         json_int_t limit;
         cpu_set_t cpus;
         HistoryEvent *ev;
-        json_t *arr;
-        size_t n;
+        size_t n, len;
+        char *text;
+        int r;
 
         if (varlink_call_check_params(call, params, fields, 4) < 0 ||
             get_cpus(m, call, params, &cpus) < 0 ||
@@ -485,34 +542,32 @@ static int method_get_events(VarlinkCallCtx *call, json_t *params, void *userdat
                 return varlink_call_error_invalid_parameter(call, "limit");
         }
         ev = calloc((size_t)limit, sizeof(*ev));
-        arr = json_array();
-        if (!ev || !arr) {
-                free(ev);
-                json_decref(arr);
+        if (!ev) {
                 return -ENOMEM;
         }
         n = history_events(manager_history(m), &cpus, since && since < now ? now - since : 0, min,
                            ev, (size_t)limit);
+        /* Written as text: a tree of jansson objects for a thousand events cost ten times
+         * more than the events. */
+        json_text_raw(&t, "{\"events\":[");
         for (size_t i = 0; i < n; i++) {
-                char when[64];
-                json_t *o;
-
-                realtime_format_iso8601(when, sizeof(when), ev[i].start_real_ns);
-                o = json_pack("{si sI ss sI}", "cpu", ev[i].cpu, "start_ns",
-                              (json_int_t)ev[i].start_ns, "realtime", when, "duration_ns",
-                              (json_int_t)ev[i].duration_ns);
-                if (!o || manager_trace_event_to_json(m, &ev[i], o) < 0) {
-                        json_decref(o);
-                        o = NULL;
-                }
-                if (json_array_append_new(arr, o) < 0) {
-                        free(ev);
-                        json_decref(arr);
-                        return -ENOMEM;
-                }
+                json_text_raw(&t, i ? ",{\"cpu\":" : "{\"cpu\":");
+                json_text_i64(&t, ev[i].cpu);
+                json_text_raw(&t, ",\"start_ns\":");
+                json_text_u64(&t, ev[i].start_ns);
+                json_text_raw(&t, ",\"realtime\":");
+                json_text_realtime(&t, ev[i].start_real_ns);
+                json_text_raw(&t, ",\"duration_ns\":");
+                json_text_u64(&t, ev[i].duration_ns);
+                manager_trace_event_to_text(m, &ev[i], &t);
+                json_text_raw(&t, "}");
         }
+        json_text_raw(&t, "]}");
         free(ev);
-        return varlink_call_reply(call, json_pack("{so}", "events", arr));
+        text = json_text_take(&t, &len);
+        r = varlink_call_reply_text(call, text, len);
+        free(text);
+        return r;
 }
 
 static int method_get_captures(VarlinkCallCtx *call, json_t *params, void *userdata)
@@ -647,8 +702,7 @@ static void add_probe_reason(const ProbeInfo *p, json_t *o)
 
 /* GetStatus' entry for probe @i, with its CPU's isolation as @iso has it (none: left out); @w
  * is scratch. NULL when out of memory. */
-static json_t *probe_status(Manager *m, size_t i, const Isolation *iso, HistoryWindow *w,
-                            uint64_t now)
+static json_t *probe_status(Manager *m, size_t i, const Isolation *iso, HistoryWindow *w)
 {
         ProbeInfo pi, *p = &pi;
         const IsolationSet *set;
@@ -656,9 +710,8 @@ static json_t *probe_status(Manager *m, size_t i, const Isolation *iso, HistoryW
         json_t *o;
 
         manager_probe_info(m, i, p);
-        if (history_query(manager_history(m), p->cpu, now - 60ULL * 1000000000ULL, now, false, w) ==
-                    0 &&
-            w->slot.gap.count > 0) {
+        read_window(m, p->cpu, "1m", w);
+        if (w->slot.gap.count > 0) {
                 worst = tickconv_to_ns(manager_tickconv(m), w->slot.gap.max);
         }
         o = json_pack("{si ss ss si sI sI sI}", "cpu", p->cpu, "state", p->state, "policy",
@@ -695,7 +748,7 @@ json_t *api_status(Manager *m, const Isolation *iso)
                 return NULL;
         }
         for (size_t i = 0; i < manager_n_probes(m); i++) {
-                json_array_append_new(probes, probe_status(m, i, iso, w, now));
+                json_array_append_new(probes, probe_status(m, i, iso, w));
         }
         free(w);
         cfg = json_pack(

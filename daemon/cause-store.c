@@ -206,16 +206,11 @@ int cause_store_add(CauseStore *s, int cpu, uint64_t start_ns, const CauseList *
         return 0;
 }
 
-const StoredCauses *cause_store_find(const CauseStore *s, int cpu, uint64_t start_ns)
+/* The index (from the oldest) of the first entry of @c that began at or after @start_ns. */
+static uint32_t lower_bound(const CpuCauses *c, uint64_t start_ns)
 {
-        const CpuCauses *c;
-        uint32_t lo = 0, hi;
+        uint32_t lo = 0, hi = c->n;
 
-        if (cpu < 0 || cpu >= CPU_SETSIZE) {
-                return NULL;
-        }
-        c = &s->cpus[cpu];
-        hi = c->n;
         while (lo < hi) {
                 uint32_t mid = lo + (hi - lo) / 2;
 
@@ -225,7 +220,41 @@ const StoredCauses *cause_store_find(const CauseStore *s, int cpu, uint64_t star
                         hi = mid;
                 }
         }
-        return lo < c->n && entry(c, lo)->start_ns == start_ns ? entry(c, lo) : NULL;
+        return lo;
+}
+
+const StoredCauses *cause_store_find(const CauseStore *s, int cpu, uint64_t start_ns)
+{
+        uint32_t pos = UINT32_MAX;
+
+        return cause_store_find_next(s, cpu, start_ns, &pos);
+}
+
+const StoredCauses *cause_store_find_next(const CauseStore *s, int cpu, uint64_t start_ns,
+                                          uint32_t *pos)
+{
+        const CpuCauses *c;
+        uint32_t i;
+
+        if (cpu < 0 || cpu >= CPU_SETSIZE) {
+                return NULL;
+        }
+        c = &s->cpus[cpu];
+        /* Walk on from the previous find while the starts come in order; search otherwise. A
+         * walk over a window's interruptions costs one step per entry in all, where a search
+         * per interruption missed the cache at each of its steps. */
+        i = *pos <= c->n && (*pos == 0 || entry(c, *pos - 1)->start_ns < start_ns)
+                    ? *pos
+                    : lower_bound(c, start_ns);
+        while (i < c->n && entry(c, i)->start_ns < start_ns) {
+                i++;
+        }
+        if (i < c->n && entry(c, i)->start_ns == start_ns) {
+                *pos = i + 1;
+                return entry(c, i);
+        }
+        *pos = i;
+        return NULL;
 }
 
 void cause_store_reset(CauseStore *s, int cpu)

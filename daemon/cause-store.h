@@ -61,6 +61,12 @@ int cause_store_add(CauseStore *s, int cpu, uint64_t start_ns, const CauseList *
 /* The causes of the interruption of @cpu that began at @start_ns, or NULL. */
 const StoredCauses *cause_store_find(const CauseStore *s, int cpu, uint64_t start_ns);
 
+/* As cause_store_find(), for interruptions of @cpu asked for in time order: *@pos (UINT32_MAX
+ * at the first call) says where the previous find ended, and the store is walked on from there
+ * rather than searched again. A start before the previous one's is searched for. */
+const StoredCauses *cause_store_find_next(const CauseStore *s, int cpu, uint64_t start_ns,
+                                          uint32_t *pos);
+
 /* The parts of cause_store_totals(): the CauseKinds' own time, then these. */
 enum {
         CAUSE_TOTAL_OVERHEAD = CAUSE_KIND_MAX,

@@ -313,34 +313,36 @@ json_t *manager_trace_status(Manager *m)
         return o;
 }
 
-int manager_trace_event_to_json(Manager *m, const HistoryEvent *ev, json_t *o)
+void manager_trace_event_to_text(Manager *m, const HistoryEvent *ev, JsonText *t)
 {
         const StoredCauses *c =
                 m->cause_store ? cause_store_find(m->cause_store, ev->cpu, ev->start_ns) : NULL;
-        json_t *arr;
 
         if (!c) {
-                return 0;
+                return;
         }
-        arr = json_array();
-        if (!arr) {
-                return -ENOMEM;
-        }
+        json_text_raw(t, ",\"causes\":[");
         for (size_t i = 0; i < c->n; i++) {
-                json_array_append_new(
-                        arr, json_pack("{ss ss sI sI}", "kind", cause_kind_name(c->causes[i].kind),
-                                       "name", c->causes[i].name, "ns", (json_int_t)c->causes[i].ns,
-                                       "overhead_ns", (json_int_t)c->causes[i].overhead_ns));
+                json_text_raw(t, i ? ",{\"kind\":" : "{\"kind\":");
+                json_text_string(t, cause_kind_name(c->causes[i].kind));
+                json_text_raw(t, ",\"name\":");
+                json_text_string(t, c->causes[i].name);
+                json_text_raw(t, ",\"ns\":");
+                json_text_u64(t, c->causes[i].ns);
+                json_text_raw(t, ",\"overhead_ns\":");
+                json_text_u64(t, c->causes[i].overhead_ns);
+                json_text_raw(t, "}");
         }
-        if (json_object_set_new(o, "causes", arr) < 0 ||
-            json_object_set_new(o, "unexplained_ns", json_integer(c->unexplained_ns)) < 0 ||
-            json_object_set_new(o, "other_ns", json_integer(c->other_ns)) < 0 ||
-            json_object_set_new(o, "trace_lost", json_boolean(c->flags & CAUSES_LOST)) < 0 ||
-            json_object_set_new(o, "overhead_ns", json_integer(c->overhead_ns)) < 0 ||
-            json_object_set_new(o, "no_record_ns", json_integer(c->no_record_ns)) < 0) {
-                return -ENOMEM;
-        }
-        return 0;
+        json_text_raw(t, "],\"unexplained_ns\":");
+        json_text_u64(t, c->unexplained_ns);
+        json_text_raw(t, ",\"other_ns\":");
+        json_text_u64(t, c->other_ns);
+        json_text_raw(t, ",\"trace_lost\":");
+        json_text_bool(t, c->flags & CAUSES_LOST);
+        json_text_raw(t, ",\"overhead_ns\":");
+        json_text_u64(t, c->overhead_ns);
+        json_text_raw(t, ",\"no_record_ns\":");
+        json_text_u64(t, c->no_record_ns);
 }
 
 /* The causes of a window summed by (kind, name); at most this many distinct ones are followed,
@@ -481,6 +483,7 @@ json_t *manager_trace_window_causes(Manager *m, int cpu, const char *window, uin
         HistoryEvent *ev = calloc(max ? max : 1, sizeof(*ev));
         json_t *arr = json_array(), *woken = json_object(), *o = NULL;
         WindowAccount acc = {0};
+        uint32_t pos = UINT32_MAX;
         cpu_set_t set;
 
         if (!causes || !ev || !arr || !woken) {
@@ -490,9 +493,9 @@ json_t *manager_trace_window_causes(Manager *m, int cpu, const char *window, uin
         CPU_SET(cpu, &set);
         n = history_events(m->history, &set, since_ns, 0, ev, max);
         for (size_t i = 0; i < n; i++) {
-                const StoredCauses *c =
-                        m->cause_store ? cause_store_find(m->cause_store, cpu, ev[i].start_ns)
-                                       : NULL;
+                const StoredCauses *c = m->cause_store ? cause_store_find_next(m->cause_store, cpu,
+                                                                               ev[i].start_ns, &pos)
+                                                       : NULL;
 
                 events_ns += ev[i].duration_ns;
                 if (!c || account_add(&acc, c, ev[i].duration_ns)) {

@@ -17,6 +17,7 @@
 #include "config.h"
 #include "counter.h"
 #include "history.h"
+#include "json-text.h"
 #include "probe.h"
 #include "varlink-server.h"
 
@@ -139,9 +140,10 @@ const char *manager_trace_state(const Manager *m);
 /* GetStatus' "trace" object: state ("off", "recording", "unavailable"), reason, clock... */
 json_t *manager_trace_status(Manager *m);
 
-/* Adds the causes of @ev to its GetEvents object @o ("causes", "unexplained_ns", "other_ns",
- * "trace_lost") when they are known. Returns 0 or -ENOMEM. */
-int manager_trace_event_to_json(Manager *m, const HistoryEvent *ev, json_t *o);
+/* Adds the causes of @ev to its GetEvents object being written in @t (",\"causes\":[...]",
+ * "unexplained_ns", "other_ns", "trace_lost", "overhead_ns", "no_record_ns") when they are
+ * known; nothing otherwise. */
+void manager_trace_event_to_text(Manager *m, const HistoryEvent *ev, JsonText *t);
 
 /* GetCauses' entry for @cpu: the stored causes of its interruptions that began at or after
  * @since_ns, summed by (kind, name), longest first, with the interruptions' count and time,

@@ -1,4 +1,5 @@
-/* Unit tests of the store of per-interruption causes: lookup by start, conversion to ns (the
+/* Unit tests of the store of per-interruption causes: lookup by start (one at a time, and
+ * walking on in time order), conversion to ns (the
  * parts of an interruption adding up to its ns), the bound per CPU, order, reset, the totals
  * by part; the host readings (steal, SMI) over windows, fine and coarse. */
 
@@ -80,6 +81,45 @@ static void test_add_find(void **state)
         assert_null(cause_store_find(s, 3, 5500));
         assert_null(cause_store_find(s, 2, 5000));
         assert_null(cause_store_find(s, -1, 5000));
+        cause_store_free(s);
+}
+
+/* cause_store_find_next() over starts asked in order, as a window's interruptions are: the
+ * stored starts are found with their own causes, the others (between, before, after them) are
+ * not; asking out of order still finds; the ring wrapped (the oldest forgotten) changes
+ * nothing. */
+static void test_find_next(void **state)
+{
+        CauseStore *s;
+        uint32_t pos = UINT32_MAX;
+
+        (void)state;
+        tickconv_init(&conv, 1000000000ULL);
+        assert_int_equal(cause_store_new(100, &s), 0);
+        /* Stored: 10, 20, ..., 1500 with i causes for start 10 * i (mod 7); the newest 100 kept,
+         * 510 to 1500. */
+        for (uint64_t i = 1; i <= 150; i++) {
+                CauseList l = list_of(i % 7, 0);
+
+                assert_int_equal(cause_store_add(s, 2, i * 10, &l, &conv), 0);
+        }
+        /* Every start from 0 to 1600 in steps of 5, in order. */
+        for (uint64_t t = 0; t <= 1600; t += 5) {
+                const StoredCauses *e = cause_store_find_next(s, 2, t, &pos);
+                bool stored = t % 10 == 0 && t >= 510 && t <= 1500;
+
+                assert_int_equal(e != NULL, stored);
+                if (e) {
+                        assert_int_equal(e->start_ns, t);
+                        assert_int_equal(e->n, (t / 10) % 7);
+                }
+        }
+        /* Back in time, then on again. */
+        assert_null(cause_store_find_next(s, 2, 500, &pos));
+        assert_int_equal(cause_store_find_next(s, 2, 520, &pos)->start_ns, 520);
+        assert_int_equal(cause_store_find_next(s, 2, 1490, &pos)->start_ns, 1490);
+        assert_int_equal(cause_store_find_next(s, 2, 600, &pos)->start_ns, 600);
+        assert_null(cause_store_find_next(s, 3, 600, &pos));
         cause_store_free(s);
 }
 
@@ -267,9 +307,13 @@ static void test_host(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_add_find),  cmocka_unit_test(test_bound_and_reset),
-                cmocka_unit_test(test_saturates), cmocka_unit_test(test_parts_add_up),
-                cmocka_unit_test(test_totals),    cmocka_unit_test(test_host),
+                cmocka_unit_test(test_add_find),
+                cmocka_unit_test(test_find_next),
+                cmocka_unit_test(test_bound_and_reset),
+                cmocka_unit_test(test_saturates),
+                cmocka_unit_test(test_parts_add_up),
+                cmocka_unit_test(test_totals),
+                cmocka_unit_test(test_host),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -319,23 +319,13 @@ static void conn_flush(Connection *c)
 
 /* Queues @msg (stolen) behind any unsent output and writes what the socket takes. A client
  * whose unsent output would exceed the limit is dropped rather than buffered without bound. */
-static int conn_enqueue(Connection *c, json_t *msg)
+/* Queues the message @text of @len bytes (its NUL terminator included), which it takes over,
+ * writing at once what the socket takes. */
+static int conn_enqueue_text(Connection *c, char *text, size_t len)
 {
         size_t max = c->server->limits.max_output_bytes;
-        size_t len, off = 0, rest, queued = c->out_end - c->out_start;
-        char *text;
-        int r;
+        size_t off = 0, rest, queued = c->out_end - c->out_start;
 
-        if (!msg) {
-                conn_fail(c);
-                return -ENOMEM;
-        }
-        r = varlink_message_serialize(msg, &text, &len);
-        json_decref(msg);
-        if (r < 0) {
-                conn_fail(c);
-                return r;
-        }
         /* Nothing queued: write straight from the message and keep only what is left. */
         while (queued == 0 && off < len) {
                 ssize_t n = send(c->fd, text + off, len - off, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -393,6 +383,25 @@ static int conn_enqueue(Connection *c, json_t *msg)
         free(text);
         conn_update(c);
         return 0;
+}
+
+static int conn_enqueue(Connection *c, json_t *msg)
+{
+        size_t len;
+        char *text;
+        int r;
+
+        if (!msg) {
+                conn_fail(c);
+                return -ENOMEM;
+        }
+        r = varlink_message_serialize(msg, &text, &len);
+        json_decref(msg);
+        if (r < 0) {
+                conn_fail(c);
+                return r;
+        }
+        return conn_enqueue_text(c, text, len);
 }
 
 /* Answers a message that is not a valid call, then closes once that answer is written. */
@@ -1305,13 +1314,16 @@ static void call_account_answer(VarlinkCallCtx *call)
         call->stats->duration_counts[k]++;
 }
 
-static int call_send(VarlinkCallCtx *call, json_t *msg, bool final)
+/* Sends @msg, or the message @text of @len bytes (NUL included) when @msg is NULL; takes over
+ * either. Neither: out of memory. */
+static int call_send_any(VarlinkCallCtx *call, json_t *msg, char *text, size_t len, bool final)
 {
         Connection *c = call->conn;
         int r = 0;
 
         if (call->finished) {
                 json_decref(msg);
+                free(text);
                 return -EALREADY;
         }
         if (call->timed) {
@@ -1319,15 +1331,17 @@ static int call_send(VarlinkCallCtx *call, json_t *msg, bool final)
         }
         if (!c || c->dead) {
                 json_decref(msg);
+                free(text);
                 r = -ECONNRESET;
-        } else if (!msg) {
+        } else if (!msg && !text) {
                 /* Leaving the client waiting for an answer we cannot build helps nobody. */
                 conn_fail(c);
                 return -ENOMEM;
         } else if (call->call.oneway) {
                 json_decref(msg);
+                free(text);
         } else {
-                r = conn_enqueue(c, msg);
+                r = msg ? conn_enqueue(c, msg) : conn_enqueue_text(c, text, len);
         }
         if (final) {
                 /* Finished even when the client is gone: whoever replied is done with the call
@@ -1344,6 +1358,25 @@ static int call_send(VarlinkCallCtx *call, json_t *msg, bool final)
                 }
         }
         return r;
+}
+
+static int call_send(VarlinkCallCtx *call, json_t *msg, bool final)
+{
+        return call_send_any(call, msg, NULL, 0, final);
+}
+
+int varlink_call_reply_text(VarlinkCallCtx *call, const char *params, size_t len)
+{
+        static const char head[] = "{\"parameters\":", tail[] = "}";
+        size_t n = sizeof(head) - 1 + len + sizeof(tail);
+        char *text = params && memchr(params, '\0', len) == NULL ? malloc(n) : NULL;
+
+        if (text) {
+                memcpy(text, head, sizeof(head) - 1);
+                memcpy(text + sizeof(head) - 1, params, len);
+                memcpy(text + sizeof(head) - 1 + len, tail, sizeof(tail));
+        }
+        return call_send_any(call, NULL, text, text ? n : 0, true);
 }
 
 int varlink_call_reply(VarlinkCallCtx *call, json_t *params)

@@ -1,11 +1,14 @@
-/* jitter-bench-soak: a client that keeps a daemon busy the way a dashboard and an operator
- * would, for tools/bench --soak. One thread calls GetStats (window 1m), GetEvents (the last
- * minute, at most 1000) and GetStatus (what `jitterctl status` and dashboards call) on one
- * connection, @RATE times per second; another opens a connection, calls Monitor, takes one
- * reply and hangs up, over and over. A failed call is counted, said on stderr, and the loop
- * goes on (on a new connection when the old one broke). Every minute it prints a line, and at
- * the end "GETSTATS_CALLS P50_US P99_US MAX_US GETEVENTS_CALLS P50_US P99_US GETSTATUS_CALLS
- * P50_US P99_US MONITOR_REPLIES ERRORS"; it exits 1 when there were errors, after that line.
+/* jitter-bench-soak: a client that keeps a daemon busy the way dashboards and an operator
+ * would, for tools/bench --soak. On one connection, @RATE times per second: GetStats (window 1m),
+ * GetEvents (the last minute, at most 1000), GetStatus and GetCauses (window 1m); and once a
+ * second GetStats (window 24h) and GetStats (window all). Each call is timed at the socket: from
+ * its first byte written to the last byte of its reply read, the parsing of the reply (done
+ * afterwards, to see whether it was an error) left out. Another thread opens a connection,
+ * calls Monitor, takes one reply and hangs up, over and over. A failed call (a Busy refusal
+ * included) is counted, said on stderr, and the loop goes on (on a new connection when the old
+ * one broke). Every minute it prints a line; at the end one line per method, "= METHOD CALLS
+ * P50_US P99_US P99.9_US MAX_US", then "= Monitor REPLIES" and "= errors ERRORS"; it exits 1
+ * when there were errors, after those lines.
  *   jitter-bench-soak SOCKET SECONDS [RATE] */
 #include <errno.h>
 #include <inttypes.h>
@@ -15,9 +18,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bench-clock.h"
+#include "sockaddr-un.h"
 #include "util.h"
 #include "varlink-client.h"
 
@@ -107,24 +114,113 @@ static double lat_pct(Lat *l, double p)
         return (double)l->v[i < l->n ? i : l->n - 1] / 1e3;
 }
 
-/* One call on *@c, timed; a failed one is counted as an error, and a connection that broke is
- * closed (the next round opens another). */
-static void timed_call(VarlinkClient **c, const char *method, json_t *params, Lat *lat)
-{
-        json_t *reply = NULL;
-        char *err = NULL;
-        uint64_t t0 = now_ns(CLOCK_MONOTONIC);
-        int r = varlink_client_call(*c, method, params, &reply, &err);
+/* The connection the timed calls use: raw, so that the time taken is the daemon's, from the
+ * first byte of the call written to the last byte of the reply read, without the parsing of
+ * the reply (done afterwards, untimed, to see whether it was an error). */
+typedef struct Conn {
+        int fd;
+        char *buf;
+        size_t cap;
+} Conn;
 
-        if (r < 0 || err) {
-                count_error(method, err ? err : strerror(-r));
-                if (r < 0) {
-                        *c = varlink_client_free(*c);
+static int conn_open(Conn *c)
+{
+        struct sockaddr_un sa;
+        socklen_t len;
+        int r = sockaddr_un_set(&sa, socket_path, &len);
+
+        if (r < 0) {
+                return r;
+        }
+        c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (c->fd < 0) {
+                return -errno;
+        }
+        if (connect(c->fd, (struct sockaddr *)&sa, len) < 0) {
+                r = -errno;
+                close(c->fd);
+                c->fd = -1;
+                return r;
+        }
+        return 0;
+}
+
+static void conn_close(Conn *c)
+{
+        if (c->fd >= 0) {
+                close(c->fd);
+        }
+        c->fd = -1;
+}
+
+/* Sends @msg (its NUL included) and reads the reply up to its NUL into c->buf; the time from
+ * the write to the NUL read in @ret_ns. Returns the reply's length, or a negative errno. */
+static ssize_t conn_call(Conn *c, const char *msg, size_t len, uint64_t *ret_ns)
+{
+        uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+        size_t off = 0, have = 0;
+
+        while (off < len) {
+                ssize_t n = send(c->fd, msg + off, len - off, MSG_NOSIGNAL);
+
+                if (n < 0 && errno == EINTR) {
+                        continue;
                 }
-        } else if (lat_add(lat, now_ns(CLOCK_MONOTONIC) - t0) < 0) {
+                if (n < 0) {
+                        return -errno;
+                }
+                off += (size_t)n;
+        }
+        for (;;) {
+                ssize_t n;
+
+                if (have == c->cap) {
+                        size_t cap = c->cap ? c->cap * 2 : 65536;
+                        char *p = realloc(c->buf, cap);
+
+                        if (!p) {
+                                return -ENOMEM;
+                        }
+                        c->buf = p;
+                        c->cap = cap;
+                }
+                n = recv(c->fd, c->buf + have, c->cap - have, 0);
+                if (n < 0 && errno == EINTR) {
+                        continue;
+                }
+                if (n <= 0) {
+                        return n < 0 ? -errno : -ECONNRESET;
+                }
+                /* One call at a time: the reply's NUL is the last byte read. */
+                have += (size_t)n;
+                if (c->buf[have - 1] == '\0') {
+                        *ret_ns = now_ns(CLOCK_MONOTONIC) - t0;
+                        return (ssize_t)have - 1;
+                }
+        }
+}
+
+/* One call on @c, timed; a failed one (an error reply included) is counted as an error, and a
+ * connection that broke is closed (the next round opens another). */
+static void timed_call(Conn *c, const char *msg, size_t len, const char *method, Lat *lat)
+{
+        uint64_t ns = 0;
+        ssize_t n = conn_call(c, msg, len, &ns);
+        json_t *reply, *error;
+
+        if (n < 0) {
+                count_error(method, strerror((int)-n));
+                conn_close(c);
+                return;
+        }
+        reply = json_loadb(c->buf, (size_t)n, 0, NULL);
+        error = json_object_get(reply, "error");
+        if (!reply || error) {
+                count_error(method, json_is_string(error) ? json_string_value(error)
+                                                          : "a reply that is not JSON");
+        } else if (lat_add(lat, ns) < 0) {
                 count_error(method, "no memory to keep its latency");
         }
-        free(err);
         json_decref(reply);
 }
 
@@ -133,14 +229,84 @@ static void lat_sort(Lat *l)
         qsort(l->v, l->n, sizeof(*l->v), cmp_u64);
 }
 
+/* The calls of the client: the method, its parameters (a JSON text, or NULL), and whether it is
+ * one of those made once a second rather than at RATE. */
+typedef struct SoakCall {
+        const char *name; /* as printed */
+        const char *method;
+        const char *params;
+        bool each_second;
+        char *msg; /* the call as sent, its NUL included */
+        size_t msg_len;
+        Lat lat;
+} SoakCall;
+
+static SoakCall calls[] = {
+        {.name = "GetStats(1m)",
+         .method = "io.jitterd.GetStats",
+         .params = "{\"window\": \"1m\", \"without_analyses\": true}"},
+        {.name = "GetEvents(1m,1000)",
+         .method = "io.jitterd.GetEvents",
+         .params = "{\"since\": \"1m\", \"limit\": 1000}"},
+        {.name = "GetStatus", .method = "io.jitterd.GetStatus"},
+        {.name = "GetCauses(1m)",
+         .method = "io.jitterd.GetCauses",
+         .params = "{\"window\": \"1m\"}"},
+        {.name = "GetStats(24h)",
+         .method = "io.jitterd.GetStats",
+         .params = "{\"window\": \"24h\", \"without_analyses\": true}",
+         .each_second = true},
+        {.name = "GetStats(all)",
+         .method = "io.jitterd.GetStats",
+         .params = "{\"window\": \"all\", \"without_analyses\": true}",
+         .each_second = true},
+};
+
+/* Writes the message of each call. Returns 0, or -1 after saying what is wrong. */
+static int prepare_calls(void)
+{
+        for (size_t i = 0; i < ELEMENTSOF(calls); i++) {
+                json_t *call = json_pack("{ss}", "method", calls[i].method);
+
+                if (calls[i].params) {
+                        json_object_set_new(call, "parameters",
+                                            json_loads(calls[i].params, 0, NULL));
+                }
+                calls[i].msg = json_dumps(call, JSON_COMPACT);
+                json_decref(call);
+                if (!calls[i].msg) {
+                        fprintf(stderr, "jitter-bench-soak: bad parameters %s\n", calls[i].params);
+                        return -1;
+                }
+                calls[i].msg_len = strlen(calls[i].msg) + 1;
+        }
+        return 0;
+}
+
+/* The last lines: each call's latencies, the Monitor replies, the errors. */
+static void print_summary(void)
+{
+        for (size_t i = 0; i < ELEMENTSOF(calls); i++) {
+                Lat *l = &calls[i].lat;
+
+                lat_sort(l);
+                printf("= %s %zu %.1f %.1f %.1f %.1f\n", calls[i].name, l->n, lat_pct(l, 0.5),
+                       lat_pct(l, 0.99), lat_pct(l, 0.999),
+                       l->n ? (double)l->v[l->n - 1] / 1e3 : 0.0);
+                free(calls[i].msg);
+                free(l->v);
+        }
+        printf("= Monitor %lu\n= errors %lu\n", atomic_load(&monitor_replies),
+               atomic_load(&errors));
+}
+
 int main(int argc, char **argv)
 {
-        Lat stats = {0}, events = {0}, status = {0};
-        json_t *stats_params, *events_params;
-        uint64_t start, end, next, period_ns, next_report;
-        VarlinkClient *c = NULL;
+        uint64_t start, end, next, period_ns, next_report, next_second;
+        Conn c = {.fd = -1};
         pthread_t monitor;
         long seconds, rate = 20;
+        size_t i;
 
         if (argc < 3 || (seconds = atol(argv[2])) <= 0 ||
             (argc > 3 && (rate = atol(argv[3])) <= 0)) {
@@ -148,39 +314,39 @@ int main(int argc, char **argv)
                 return 2;
         }
         socket_path = argv[1];
-        stats_params = json_pack("{ss sb}", "window", "1m", "without_analyses", true);
-        events_params = json_pack("{ss si}", "since", "1m", "limit", 1000);
-        if (!stats_params || !events_params ||
-            pthread_create(&monitor, NULL, monitor_loop, NULL) != 0) {
+        if (prepare_calls() < 0) {
+                return 1;
+        }
+        if (pthread_create(&monitor, NULL, monitor_loop, NULL) != 0) {
                 fprintf(stderr, "jitter-bench-soak: cannot start the Monitor thread\n");
                 return 1;
         }
         period_ns = 1000000000ULL / (uint64_t)rate;
-        start = next = now_ns(CLOCK_MONOTONIC);
+        start = next = next_second = now_ns(CLOCK_MONOTONIC);
         end = start + (uint64_t)seconds * 1000000000ULL;
         next_report = start + 60000000000ULL;
         while (now_ns(CLOCK_MONOTONIC) < end) {
+                bool second = false;
                 uint64_t t;
                 int r;
 
-                if (!c && (r = varlink_client_connect(socket_path, &c)) < 0) {
+                if (c.fd < 0 && (r = conn_open(&c)) < 0) {
                         count_error("connecting", strerror(-r));
-                        c = NULL;
                 }
-                if (c) {
-                        timed_call(&c, "io.jitterd.GetStats", stats_params, &stats);
+                if (now_ns(CLOCK_MONOTONIC) >= next_second) {
+                        second = true;
+                        next_second += 1000000000ULL;
                 }
-                if (c) {
-                        timed_call(&c, "io.jitterd.GetEvents", events_params, &events);
-                }
-                if (c) {
-                        timed_call(&c, "io.jitterd.GetStatus", NULL, &status);
+                for (i = 0; i < ELEMENTSOF(calls); i++) {
+                        if (c.fd >= 0 && (!calls[i].each_second || second)) {
+                                timed_call(&c, calls[i].msg, calls[i].msg_len, calls[i].method,
+                                           &calls[i].lat);
+                        }
                 }
                 t = now_ns(CLOCK_MONOTONIC);
                 if (t >= next_report) {
-                        printf("  %3.0f min: %zu GetStats, %zu GetEvents, %zu GetStatus, %lu "
-                               "Monitor replies, %lu errors\n",
-                               (double)(t - start) / 60e9, stats.n, events.n, status.n,
+                        printf("  %3.0f min: %zu rounds, %lu Monitor replies, %lu errors\n",
+                               (double)(t - start) / 60e9, calls[0].lat.n,
                                atomic_load(&monitor_replies), atomic_load(&errors));
                         fflush(stdout);
                         next_report += 60000000000ULL;
@@ -195,19 +361,8 @@ int main(int argc, char **argv)
         atomic_store(&done, true);
         /* The Monitor thread ends with its next reply, within an interval or its timeout. */
         pthread_join(monitor, NULL);
-        lat_sort(&stats);
-        lat_sort(&events);
-        lat_sort(&status);
-        printf("%zu %.1f %.1f %.1f %zu %.1f %.1f %zu %.1f %.1f %lu %lu\n", stats.n,
-               lat_pct(&stats, 0.5), lat_pct(&stats, 0.99),
-               stats.n ? (double)stats.v[stats.n - 1] / 1e3 : 0.0, events.n, lat_pct(&events, 0.5),
-               lat_pct(&events, 0.99), status.n, lat_pct(&status, 0.5), lat_pct(&status, 0.99),
-               atomic_load(&monitor_replies), atomic_load(&errors));
-        json_decref(stats_params);
-        json_decref(events_params);
-        free(stats.v);
-        free(events.v);
-        free(status.v);
-        varlink_client_free(c);
+        print_summary();
+        conn_close(&c);
+        free(c.buf);
         return atomic_load(&errors) ? 1 : 0;
 }

@@ -1,0 +1,39 @@
+#pragma once
+
+/* JSON written straight into a growing buffer, for the large replies (GetEvents) that a tree of
+ * jansson objects made ten times more costly than the data they carry. Compact, as
+ * json_dumps(JSON_COMPACT) writes it: no blanks. Strings are escaped as JSON requires; a byte
+ * that is not part of valid UTF-8 is written as U+FFFD, so the text is always valid JSON.
+ *
+ * A failed allocation is remembered: every later call does nothing and json_text_take()
+ * returns NULL. The caller places the commas itself (json_text_raw(t, ",")). Never logs. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct JsonText {
+        char *buf;
+        size_t len, cap;
+        bool failed;
+} JsonText;
+
+/* Appends @s as it is (no escaping): punctuation, or JSON written elsewhere. */
+void json_text_raw(JsonText *t, const char *s);
+void json_text_rawn(JsonText *t, const char *s, size_t n);
+
+/* Appends "@key": (the key escaped). */
+void json_text_key(JsonText *t, const char *key);
+
+/* Appends a value. */
+void json_text_string(JsonText *t, const char *s);
+void json_text_u64(JsonText *t, uint64_t v);
+void json_text_i64(JsonText *t, int64_t v);
+void json_text_bool(JsonText *t, bool v);
+
+/* The text written (NUL-terminated) and its length in @ret_len; the caller frees it and @t is
+ * empty again. NULL when an allocation failed (@t is emptied too). */
+char *json_text_take(JsonText *t, size_t *ret_len);
+
+/* Frees what @t holds. */
+void json_text_done(JsonText *t);
