@@ -106,7 +106,9 @@ int api_window(const char *window, uint64_t *ret_from_ns, uint64_t *ret_to_ns, b
  * window's length), while the CPU's newest interval ended within the last two intervals. A CPU
  * whose probe has stopped recording has no current sum (its windows would end in the past), and
  * gets the intervals within the window up to now, merged; so does one that has none yet. A CPU
- * the history has never seen gets an empty window. */
+ * the history has never seen gets an empty window. GetWindow and GetTimeline, which list the
+ * intervals, take those within the span up to now: their first may differ from these windows'
+ * by an interval (a coarse period for 1h and 24h). */
 static void read_window(Manager *m, int cpu, const char *window, HistoryWindow *w)
 {
         History *h = manager_history(m);
@@ -452,42 +454,6 @@ static int method_get_histogram(VarlinkCallCtx *call, json_t *params, void *user
                 return -ENOMEM;
         }
         return varlink_call_reply(call, reply);
-}
-
-/* Appends @real_ns as realtime_format_iso8601() writes it, in quotes, without strftime() and
- * snprintf(): GetEvents writes a thousand. */
-static void json_text_realtime(JsonText *t, uint64_t real_ns)
-{
-        time_t sec = (time_t)(real_ns / 1000000000ULL);
-        uint64_t frac = real_ns % 1000000000ULL;
-        char s[40];
-        struct tm tm;
-        int year;
-
-        gmtime_r(&sec, &tm);
-        year = tm.tm_year + 1900;
-        if (year < 0 || year > 9999) {
-                json_text_string(t, realtime_format_iso8601(s, sizeof(s), real_ns));
-                return;
-        }
-        memcpy(s, "\"0000-00-00T00:00:00.000000000Z\"", 33);
-        for (int k = 4; k >= 1; k--, year /= 10) {
-                s[k] = (char)('0' + year % 10);
-        }
-        s[6] = (char)('0' + (tm.tm_mon + 1) / 10);
-        s[7] = (char)('0' + (tm.tm_mon + 1) % 10);
-        s[9] = (char)('0' + tm.tm_mday / 10);
-        s[10] = (char)('0' + tm.tm_mday % 10);
-        s[12] = (char)('0' + tm.tm_hour / 10);
-        s[13] = (char)('0' + tm.tm_hour % 10);
-        s[15] = (char)('0' + tm.tm_min / 10);
-        s[16] = (char)('0' + tm.tm_min % 10);
-        s[18] = (char)('0' + tm.tm_sec / 10);
-        s[19] = (char)('0' + tm.tm_sec % 10);
-        for (int k = 29; k >= 21; k--, frac /= 10) {
-                s[k] = (char)('0' + frac % 10);
-        }
-        json_text_rawn(t, s, 32);
 }
 
 /* Parses an optional duration parameter; answers the call on error. */

@@ -4,6 +4,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include "duration.h"
 
 /* Makes room for @n more bytes and a NUL; false after a failed allocation. */
 static bool reserve(JsonText *t, size_t n)
@@ -14,15 +17,15 @@ static bool reserve(JsonText *t, size_t n)
         if (t->failed) {
                 return false;
         }
+        if (n > SIZE_MAX / 2 - t->len) {
+                t->failed = true;
+                return false;
+        }
         if (t->len + n + 1 <= t->cap) {
                 return true;
         }
         cap = t->cap ? t->cap : 4096;
         while (cap < t->len + n + 1) {
-                if (cap > SIZE_MAX / 2) {
-                        t->failed = true;
-                        return false;
-                }
                 cap *= 2;
         }
         p = realloc(t->buf, cap);
@@ -108,9 +111,15 @@ static const char *short_escape(unsigned char c)
 
 void json_text_string(JsonText *t, const char *s)
 {
-        static const char hex[] = "0123456789abcdef";
+        static const char hex[] = "0123456789ABCDEF";
         const unsigned char *p = (const unsigned char *)s;
-        size_t n = strlen(s);
+        size_t n;
+
+        if (!s) {
+                json_text_raw(t, "null");
+                return;
+        }
+        n = strlen(s);
 
         /* At most 6 bytes written per byte read (\u00XX), and the quotes. */
         if (!reserve(t, 6 * n + 2)) {
@@ -125,7 +134,7 @@ void json_text_string(JsonText *t, const char *s)
                         t->buf[t->len++] = '\\';
                         t->buf[t->len++] = (char)c;
                         i++;
-                } else if (c < 0x20 || c == 0x7f) {
+                } else if (c < 0x20) {
                         const char *e = short_escape(c);
 
                         if (e) {
@@ -186,6 +195,40 @@ void json_text_i64(JsonText *t, int64_t v)
         } else {
                 json_text_u64(t, (uint64_t)v);
         }
+}
+
+void json_text_realtime(JsonText *t, uint64_t real_ns)
+{
+        time_t sec = (time_t)(real_ns / 1000000000ULL);
+        uint64_t frac = real_ns % 1000000000ULL;
+        char s[40];
+        struct tm tm;
+        int year;
+
+        gmtime_r(&sec, &tm);
+        year = tm.tm_year + 1900;
+        if (year < 0 || year > 9999) {
+                json_text_string(t, realtime_format_iso8601(s, sizeof(s), real_ns));
+                return;
+        }
+        memcpy(s, "\"0000-00-00T00:00:00.000000000Z\"", 33);
+        for (int k = 4; k >= 1; k--, year /= 10) {
+                s[k] = (char)('0' + year % 10);
+        }
+        s[6] = (char)('0' + (tm.tm_mon + 1) / 10);
+        s[7] = (char)('0' + (tm.tm_mon + 1) % 10);
+        s[9] = (char)('0' + tm.tm_mday / 10);
+        s[10] = (char)('0' + tm.tm_mday % 10);
+        s[12] = (char)('0' + tm.tm_hour / 10);
+        s[13] = (char)('0' + tm.tm_hour % 10);
+        s[15] = (char)('0' + tm.tm_min / 10);
+        s[16] = (char)('0' + tm.tm_min % 10);
+        s[18] = (char)('0' + tm.tm_sec / 10);
+        s[19] = (char)('0' + tm.tm_sec % 10);
+        for (int k = 29; k >= 21; k--, frac /= 10) {
+                s[k] = (char)('0' + frac % 10);
+        }
+        json_text_rawn(t, s, 32);
 }
 
 void json_text_bool(JsonText *t, bool v)

@@ -1,9 +1,11 @@
 #pragma once
 
 /* JSON written straight into a growing buffer, for the large replies (GetEvents) that a tree of
- * jansson objects made ten times more costly than the data they carry. Compact, as
- * json_dumps(JSON_COMPACT) writes it: no blanks. Strings are escaped as JSON requires; a byte
- * that is not part of valid UTF-8 is written as U+FFFD, so the text is always valid JSON.
+ * jansson objects made ten times more costly than the data they carry. Written as
+ * json_dumps(JSON_COMPACT) writes the same values: no blanks, '"', '\\' and the control
+ * characters escaped (\n, \t, \r, \b, \f, else \u00XX). Unlike jansson, which refuses a
+ * string that is not valid UTF-8, a byte that is not part of valid UTF-8 is written as U+FFFD,
+ * so the text is always valid JSON, and a NULL string is written as null.
  *
  * A failed allocation is remembered: every later call does nothing and json_text_take()
  * returns NULL. The caller places the commas itself (json_text_raw(t, ",")). Never logs. */
@@ -30,6 +32,11 @@ void json_text_string(JsonText *t, const char *s);
 void json_text_u64(JsonText *t, uint64_t v);
 void json_text_i64(JsonText *t, int64_t v);
 void json_text_bool(JsonText *t, bool v);
+
+/* Appends the CLOCK_REALTIME time @real_ns as a string, as realtime_format_iso8601() writes it
+ * ("2026-12-04T20:13:18.123456789Z"), without its strftime() and snprintf(): GetEvents writes
+ * a thousand. */
+void json_text_realtime(JsonText *t, uint64_t real_ns);
 
 /* The text written (NUL-terminated) and its length in @ret_len; the caller frees it and @t is
  * empty again. NULL when an allocation failed (@t is emptied too). */

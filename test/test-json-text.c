@@ -1,8 +1,9 @@
-/* Unit tests of daemon/json-text.c, against jansson as the reference reader: every string
- * written, whatever its bytes, parses back as JSON to what the test expects (itself for valid
- * UTF-8, U+FFFD in place of each byte that is not); integers at their edges are the decimal
- * text printf gives; a document written piece by piece parses to the object built with
- * jansson; an allocation failure is reported at the end, not as a truncated text. */
+/* Unit tests of daemon/json-text.c, against jansson as the reference reader and writer: every
+ * string written, whatever its bytes, parses back as JSON to what the test expects (itself for
+ * valid UTF-8, U+FFFD in place of each byte that is not), and ASCII is written byte for byte as
+ * jansson writes it; integers at their edges are the decimal text printf gives; times are
+ * realtime_format_iso8601()'s; a document written piece by piece parses to the object built with
+ * jansson; a size that cannot be allocated is reported at the end, not as a truncated text. */
 
 #include <inttypes.h>
 #include <setjmp.h>
@@ -16,6 +17,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "duration.h"
 #include "json-text.h"
 
 /* Parses the text of @t as one JSON value (decoding any, even a bare string) and frees @t's
@@ -69,12 +71,64 @@ static void test_strings(void **state)
         check_string("\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
         check_string("\xf4\x90\x80\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
         check_string("\xff", "\xef\xbf\xbd");
-        /* Every ASCII byte. */
+        /* Every ASCII byte, written byte for byte as jansson writes it. */
         for (int c = 1; c < 128; c++) {
                 all[c - 1] = (char)c;
         }
         all[127] = '\0';
         check_string(all, all);
+        {
+                JsonText t = {0};
+                json_t *j = json_string(all);
+                char *want = json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT), *got;
+                size_t len;
+
+                json_text_string(&t, all);
+                got = json_text_take(&t, &len);
+                assert_string_equal(got, want);
+                free(got);
+                free(want);
+                json_decref(j);
+        }
+        /* NULL is null. */
+        {
+                JsonText t = {0};
+                json_t *v;
+
+                json_text_string(&t, NULL);
+                v = parse(&t);
+                assert_true(json_is_null(v));
+                json_decref(v);
+        }
+}
+
+/* Times written as realtime_format_iso8601() (strftime and snprintf) writes them, in quotes:
+ * the epoch, the ends of a day, a year and a leap day, now, and the last uint64 ns (2554). */
+static void test_realtime(void **state)
+{
+        static const uint64_t ns[] = {
+                0,
+                999999999ULL,
+                86399ULL * 1000000000ULL + 999999999ULL,
+                1704067199ULL * 1000000000ULL + 123456789ULL, /* 2023-12-31T23:59:59 */
+                1709164800ULL * 1000000000ULL + 1ULL,         /* 2024-02-29T00:00:00 */
+                1796415198ULL * 1000000000ULL + 900000000ULL,
+                UINT64_MAX,
+        };
+
+        (void)state;
+        for (size_t k = 0; k < sizeof(ns) / sizeof(*ns); k++) {
+                char want[64], quoted[70], *got;
+                JsonText t = {0};
+                size_t len;
+
+                realtime_format_iso8601(want, sizeof(want), ns[k]);
+                snprintf(quoted, sizeof(quoted), "\"%s\"", want);
+                json_text_realtime(&t, ns[k]);
+                got = json_text_take(&t, &len);
+                assert_string_equal(got, quoted);
+                free(got);
+        }
 }
 
 static void test_integers(void **state)
@@ -155,7 +209,10 @@ static void test_empty_and_failure(void **state)
         free(text);
 
         json_text_raw(&t, "{\"a\":");
-        t.failed = true; /* as reserve() leaves it when realloc() fails */
+        /* More than can ever be allocated: refused before any copy, as a failed realloc()
+         * would be. */
+        json_text_rawn(&t, "x", SIZE_MAX / 2);
+        assert_true(t.failed);
         json_text_u64(&t, 1);
         json_text_raw(&t, "}");
         assert_string_equal(t.buf, "{\"a\":");
@@ -167,9 +224,8 @@ static void test_empty_and_failure(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_strings),
-                cmocka_unit_test(test_integers),
-                cmocka_unit_test(test_document),
+                cmocka_unit_test(test_strings),           cmocka_unit_test(test_integers),
+                cmocka_unit_test(test_realtime),          cmocka_unit_test(test_document),
                 cmocka_unit_test(test_empty_and_failure),
         };
 

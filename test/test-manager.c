@@ -4,7 +4,9 @@
  * "failure" (and "reason"); READY=1 is not sent and the loop ends with status 1 as soon as a
  * probe failed, each CPU's state logged; stopping a failed probe takes no time. Also a FIFO in
  * place of the checkpoint, which must not hold the start, and checkpoints of another version:
- * the previous one migrated, an unknown one refused by name and set aside. The module is
+ * the previous one migrated, an unknown one refused by name and set aside. And the windows
+ * GetStats reads: the running sums while intervals come, the intervals up to now once they
+ * stop. The module is
  * included to reach its static functions; the log is kept in memory (log-capture.h). */
 
 #include "../daemon/manager.c"
@@ -399,6 +401,78 @@ static void test_histogram_coarse_edges(void **state)
         json_decref(reply);
 }
 
+/* Adds to CPU 0 @n intervals of 1 s, the last ending @end_ns, interval i (from 0) holding
+ * i + 1 gaps of 1000 + i ticks. */
+static void add_counted(Manager *m, unsigned n, uint64_t end_ns)
+{
+        ProbeSlot *slot = malloc(sizeof(*slot));
+
+        assert_non_null(slot);
+        for (unsigned i = 0; i < n; i++) {
+                probe_slot_clear(slot);
+                for (unsigned k = 0; k <= i; k++) {
+                        stats_add(&slot->gap, 1000 + i);
+                        histogram_add(&slot->gap_hist, 1000 + i);
+                }
+                assert_int_equal(history_add_interval(m->history, 0,
+                                                      end_ns - (uint64_t)(n - i) * 1000000000ULL,
+                                                      1000000000ULL, slot, false, NULL),
+                                 0);
+        }
+        free(slot);
+}
+
+/* The samples and the max gap GetStats gives for CPU 0 over @window. */
+static void stats_of(Manager *m, const char *window, json_int_t *samples, double *max_ns)
+{
+        cpu_set_t cpus;
+        json_t *arr, *o;
+
+        CPU_ZERO(&cpus);
+        CPU_SET(0, &cpus);
+        arr = api_stats(m, &cpus, window);
+        assert_non_null(arr);
+        o = json_array_get(arr, 0);
+        *samples = json_integer_value(json_object_get(o, "samples"));
+        *max_ns = json_number_value(json_object_get(json_object_get(o, "gap"), "max_ns"));
+        json_decref(arr);
+}
+
+/* GetStats of a CPU whose intervals come up to now reads the running sums: 10s holds the 10
+ * newest intervals, 1m and all every one of the 30 (the test sums what each holds itself).
+ * Once no interval has come for 20 s, a window ends now, not at the last interval: 10s is
+ * empty, 1m still holds all 30, and all keeps them. */
+static void test_windows_current_and_stopped(void **state)
+{
+        Fixture *f = *state;
+        uint64_t now = now_ns(CLOCK_MONOTONIC);
+        json_int_t samples;
+        double max_ns;
+
+        if (now < 60ULL * 1000000000ULL) {
+                skip(); /* the intervals must lie after the boot */
+        }
+        /* Interval i has i + 1 samples: the newest 10 (i = 20..29) have 21 + ... + 30 = 255,
+         * all 30 have 465. */
+        add_counted(f->m, 30, now);
+        stats_of(f->m, "10s", &samples, &max_ns);
+        assert_int_equal(samples, 255);
+        assert_true(max_ns == 1029.0);
+        stats_of(f->m, "1m", &samples, &max_ns);
+        assert_int_equal(samples, 465);
+        stats_of(f->m, "all", &samples, &max_ns);
+        assert_int_equal(samples, 465);
+        history_reset(f->m->history, 0);
+        add_counted(f->m, 30, now - 20ULL * 1000000000ULL);
+        stats_of(f->m, "10s", &samples, &max_ns);
+        assert_int_equal(samples, 0);
+        stats_of(f->m, "1m", &samples, &max_ns);
+        assert_int_equal(samples, 465);
+        assert_true(max_ns == 1029.0);
+        stats_of(f->m, "all", &samples, &max_ns);
+        assert_int_equal(samples, 465);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -410,6 +484,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_checkpoint_other_version, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_checkpoint_version1, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_histogram_coarse_edges, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_windows_current_and_stopped, setup, teardown),
         };
 
         drop_realtime();

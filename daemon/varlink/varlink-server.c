@@ -317,10 +317,9 @@ static void conn_flush(Connection *c)
         }
 }
 
-/* Queues @msg (stolen) behind any unsent output and writes what the socket takes. A client
- * whose unsent output would exceed the limit is dropped rather than buffered without bound. */
-/* Queues the message @text of @len bytes (its NUL terminator included), which it takes over,
- * writing at once what the socket takes. */
+/* Queues the message @text of @len bytes (its NUL terminator included; taken over) behind any
+ * unsent output and writes what the socket takes. A client whose unsent output would exceed
+ * the limit is dropped rather than buffered without bound. */
 static int conn_enqueue_text(Connection *c, char *text, size_t len)
 {
         size_t max = c->server->limits.max_output_bytes;
@@ -385,6 +384,7 @@ static int conn_enqueue_text(Connection *c, char *text, size_t len)
         return 0;
 }
 
+/* conn_enqueue_text() of @msg (stolen), serialized. */
 static int conn_enqueue(Connection *c, json_t *msg)
 {
         size_t len;

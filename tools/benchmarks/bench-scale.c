@@ -220,9 +220,17 @@ typedef struct Latency {
 static Latency time_stats(Scale *s, int cpu, const char *window, unsigned calls)
 {
         uint64_t *ns = calloc(calls, sizeof(*ns));
+        ScaleCost ignored = {0};
         Latency l = {0, 0};
 
         if (!ns) {
+                return l;
+        }
+        /* One more interval, ending now: a daemon harvests every interval, so its windows are
+         * current (read from the running sums); a CPU whose last interval ended more than two
+         * intervals ago has stopped, and its windows are merged interval by interval. */
+        if (scale_run(s, 1, now_ns(CLOCK_MONOTONIC) - NSEC_PER_SEC, &ignored) < 0) {
+                free(ns);
                 return l;
         }
         for (unsigned i = 0; i < calls; i++) {

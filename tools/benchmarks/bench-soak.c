@@ -266,13 +266,16 @@ static SoakCall calls[] = {
 static int prepare_calls(void)
 {
         for (size_t i = 0; i < ELEMENTSOF(calls); i++) {
+                json_t *params = calls[i].params ? json_loads(calls[i].params, 0, NULL) : NULL;
                 json_t *call = json_pack("{ss}", "method", calls[i].method);
 
-                if (calls[i].params) {
-                        json_object_set_new(call, "parameters",
-                                            json_loads(calls[i].params, 0, NULL));
+                if (calls[i].params &&
+                    (!params || json_object_set(call, "parameters", params) < 0)) {
+                        json_decref(call);
+                        call = NULL;
                 }
-                calls[i].msg = json_dumps(call, JSON_COMPACT);
+                json_decref(params);
+                calls[i].msg = call ? json_dumps(call, JSON_COMPACT) : NULL;
                 json_decref(call);
                 if (!calls[i].msg) {
                         fprintf(stderr, "jitter-bench-soak: bad parameters %s\n", calls[i].params);
@@ -306,6 +309,7 @@ int main(int argc, char **argv)
         Conn c = {.fd = -1};
         pthread_t monitor;
         long seconds, rate = 20;
+        size_t rounds;
         size_t i;
 
         if (argc < 3 || (seconds = atol(argv[2])) <= 0 ||
@@ -325,7 +329,7 @@ int main(int argc, char **argv)
         start = next = next_second = now_ns(CLOCK_MONOTONIC);
         end = start + (uint64_t)seconds * 1000000000ULL;
         next_report = start + 60000000000ULL;
-        while (now_ns(CLOCK_MONOTONIC) < end) {
+        for (rounds = 0; now_ns(CLOCK_MONOTONIC) < end; rounds++) {
                 bool second = false;
                 uint64_t t;
                 int r;
@@ -346,7 +350,7 @@ int main(int argc, char **argv)
                 t = now_ns(CLOCK_MONOTONIC);
                 if (t >= next_report) {
                         printf("  %3.0f min: %zu rounds, %lu Monitor replies, %lu errors\n",
-                               (double)(t - start) / 60e9, calls[0].lat.n,
+                               (double)(t - start) / 60e9, rounds + 1,
                                atomic_load(&monitor_replies), atomic_load(&errors));
                         fflush(stdout);
                         next_report += 60000000000ULL;
