@@ -513,8 +513,8 @@ static int method_get_events(VarlinkCallCtx *call, json_t *params, void *userdat
         }
         n = history_events(manager_history(m), &cpus, since && since < now ? now - since : 0, min,
                            ev, (size_t)limit);
-        /* Written as text: a tree of jansson objects for a thousand events cost ten times
-         * more than the events. */
+        /* Written as text: built as a tree of jansson objects, a thousand events cost two
+         * to three times the CPU (1.6 ms against 0.6 ms, the causes included). */
         json_text_raw(&t, "{\"events\":[");
         for (size_t i = 0; i < n; i++) {
                 json_text_raw(&t, i ? ",{\"cpu\":" : "{\"cpu\":");

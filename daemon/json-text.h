@@ -1,7 +1,7 @@
 #pragma once
 
-/* JSON written straight into a growing buffer, for the large replies (GetEvents) that a tree of
- * jansson objects made ten times more costly than the data they carry. Written as
+/* JSON written straight into a growing buffer, for the large replies (GetEvents) that cost two
+ * to three times as much CPU built as a tree of jansson objects. Written as
  * json_dumps(JSON_COMPACT) writes the same values: no blanks, '"', '\\' and the control
  * characters escaped (\n, \t, \r, \b, \f, else \u00XX). Unlike jansson, which refuses a
  * string that is not valid UTF-8, a byte that is not part of valid UTF-8 is written as U+FFFD,
