@@ -6,8 +6,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "duration.h"
-
 /* Makes room for @n more bytes and a NUL; false after a failed allocation. */
 static bool reserve(JsonText *t, size_t n)
 {
@@ -162,12 +160,6 @@ void json_text_string(JsonText *t, const char *s)
         t->buf[t->len] = '\0';
 }
 
-void json_text_key(JsonText *t, const char *key)
-{
-        json_text_string(t, key);
-        json_text_rawn(t, ":", 1);
-}
-
 void json_text_u64(JsonText *t, uint64_t v)
 {
         char d[20];
@@ -197,38 +189,34 @@ void json_text_i64(JsonText *t, int64_t v)
         }
 }
 
+/* Writes @v (0..99) as two digits at @s. */
+static void put2(char *s, int v)
+{
+        s[0] = (char)('0' + v / 10);
+        s[1] = (char)('0' + v % 10);
+}
+
 void json_text_realtime(JsonText *t, uint64_t real_ns)
 {
+        /* A uint64 of ns ends in 2554: four digits of year always do, and gmtime_r() of a
+         * 64-bit time_t cannot fail for it. */
         time_t sec = (time_t)(real_ns / 1000000000ULL);
         uint64_t frac = real_ns % 1000000000ULL;
-        char s[40];
+        char s[] = "\"0000-00-00T00:00:00.000000000Z\"";
         struct tm tm;
-        int year;
 
         gmtime_r(&sec, &tm);
-        year = tm.tm_year + 1900;
-        if (year < 0 || year > 9999) {
-                json_text_string(t, realtime_format_iso8601(s, sizeof(s), real_ns));
-                return;
-        }
-        memcpy(s, "\"0000-00-00T00:00:00.000000000Z\"", 33);
-        for (int k = 4; k >= 1; k--, year /= 10) {
-                s[k] = (char)('0' + year % 10);
-        }
-        s[6] = (char)('0' + (tm.tm_mon + 1) / 10);
-        s[7] = (char)('0' + (tm.tm_mon + 1) % 10);
-        s[9] = (char)('0' + tm.tm_mday / 10);
-        s[10] = (char)('0' + tm.tm_mday % 10);
-        s[12] = (char)('0' + tm.tm_hour / 10);
-        s[13] = (char)('0' + tm.tm_hour % 10);
-        s[15] = (char)('0' + tm.tm_min / 10);
-        s[16] = (char)('0' + tm.tm_min % 10);
-        s[18] = (char)('0' + tm.tm_sec / 10);
-        s[19] = (char)('0' + tm.tm_sec % 10);
+        put2(s + 1, (tm.tm_year + 1900) / 100);
+        put2(s + 3, (tm.tm_year + 1900) % 100);
+        put2(s + 6, tm.tm_mon + 1);
+        put2(s + 9, tm.tm_mday);
+        put2(s + 12, tm.tm_hour);
+        put2(s + 15, tm.tm_min);
+        put2(s + 18, tm.tm_sec);
         for (int k = 29; k >= 21; k--, frac /= 10) {
                 s[k] = (char)('0' + frac % 10);
         }
-        json_text_rawn(t, s, 32);
+        json_text_rawn(t, s, sizeof(s) - 1);
 }
 
 void json_text_bool(JsonText *t, bool v)
@@ -250,10 +238,4 @@ char *json_text_take(JsonText *t, size_t *ret_len)
         }
         *t = (JsonText){0};
         return p;
-}
-
-void json_text_done(JsonText *t)
-{
-        free(t->buf);
-        *t = (JsonText){0};
 }

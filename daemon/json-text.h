@@ -24,9 +24,6 @@ typedef struct JsonText {
 void json_text_raw(JsonText *t, const char *s);
 void json_text_rawn(JsonText *t, const char *s, size_t n);
 
-/* Appends "@key": (the key escaped). */
-void json_text_key(JsonText *t, const char *key);
-
 /* Appends a value. */
 void json_text_string(JsonText *t, const char *s);
 void json_text_u64(JsonText *t, uint64_t v);
@@ -41,6 +38,3 @@ void json_text_realtime(JsonText *t, uint64_t real_ns);
 /* The text written (NUL-terminated) and its length in @ret_len; the caller frees it and @t is
  * empty again. NULL when an allocation failed (@t is emptied too). */
 char *json_text_take(JsonText *t, size_t *ret_len);
-
-/* Frees what @t holds. */
-void json_text_done(JsonText *t);

@@ -177,10 +177,12 @@ static void test_document(void **state)
                 json_array_append_new(want,
                                       json_pack("{si ss sb}", "n", k, "name", name, "odd", k % 2));
                 json_text_raw(&t, k ? ",{" : "{");
-                json_text_key(&t, "n");
+                json_text_string(&t, "n");
+                json_text_raw(&t, ":");
                 json_text_i64(&t, k);
                 json_text_raw(&t, ",");
-                json_text_key(&t, "name");
+                json_text_string(&t, "name");
+                json_text_raw(&t, ":");
                 json_text_string(&t, name);
                 json_text_raw(&t, ",\"odd\":");
                 json_text_bool(&t, k % 2);
