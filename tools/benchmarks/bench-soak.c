@@ -19,12 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
+#include <sys/time.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "bench-clock.h"
-#include "sockaddr-un.h"
 #include "util.h"
 #include "varlink-client.h"
 
@@ -114,31 +112,33 @@ static double lat_pct(Lat *l, double p)
         return (double)l->v[i < l->n ? i : l->n - 1] / 1e3;
 }
 
-/* The connection the timed calls use: raw, so that the time taken is the daemon's, from the
- * first byte of the call written to the last byte of the reply read, without the parsing of
- * the reply (done afterwards, untimed, to see whether it was an error). */
+/* The connection the timed calls use: opened by the Varlink client, then read and written raw
+ * on its socket, so that the time taken is the daemon's, from the first byte of the call
+ * written to the last byte of the reply read, without the parsing of the reply (done
+ * afterwards, untimed, to see whether it was an error). */
 typedef struct Conn {
-        int fd;
+        VarlinkClient *client;
+        int fd; /* the client's socket; -1 when closed */
         char *buf;
         size_t cap;
 } Conn;
 
+/* A reply that has not come in this long is an error, and its connection is closed. */
+#define CALL_TIMEOUT_SEC 10
+
 static int conn_open(Conn *c)
 {
-        struct sockaddr_un sa;
-        socklen_t len;
-        int r = sockaddr_un_set(&sa, socket_path, &len);
+        struct timeval tv = {.tv_sec = CALL_TIMEOUT_SEC};
+        int r = varlink_client_connect(socket_path, &c->client);
 
         if (r < 0) {
                 return r;
         }
-        c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (c->fd < 0) {
-                return -errno;
-        }
-        if (connect(c->fd, (struct sockaddr *)&sa, len) < 0) {
+        c->fd = varlink_client_fd(c->client);
+        if (setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+            setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0) {
                 r = -errno;
-                close(c->fd);
+                c->client = varlink_client_free(c->client);
                 c->fd = -1;
                 return r;
         }
@@ -147,9 +147,7 @@ static int conn_open(Conn *c)
 
 static void conn_close(Conn *c)
 {
-        if (c->fd >= 0) {
-                close(c->fd);
-        }
+        c->client = varlink_client_free(c->client);
         c->fd = -1;
 }
 
