@@ -95,7 +95,8 @@ void manager_trace_start(Manager *m)
                 return;
         }
         if (!m->cause_store) {
-                r = cause_store_new(m->config.history_events_per_cpu, &m->cause_store);
+                r = cause_store_new(m->config.history_events_per_cpu, HISTORY_SPAN_MAX,
+                                    &m->cause_store);
                 if (r < 0) {
                         snprintf(m->trace_reason, sizeof(m->trace_reason), "%s", strerror(-r));
                         log_warning("trace causes are off: %s", m->trace_reason);
@@ -219,19 +220,22 @@ void manager_trace_read(Manager *m)
         }
 }
 
-/* Explains the interruption of @p that began at @start_ticks (@start_ns) and stores its
- * causes for GetEvents. Does nothing when not recording. */
+/* Explains the interruption of @p that began at @start_ticks (@start_ns) and stores it with its
+ * causes for GetEvents and GetCauses; without them when the trace does not see it. Does nothing
+ * without a store (the trace never started). */
 static void trace_explain(Manager *m, const ProbeCtl *p, uint64_t start_ticks,
-                          uint64_t duration_ticks, uint64_t start_ns)
+                          uint64_t duration_ticks, uint64_t start_ns, uint64_t duration_ns)
 {
         CauseList l;
+        bool seen;
 
-        if (!m->trace || !m->cause_store ||
-            trace_recorder_explain(m->trace, p->cpu, probe_tid(p->probe), start_ticks,
-                                   duration_ticks, &l) < 0) {
+        if (!m->cause_store) {
                 return;
         }
-        (void)cause_store_add(m->cause_store, p->cpu, start_ns, &l, &m->counter.conv);
+        seen = m->trace && trace_recorder_explain(m->trace, p->cpu, probe_tid(p->probe),
+                                                  start_ticks, duration_ticks, &l) == 0;
+        (void)cause_store_add(m->cause_store, p->cpu, start_ns, duration_ns, seen ? &l : NULL,
+                              &m->counter.conv);
 }
 
 void manager_drain_events(Manager *m, ProbeCtl *p)
@@ -245,7 +249,7 @@ void manager_drain_events(Manager *m, ProbeCtl *p)
                                &ev.start_real_ns);
                 ev.duration_ns = tickconv_to_ns(&m->counter.conv, dur);
                 (void)history_add_event(m->history, &ev);
-                trace_explain(m, p, start, dur, ev.start_ns);
+                trace_explain(m, p, start, dur, ev.start_ns, ev.duration_ns);
                 manager_capture_note(m, p->cpu, ev.start_ns, ev.duration_ns);
         }
 }
@@ -318,15 +322,19 @@ void manager_trace_event_to_text(Manager *m, const HistoryEvent *ev, JsonText *t
         const StoredCauses *c =
                 m->cause_store ? cause_store_find(m->cause_store, ev->cpu, ev->start_ns) : NULL;
 
-        if (!c) {
+        if (!c || c->flags & CAUSES_UNTRACED) {
                 return;
         }
         json_text_raw(t, ",\"causes\":[");
         for (size_t i = 0; i < c->n; i++) {
+                uint8_t kind = 0;
+                const char *name =
+                        cause_store_name(m->cause_store, ev->cpu, c->causes[i].name, &kind);
+
                 json_text_raw(t, i ? ",{\"kind\":" : "{\"kind\":");
-                json_text_string(t, cause_kind_name(c->causes[i].kind));
+                json_text_string(t, cause_kind_name(kind));
                 json_text_raw(t, ",\"name\":");
-                json_text_string(t, c->causes[i].name);
+                json_text_string(t, name);
                 json_text_raw(t, ",\"ns\":");
                 json_text_u64(t, c->causes[i].ns);
                 json_text_raw(t, ",\"overhead_ns\":");
@@ -345,22 +353,43 @@ void manager_trace_event_to_text(Manager *m, const HistoryEvent *ev, JsonText *t
         json_text_u64(t, c->no_record_ns);
 }
 
-/* The causes of a window summed by (kind, name); at most this many distinct ones are followed,
- * the time of any beyond goes to other_ns. */
+/* The causes of a window shown, largest first; the time of any beyond goes to other_ns. */
 #define WINDOW_CAUSES_MAX 256
 
 typedef struct WindowCause {
         uint8_t kind;
-        char name[CAUSE_NAME_MAX];
-        uint64_t ns;
-        uint64_t overhead_ns;
-        uint64_t count;
+        const char *name;
+        CauseSum sum;
 } WindowCause;
+
+typedef struct WindowCauses {
+        WindowCause *items;
+        size_t n, alloc;
+        bool failed;
+} WindowCauses;
+
+static void collect_cause(uint8_t kind, const char *name, const CauseSum *sum, void *userdata)
+{
+        WindowCauses *w = userdata;
+
+        if (w->n == w->alloc) {
+                size_t alloc = w->alloc ? 2 * w->alloc : 64;
+                WindowCause *items = realloc(w->items, alloc * sizeof(*items));
+
+                if (!items) {
+                        w->failed = true;
+                        return;
+                }
+                w->items = items;
+                w->alloc = alloc;
+        }
+        w->items[w->n++] = (WindowCause){.kind = kind, .name = name, .sum = *sum};
+}
 
 static int cmp_window_cause(const void *a, const void *b)
 {
         const WindowCause *x = a, *y = b;
-        uint64_t tx = x->ns + x->overhead_ns, ty = y->ns + y->overhead_ns;
+        uint64_t tx = x->sum.ns + x->sum.overhead_ns, ty = y->sum.ns + y->sum.overhead_ns;
 
         if (tx != ty) {
                 return tx < ty ? 1 : -1;
@@ -371,79 +400,61 @@ static int cmp_window_cause(const void *a, const void *b)
         return strcmp(x->name, y->name);
 }
 
-/* Adds stored cause @c to @w (@n of them). Returns false when @w is full. */
-static bool window_cause_add(WindowCause *w, size_t *n, const StoredCause *c)
+/* GetCauses' "causes" of window @window of @cpu: the largest WINDOW_CAUSES_MAX, the time of the
+ * others added to *@other_ns. NULL when out of memory. */
+static json_t *window_causes_to_json(Manager *m, int cpu, unsigned window, uint64_t *other_ns)
 {
-        for (size_t i = 0; i < *n; i++) {
-                if (w[i].kind == c->kind && strcmp(w[i].name, c->name) == 0) {
-                        w[i].ns += c->ns;
-                        w[i].overhead_ns += c->overhead_ns;
-                        w[i].count++;
-                        return true;
+        WindowCauses w = {0};
+        json_t *arr = json_array();
+
+        cause_store_window_foreach(m->cause_store, cpu, window, collect_cause, &w);
+        if (w.n > 1) {
+                qsort(w.items, w.n, sizeof(*w.items), cmp_window_cause);
+        }
+        for (size_t i = 0; arr && !w.failed && i < w.n; i++) {
+                const WindowCause *c = &w.items[i];
+                char buf[CAUSE_NAME_MAX + 8];
+                const char *counter;
+
+                if (i >= WINDOW_CAUSES_MAX) {
+                        *other_ns += c->sum.ns + c->sum.overhead_ns;
+                        continue;
+                }
+                counter = cause_counter(c->kind, c->name, buf, sizeof(buf));
+                if (json_array_append_new(
+                            arr, json_pack("{ss ss sI sI sI so}", "kind", cause_kind_name(c->kind),
+                                           "name", c->name, "ns", (json_int_t)c->sum.ns,
+                                           "overhead_ns", (json_int_t)c->sum.overhead_ns, "count",
+                                           (json_int_t)c->sum.count, "counter",
+                                           counter ? json_string(counter) : json_null())) < 0) {
+                        w.failed = true;
                 }
         }
-        if (*n == WINDOW_CAUSES_MAX) {
-                return false;
+        free(w.items);
+        if (w.failed) {
+                json_decref(arr);
+                return NULL;
         }
-        w[*n] = (WindowCause){
-                .kind = c->kind, .ns = c->ns, .overhead_ns = c->overhead_ns, .count = 1};
-        snprintf(w[*n].name, sizeof(w[*n].name), "%s", c->name);
-        (*n)++;
-        return true;
+        return arr;
 }
 
-/* Adds the time of the tasks and work items of @c to @woken, under the counter of the
- * interrupt that woke them or let them in, and counts the interruption there. */
-static void add_woken(json_t *woken, const StoredCauses *c)
+/* GetCauses' "woken_by" of @s: {"irq:RES": {"ns", "count"}, ...}. */
+static json_t *woken_to_json(const CauseWindow *s)
 {
-        const char *counter = cause_counter_of_code(c->woken_by);
-        uint64_t ns = 0;
-        json_t *v;
+        json_t *o = json_object();
 
-        for (size_t k = 0; k < c->n; k++) {
-                ns += c->causes[k].kind == CAUSE_TASK || c->causes[k].kind == CAUSE_WORK
-                              ? c->causes[k].ns
-                              : 0;
-        }
-        if (!counter || ns == 0) {
-                return;
-        }
-        v = json_object_get(woken, counter);
-        if (!v) {
-                v = json_pack("{sI sI}", "ns", (json_int_t)0, "count", (json_int_t)0);
-                if (!v || json_object_set_new(woken, counter, v) < 0) {
-                        return;
+        for (unsigned code = 1; o && code < CAUSE_COUNTER_CODES; code++) {
+                const char *counter = cause_counter_of_code((uint8_t)code);
+
+                if (counter && s->woken_count[code] > 0 &&
+                    json_object_set_new(o, counter,
+                                        json_pack("{sI sI}", "ns", (json_int_t)s->woken_ns[code],
+                                                  "count", (json_int_t)s->woken_count[code])) < 0) {
+                        json_decref(o);
+                        o = NULL;
                 }
         }
-        json_integer_set(json_object_get(v, "ns"),
-                         json_integer_value(json_object_get(v, "ns")) + (json_int_t)ns);
-        json_integer_set(json_object_get(v, "count"),
-                         json_integer_value(json_object_get(v, "count")) + 1);
-}
-
-/* What the account adds to a window's causes: interruptions with trace causes at all, the
- * causes' overhead, the interruptions with no record (never counted as explained), and the
- * unexplained time of those whose records were lost. */
-typedef struct WindowAccount {
-        uint64_t traced, traced_ns;
-        uint64_t overhead_ns;
-        uint64_t no_record, no_record_ns;
-        uint64_t lost_ns;
-} WindowAccount;
-
-/* Adds @c, of an interruption of @duration_ns, to @a. Returns whether it had no record. */
-static bool account_add(WindowAccount *a, const StoredCauses *c, uint64_t duration_ns)
-{
-        a->traced++;
-        a->traced_ns += duration_ns;
-        a->overhead_ns += c->overhead_ns;
-        a->lost_ns += c->flags & CAUSES_LOST ? c->unexplained_ns : 0;
-        if (c->no_record_ns == 0) {
-                return false;
-        }
-        a->no_record++;
-        a->no_record_ns += c->no_record_ns;
-        return true;
+        return o;
 }
 
 static json_t *json_or_null(bool have, uint64_t v)
@@ -451,100 +462,69 @@ static json_t *json_or_null(bool have, uint64_t v)
         return have ? json_integer((json_int_t)v) : json_null();
 }
 
-/* Adds @a to @o, with the steal time and SMI count of @cpu from @since_ns on. */
-static int account_to_json(Manager *m, int cpu, uint64_t since_ns, const WindowAccount *a,
-                           json_t *o)
+/* The interruptions of @cpu since @since_ns that the history keeps, counted and summed into
+ * @ret (its other sums left zero): what GetCauses has to show when the trace never started and
+ * there is no store. */
+static int count_history_events(Manager *m, int cpu, uint64_t since_ns, CauseWindow *ret)
 {
-        HostSpan h = {0};
-        bool have = m->cause_store && cause_store_host(m->cause_store, cpu, since_ns, &h) == 0;
+        size_t max = m->config.history_events_per_cpu, n;
+        HistoryEvent *ev = calloc(max ? max : 1, sizeof(*ev));
+        cpu_set_t set;
 
-        if (json_object_set_new(o, "traced", json_integer((json_int_t)a->traced)) < 0 ||
-            json_object_set_new(o, "traced_ns", json_integer((json_int_t)a->traced_ns)) < 0 ||
-            json_object_set_new(o, "overhead_ns", json_integer((json_int_t)a->overhead_ns)) < 0 ||
-            json_object_set_new(o, "no_record", json_integer((json_int_t)a->no_record)) < 0 ||
-            json_object_set_new(o, "no_record_ns", json_integer((json_int_t)a->no_record_ns)) < 0 ||
-            json_object_set_new(o, "trace_lost_ns", json_integer((json_int_t)a->lost_ns)) < 0 ||
-            json_object_set_new(o, "steal_ns", json_or_null(have && h.have_steal, h.steal_ns)) <
-                    0 ||
-            json_object_set_new(o, "smi", json_or_null(have && h.have_smi, h.smi)) < 0 ||
-            json_object_set_new(o, "host_from_ns", json_or_null(have, h.from_ns)) < 0 ||
-            json_object_set_new(o, "host_to_ns", json_or_null(have, h.to_ns)) < 0) {
+        if (!ev) {
                 return -ENOMEM;
         }
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        n = history_events(m->history, &set, since_ns, 0, ev, max);
+        *ret = (CauseWindow){.interruptions = n};
+        for (size_t i = 0; i < n; i++) {
+                ret->interruptions_ns += ev[i].duration_ns;
+        }
+        free(ev);
         return 0;
 }
 
 json_t *manager_trace_window_causes(Manager *m, int cpu, const char *window, uint64_t since_ns)
 {
-        size_t max = m->config.history_events_per_cpu, n, n_causes = 0;
-        uint64_t events_ns = 0, explained = 0, explained_ns = 0, lost = 0, other_ns = 0,
-                 unexplained_ns = 0;
-        WindowCause *causes = calloc(WINDOW_CAUSES_MAX, sizeof(*causes));
-        HistoryEvent *ev = calloc(max ? max : 1, sizeof(*ev));
-        json_t *arr = json_array(), *woken = json_object(), *o = NULL;
-        WindowAccount acc = {0};
-        uint32_t pos = UINT32_MAX;
-        cpu_set_t set;
+        HostSpan h = {0};
+        CauseWindow none;
+        const CauseWindow *s = NULL;
+        HistorySpan span;
+        uint64_t other_ns = 0;
+        bool have_host;
+        json_t *causes, *o;
 
-        if (!causes || !ev || !arr || !woken) {
-                goto out;
+        if (history_span_from_name(window, &span) < 0) {
+                return NULL;
         }
-        CPU_ZERO(&set);
-        CPU_SET(cpu, &set);
-        n = history_events(m->history, &set, since_ns, 0, ev, max);
-        for (size_t i = 0; i < n; i++) {
-                const StoredCauses *c = m->cause_store ? cause_store_find_next(m->cause_store, cpu,
-                                                                               ev[i].start_ns, &pos)
-                                                       : NULL;
-
-                events_ns += ev[i].duration_ns;
-                if (!c || account_add(&acc, c, ev[i].duration_ns)) {
-                        continue;
-                }
-                explained++;
-                explained_ns += ev[i].duration_ns;
-                lost += (c->flags & CAUSES_LOST) != 0;
-                other_ns += c->other_ns;
-                unexplained_ns += c->unexplained_ns;
-                add_woken(woken, c);
-                for (size_t k = 0; k < c->n; k++) {
-                        if (!window_cause_add(causes, &n_causes, &c->causes[k])) {
-                                other_ns += c->causes[k].ns + c->causes[k].overhead_ns;
-                        }
-                }
+        if (m->cause_store) {
+                s = cause_store_window(m->cause_store, cpu, (unsigned)span, since_ns);
+        } else if (count_history_events(m, cpu, since_ns, &none) == 0) {
+                s = &none;
         }
-        qsort(causes, n_causes, sizeof(*causes), cmp_window_cause);
-        for (size_t i = 0; i < n_causes; i++) {
-                char buf[CAUSE_NAME_MAX + 8];
-                const char *counter =
-                        cause_counter(causes[i].kind, causes[i].name, buf, sizeof(buf));
-
-                if (json_array_append_new(
-                            arr, json_pack("{ss ss sI sI sI so}", "kind",
-                                           cause_kind_name(causes[i].kind), "name", causes[i].name,
-                                           "ns", (json_int_t)causes[i].ns, "overhead_ns",
-                                           (json_int_t)causes[i].overhead_ns, "count",
-                                           (json_int_t)causes[i].count, "counter",
-                                           counter ? json_string(counter) : json_null())) < 0) {
-                        goto out;
-                }
+        causes = !s               ? NULL
+                 : m->cause_store ? window_causes_to_json(m, cpu, (unsigned)span, &other_ns)
+                                  : json_array();
+        if (!causes) {
+                return NULL;
         }
-        o = json_pack("{si ss sI sI sI sI sI sI so sI sI sO}", "cpu", cpu, "window", window,
-                      "since_ns", (json_int_t)since_ns, "interruptions", (json_int_t)n,
-                      "interruptions_ns", (json_int_t)events_ns, "explained", (json_int_t)explained,
-                      "explained_ns", (json_int_t)explained_ns, "trace_lost", (json_int_t)lost,
-                      "causes", arr, "other_ns", (json_int_t)other_ns, "unexplained_ns",
-                      (json_int_t)unexplained_ns, "woken_by", woken);
-        arr = NULL;
-        if (o && account_to_json(m, cpu, since_ns, &acc, o) < 0) {
-                json_decref(o);
-                o = NULL;
-        }
-out:
-        json_decref(woken);
-        json_decref(arr);
-        free(ev);
-        free(causes);
+        other_ns += s->other_ns;
+        have_host = m->cause_store && cause_store_host(m->cause_store, cpu, since_ns, &h) == 0;
+        o = json_pack(
+                "{si ss sI sI sI sI sI sI so sI sI so* sI sI sI sI sI sI so so so so}", "cpu", cpu,
+                "window", window, "since_ns", (json_int_t)since_ns, "interruptions",
+                (json_int_t)s->interruptions, "interruptions_ns", (json_int_t)s->interruptions_ns,
+                "explained", (json_int_t)s->explained, "explained_ns", (json_int_t)s->explained_ns,
+                "trace_lost", (json_int_t)s->trace_lost, "causes", causes, "other_ns",
+                (json_int_t)other_ns, "unexplained_ns", (json_int_t)s->unexplained_ns, "woken_by",
+                woken_to_json(s), "traced", (json_int_t)s->traced, "traced_ns",
+                (json_int_t)s->traced_ns, "overhead_ns", (json_int_t)s->overhead_ns, "no_record",
+                (json_int_t)s->no_record, "no_record_ns", (json_int_t)s->no_record_ns,
+                "trace_lost_ns", (json_int_t)s->trace_lost_ns, "steal_ns",
+                json_or_null(have_host && h.have_steal, h.steal_ns), "smi",
+                json_or_null(have_host && h.have_smi, h.smi), "host_from_ns",
+                json_or_null(have_host, h.from_ns), "host_to_ns", json_or_null(have_host, h.to_ns));
         return o;
 }
 

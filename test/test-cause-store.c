@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cause-store.h"
@@ -35,34 +36,45 @@ static CauseList list_of(size_t n, unsigned flags)
         return l;
 }
 
+/* The name of stored cause @c of @cpu, its kind in *@kind. */
+static const char *name_of(const CauseStore *s, int cpu, const StoredCause *c, uint8_t *kind)
+{
+        const char *name = cause_store_name(s, cpu, c->name, kind);
+
+        assert_non_null(name);
+        return name;
+}
+
 static void test_add_find(void **state)
 {
         CauseStore *s;
         CauseList l = list_of(8, CAUSES_LOST | CAUSES_CLIPPED);
         const StoredCauses *e;
+        uint8_t kind;
 
         (void)state;
         l.woken_by = cause_counter_code("irq:RES");
         tickconv_init(&conv, 2000000000ULL); /* 2 GHz: a tick is 0.5 ns */
-        assert_int_equal(cause_store_new(0, &s), -EINVAL);
-        assert_int_equal(cause_store_new(100, &s), 0);
-        assert_int_equal(cause_store_add(s, 3, 5000, &l, &conv), 0);
+        assert_int_equal(cause_store_new(0, 0, &s), -EINVAL);
+        assert_int_equal(cause_store_new(100, 0, &s), 0);
+        assert_int_equal(cause_store_add(s, 3, 5000, 1000, &l, &conv), 0);
         l = list_of(1, 0);
-        assert_int_equal(cause_store_add(s, 3, 6000, &l, &conv), 0);
-        assert_int_equal(cause_store_add(s, 3, 5999, &l, &conv), -EINVAL);
-        assert_int_equal(cause_store_add(s, -1, 7000, &l, &conv), -EINVAL);
-        assert_int_equal(cause_store_add(s, CPU_SETSIZE, 7000, &l, &conv), -EINVAL);
+        assert_int_equal(cause_store_add(s, 3, 6000, 1000, &l, &conv), 0);
+        assert_int_equal(cause_store_add(s, 3, 5999, 1000, &l, &conv), -EINVAL);
+        assert_int_equal(cause_store_add(s, -1, 7000, 1000, &l, &conv), -EINVAL);
+        assert_int_equal(cause_store_add(s, CPU_SETSIZE, 7000, 1000, &l, &conv), -EINVAL);
 
         e = cause_store_find(s, 3, 5000);
         assert_non_null(e);
         assert_int_equal(e->n, 6); /* the first six of eight */
-        assert_string_equal(e->causes[0].name, "c0");
-        assert_int_equal(e->causes[0].kind, CAUSE_VECTOR);
+        assert_string_equal(name_of(s, 3, &e->causes[0], &kind), "c0");
+        assert_int_equal(kind, CAUSE_VECTOR);
         assert_int_equal(e->causes[0].ns, 4000);
         assert_int_equal(e->causes[0].overhead_ns, 50);
-        assert_int_equal(e->causes[1].kind, CAUSE_TASK);
+        name_of(s, 3, &e->causes[1], &kind);
+        assert_int_equal(kind, CAUSE_TASK);
         assert_int_equal(e->causes[3].ns, 2500);
-        assert_string_equal(e->causes[5].name, "c5");
+        assert_string_equal(name_of(s, 3, &e->causes[5], &kind), "c5");
         assert_int_equal(e->causes[5].ns, 1500);
         /* Causes 6 and 7 (2000 and 1000 ticks, 100 of overhead each) join the list's other 3
          * ticks: 3203 ticks after 33600 are 18401 ns after 16800 (1601.5 ns, the half carried
@@ -95,13 +107,13 @@ static void test_find_next(void **state)
 
         (void)state;
         tickconv_init(&conv, 1000000000ULL);
-        assert_int_equal(cause_store_new(100, &s), 0);
+        assert_int_equal(cause_store_new(100, 0, &s), 0);
         /* Stored: 10, 20, ..., 1500 with i causes for start 10 * i (mod 7); the newest 100 kept,
          * 510 to 1500. */
         for (uint64_t i = 1; i <= 150; i++) {
                 CauseList l = list_of(i % 7, 0);
 
-                assert_int_equal(cause_store_add(s, 2, i * 10, &l, &conv), 0);
+                assert_int_equal(cause_store_add(s, 2, i * 10, 1000, &l, &conv), 0);
         }
         /* Every start from 0 to 1600 in steps of 5, in order. */
         for (uint64_t t = 0; t <= 1600; t += 5) {
@@ -131,10 +143,10 @@ static void test_bound_and_reset(void **state)
 
         (void)state;
         tickconv_init(&conv, 1000000000ULL);
-        assert_int_equal(cause_store_new(1000, &s), 0);
+        assert_int_equal(cause_store_new(1000, 0, &s), 0);
         for (uint64_t t = 1; t <= 5000; t++) {
-                assert_int_equal(cause_store_add(s, 0, t * 10, &l, &conv), 0);
-                assert_int_equal(cause_store_add(s, 5, t * 10, &l, &conv), 0);
+                assert_int_equal(cause_store_add(s, 0, t * 10, 1000, &l, &conv), 0);
+                assert_int_equal(cause_store_add(s, 5, t * 10, 1000, &l, &conv), 0);
         }
         /* The newest 1000 of each CPU. */
         assert_null(cause_store_find(s, 0, 40000));
@@ -142,14 +154,15 @@ static void test_bound_and_reset(void **state)
         assert_non_null(cause_store_find(s, 0, 50000));
         assert_non_null(cause_store_find(s, 5, 45000));
         bytes = cause_store_memory_bytes(s);
-        /* The entries, and per possible CPU its ring and its totals by kind (~100 bytes). */
-        assert_true(bytes <= sizeof(StoredCauses) * 2000 + 128 * 1024);
+        /* The entries, the two CPUs' first 64 names (under 4 KiB each), and per possible CPU
+         * its ring, names, windows and totals by kind (under 176 bytes). */
+        assert_true(bytes <= sizeof(StoredCauses) * 2000 + 2 * 4096 + CPU_SETSIZE * 176);
         cause_store_reset(s, 0);
         assert_null(cause_store_find(s, 0, 50000));
         assert_non_null(cause_store_find(s, 5, 50000));
         /* Memory stays with the store for reuse. */
         assert_int_equal(cause_store_memory_bytes(s), bytes);
-        assert_int_equal(cause_store_add(s, 0, 10, &l, &conv), 0);
+        assert_int_equal(cause_store_add(s, 0, 10, 1000, &l, &conv), 0);
         assert_non_null(cause_store_find(s, 0, 10));
         cause_store_reset(s, -1);
         assert_null(cause_store_find(s, 5, 50000));
@@ -165,8 +178,8 @@ static void test_saturates(void **state)
         (void)state;
         tickconv_init(&conv, 1000000000ULL);
         l.causes[0].ticks = 10000000000ULL;
-        assert_int_equal(cause_store_new(16, &s), 0);
-        assert_int_equal(cause_store_add(s, 1, 1, &l, &conv), 0);
+        assert_int_equal(cause_store_new(16, 0, &s), 0);
+        assert_int_equal(cause_store_add(s, 1, 1, 1000, &l, &conv), 0);
         assert_int_equal(cause_store_find(s, 1, 1)->causes[0].ns, UINT32_MAX);
         cause_store_free(s);
 }
@@ -183,7 +196,7 @@ static void test_parts_add_up(void **state)
 
         (void)state;
         tickconv_init(&conv, 3000000000ULL);
-        assert_int_equal(cause_store_new(4, &s), 0);
+        assert_int_equal(cause_store_new(4, 0, &s), 0);
         for (size_t i = 0; i < l.n; i++) {
                 l.causes[i].ticks += 1;
                 l.causes[i].overhead_ticks += i;
@@ -192,7 +205,7 @@ static void test_parts_add_up(void **state)
         }
         l.no_record_ticks = 2;
         total += l.other_ticks + l.no_record_ticks + l.unexplained_ticks;
-        assert_int_equal(cause_store_add(s, 0, 1, &l, &conv), 0);
+        assert_int_equal(cause_store_add(s, 0, 1, 1000, &l, &conv), 0);
         e = cause_store_find(s, 0, 1);
         for (size_t i = 0; i < e->n; i++) {
                 sum += e->causes[i].ns + e->causes[i].overhead_ns;
@@ -219,9 +232,9 @@ static void test_totals(void **state)
         l.kind_ticks[CAUSE_IRQ] = 400;
         l.overhead_ticks = 60;
         l.no_record_ticks = 0;
-        assert_int_equal(cause_store_new(4, &s), 0);
+        assert_int_equal(cause_store_new(4, 0, &s), 0);
         for (uint64_t t = 1; t <= 10; t++) {
-                assert_int_equal(cause_store_add(s, 2, t, &l, &conv), 0);
+                assert_int_equal(cause_store_add(s, 2, t, 1000, &l, &conv), 0);
         }
         cause_store_totals(s, 2, ns);
         assert_int_equal(ns[CAUSE_VECTOR], 10 * 500);
@@ -257,7 +270,7 @@ static void test_host(void **state)
         HostSpan h;
 
         (void)state;
-        assert_int_equal(cause_store_new(4, &s), 0);
+        assert_int_equal(cause_store_new(4, 0, &s), 0);
         assert_int_equal(cause_store_host(s, 1, 0, &h), -ENODATA);
         /* steal: 2 ms a second; one SMI every 10 s */
         for (uint64_t t = 1; t <= 3 * 3600; t++) {
@@ -304,6 +317,285 @@ static void test_host(void **state)
         cause_store_free(s);
 }
 
+/* What the test itself added: one interruption, in ns (ticks at 1 GHz). */
+typedef struct Added {
+        uint64_t start, duration;
+        bool traced;
+        CauseList l;
+} Added;
+
+/* A deterministic stream of numbers (xorshift), so a failure can be replayed. */
+static uint64_t rnd_state = 88172645463325252ULL;
+
+static uint64_t rnd(uint64_t n)
+{
+        rnd_state ^= rnd_state << 13;
+        rnd_state ^= rnd_state >> 7;
+        rnd_state ^= rnd_state << 17;
+        return rnd_state % n;
+}
+
+/* (kind, name) pairs the random interruptions draw from, at most: names repeat under 3 kinds. */
+#define PAIRS_MAX 600
+
+/* An interruption with up to 8 causes drawn from @pairs (kind, name) pairs; a tenth of them
+ * unseen by the trace, a fifth with no record. */
+static Added random_added(uint64_t start, unsigned pairs)
+{
+        Added a = {.start = start, .traced = rnd(10) != 0};
+        CauseList *l = &a.l;
+        bool used[PAIRS_MAX] = {false};
+
+        if (!a.traced) {
+                a.duration = 1000 + rnd(50000);
+                return a;
+        }
+        l->n = rnd(CAUSES_MAX + 1);
+        for (size_t i = 0; i < l->n; i++) {
+                unsigned p;
+
+                do {
+                        p = (unsigned)rnd(pairs);
+                } while (used[p]);
+                used[p] = true;
+                l->causes[i].kind = (CauseKind)(p % 3 == 0   ? CAUSE_TASK
+                                                : p % 3 == 1 ? CAUSE_VECTOR
+                                                             : CAUSE_WORK);
+                snprintf(l->causes[i].name, sizeof(l->causes[i].name), "n%u", p / 3);
+                l->causes[i].ticks = 1 + rnd(20000);
+                l->causes[i].overhead_ticks = rnd(500);
+                l->overhead_ticks += l->causes[i].overhead_ticks;
+        }
+        l->other_ticks = rnd(3) ? 0 : rnd(1000);
+        l->no_record_ticks = rnd(5) ? 0 : 1 + rnd(9000);
+        l->unexplained_ticks = rnd(700);
+        l->flags = rnd(4) ? 0 : CAUSES_LOST;
+        l->woken_by = (uint8_t)rnd(14);
+        a.duration = l->other_ticks + l->no_record_ticks + l->unexplained_ticks;
+        for (size_t i = 0; i < l->n; i++) {
+                a.duration += l->causes[i].ticks + l->causes[i].overhead_ticks;
+        }
+        return a;
+}
+
+/* The test's own sums of a window: every field of CauseWindow, and per (kind, name). */
+typedef struct Expected {
+        CauseWindow w;
+        uint64_t ns[3][PAIRS_MAX / 3], overhead[3][PAIRS_MAX / 3], count[3][PAIRS_MAX / 3];
+} Expected;
+
+static unsigned kind_index(CauseKind k)
+{
+        return k == CAUSE_TASK ? 0 : k == CAUSE_VECTOR ? 1 : 2;
+}
+
+static void expect_add(Expected *x, const Added *a)
+{
+        const CauseList *l = &a->l;
+        uint64_t woken = 0, other = l->other_ticks;
+
+        x->w.interruptions++;
+        x->w.interruptions_ns += a->duration;
+        if (!a->traced) {
+                return;
+        }
+        x->w.traced++;
+        x->w.traced_ns += a->duration;
+        x->w.overhead_ns += l->overhead_ticks;
+        x->w.trace_lost_ns += l->flags & CAUSES_LOST ? l->unexplained_ticks : 0;
+        if (l->no_record_ticks) {
+                x->w.no_record++;
+                x->w.no_record_ns += l->no_record_ticks;
+                return;
+        }
+        x->w.explained++;
+        x->w.explained_ns += a->duration;
+        x->w.trace_lost += (l->flags & CAUSES_LOST) != 0;
+        x->w.unexplained_ns += l->unexplained_ticks;
+        for (size_t i = 0; i < l->n; i++) {
+                const Cause *c = &l->causes[i];
+                unsigned k = kind_index(c->kind), n = (unsigned)atoi(c->name + 1);
+
+                if (i >= STORED_CAUSES_MAX) {
+                        other += c->ticks + c->overhead_ticks;
+                        continue;
+                }
+                x->ns[k][n] += c->ticks;
+                x->overhead[k][n] += c->overhead_ticks;
+                x->count[k][n]++;
+                woken += c->kind == CAUSE_TASK || c->kind == CAUSE_WORK ? c->ticks : 0;
+        }
+        x->w.other_ns += other;
+        if (l->woken_by && woken) {
+                x->w.woken_ns[l->woken_by] += woken;
+                x->w.woken_count[l->woken_by]++;
+        }
+}
+
+static void check_cause(uint8_t kind, const char *name, const CauseSum *sum, void *userdata)
+{
+        Expected *x = userdata;
+        unsigned k = kind_index((CauseKind)kind), n = (unsigned)atoi(name + 1);
+
+        assert_int_equal(sum->ns, x->ns[k][n]);
+        assert_int_equal(sum->overhead_ns, x->overhead[k][n]);
+        assert_int_equal(sum->count, x->count[k][n]);
+        x->count[k][n] = 0; /* seen: whatever is left at the end was missed */
+}
+
+/* Window @w of CPU 4 from @from on, against the sums the test works out from what it added:
+ * the newest @kept of @n, those that began at @from or later. */
+static void check_window(CauseStore *s, unsigned w, uint64_t from, const Added *added, size_t n,
+                         size_t kept)
+{
+        const CauseWindow *got = cause_store_window(s, 4, w, from);
+        Expected *x = calloc(1, sizeof(*x));
+
+        assert_non_null(got);
+        assert_non_null(x);
+        for (size_t i = n > kept ? n - kept : 0; i < n; i++) {
+                if (added[i].start >= from) {
+                        expect_add(x, &added[i]);
+                }
+        }
+        assert_memory_equal(got, &x->w, sizeof(*got));
+        cause_store_window_foreach(s, 4, w, check_cause, x);
+        for (unsigned k = 0; k < 3; k++) {
+                for (unsigned i = 0; i < PAIRS_MAX / 3; i++) {
+                        assert_int_equal(x->count[k][i], 0);
+                }
+        }
+        free(x);
+}
+
+/* Running sums of three windows (20 µs, 150 µs, all) over 3000 random interruptions, 500 of
+ * them kept: after every 37 added, each window equals the sums the test works out from what it
+ * added, as interruptions leave by age and by the bound; a window asked after a long pause
+ * loses all it must at once; after a reset, nothing, and names are used anew. */
+static void test_windows(void **state)
+{
+        const size_t total = 3000, kept = 500;
+        Added *added = calloc(total, sizeof(*added));
+        CauseStore *s;
+        uint64_t t = 0;
+
+        (void)state;
+        assert_non_null(added);
+        tickconv_init(&conv, 1000000000ULL);
+        assert_int_equal(cause_store_new((unsigned)kept, 3, &s), 0);
+        assert_null(cause_store_window(s, 4, 3, 0));
+        assert_null(cause_store_window(s, -1, 0, 0));
+        assert_int_equal(cause_store_window(s, 4, 0, 0)->interruptions, 0);
+        for (size_t i = 0; i < total; i++) {
+                t += 100 + rnd(900);
+                added[i] = random_added(t, 60);
+                assert_int_equal(cause_store_add(s, 4, t, added[i].duration,
+                                                 added[i].traced ? &added[i].l : NULL, &conv),
+                                 0);
+                if (i % 37 == 0) {
+                        check_window(s, 0, t > 20000 ? t - 20000 : 0, added, i + 1, kept);
+                        check_window(s, 2, 0, added, i + 1, kept);
+                }
+                if (i % 370 == 0) {
+                        check_window(s, 1, t > 150000 ? t - 150000 : 0, added, i + 1, kept);
+                }
+        }
+        /* An earlier start brings nothing back. */
+        check_window(s, 0, t - 20000, added, total, kept);
+        assert_int_equal(cause_store_window(s, 4, 0, t - 400000)->interruptions,
+                         cause_store_window(s, 4, 0, t - 20000)->interruptions);
+        /* Everything leaves a window past the newest. */
+        assert_int_equal(cause_store_window(s, 4, 1, t + 1)->interruptions, 0);
+        assert_int_equal(cause_store_window(s, 4, 1, t + 1)->explained_ns, 0);
+        cause_store_reset(s, 4);
+        check_window(s, 2, 0, added, 0, kept);
+        for (size_t i = 0; i < 100; i++) {
+                t += 500;
+                added[i] = random_added(t, 60);
+                assert_int_equal(cause_store_add(s, 4, t, added[i].duration,
+                                                 added[i].traced ? &added[i].l : NULL, &conv),
+                                 0);
+        }
+        check_window(s, 2, 0, added, 100, kept);
+        check_window(s, 0, t - 20000, added, 100, kept);
+        cause_store_free(s);
+        free(added);
+}
+
+/* Names given back and taken again all the time: 40 interruptions kept, drawn from 600 pairs.
+ * Each (kind, name) is summed once, under one name, whatever the names freed before it. */
+static void test_names_churn(void **state)
+{
+        const size_t total = 4000, kept = 40;
+        Added *added = calloc(total, sizeof(*added));
+        CauseStore *s;
+        uint64_t t = 0;
+
+        (void)state;
+        assert_non_null(added);
+        tickconv_init(&conv, 1000000000ULL);
+        assert_int_equal(cause_store_new((unsigned)kept, 1, &s), 0);
+        for (size_t i = 0; i < total; i++) {
+                t += 1000;
+                added[i] = random_added(t, PAIRS_MAX);
+                assert_int_equal(cause_store_add(s, 4, t, added[i].duration,
+                                                 added[i].traced ? &added[i].l : NULL, &conv),
+                                 0);
+                if (i % 7 == 0) {
+                        check_window(s, 0, 0, added, i + 1, kept);
+                }
+        }
+        cause_store_free(s);
+        free(added);
+}
+
+/* More distinct names than a CPU keeps: the causes without room count in other_ns, so a
+ * window's parts still add up to its traced time; names come back as interruptions leave. */
+static void count_distinct(uint8_t kind, const char *name, const CauseSum *sum, void *userdata)
+{
+        unsigned *n = userdata;
+
+        (void)kind;
+        (void)name;
+        assert_int_equal(sum->ns + sum->overhead_ns, 110);
+        (*n)++;
+}
+
+static void test_names_bound(void **state)
+{
+        const CauseWindow *w;
+        CauseStore *s;
+        uint64_t parts = 0;
+        unsigned distinct = 0;
+
+        (void)state;
+        tickconv_init(&conv, 1000000000ULL);
+        assert_int_equal(cause_store_new(1000, 1, &s), 0);
+        for (unsigned i = 0; i < 2000; i++) {
+                CauseList l = {.n = STORED_CAUSES_MAX, .unexplained_ticks = 1};
+
+                for (size_t k = 0; k < l.n; k++) {
+                        l.causes[k].kind = CAUSE_TASK;
+                        snprintf(l.causes[k].name, sizeof(l.causes[k].name), "t:%zu", i * l.n + k);
+                        l.causes[k].ticks = 100;
+                        l.causes[k].overhead_ticks = 10;
+                }
+                assert_int_equal(cause_store_add(s, 4, i + 1, 6 * 110 + 1, &l, &conv), 0);
+        }
+        /* 1000 interruptions of 6 distinct names each are kept: 6000 names, 4096 of them
+         * named (the first 4096 of the newest 1000 took the names the oldest gave back). */
+        w = cause_store_window(s, 4, 0, 0);
+
+        assert_int_equal(w->traced, 1000);
+        parts = w->other_ns + w->unexplained_ns;
+        assert_int_equal(w->other_ns, (6000 - CAUSE_STORE_NAMES_MAX) * 110);
+        cause_store_window_foreach(s, 4, 0, count_distinct, &distinct);
+        assert_int_equal(distinct, CAUSE_STORE_NAMES_MAX);
+        parts += distinct * 110ULL;
+        assert_int_equal(parts, w->traced_ns);
+        cause_store_free(s);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -314,6 +606,9 @@ int main(void)
                 cmocka_unit_test(test_parts_add_up),
                 cmocka_unit_test(test_totals),
                 cmocka_unit_test(test_host),
+                cmocka_unit_test(test_windows),
+                cmocka_unit_test(test_names_churn),
+                cmocka_unit_test(test_names_bound),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -57,6 +57,7 @@ static const char *const interrupt_counters[] = {
         "irq:LOC", "irq:RES", "irq:CAL", "irq:TLB", "irq:IWI", "irq:TRM",
         "irq:THR", "irq:DFR", "irq:SPU", "irq:ERR", "irq:PLT", "irq:device",
 };
+_Static_assert(ELEMENTSOF(interrupt_counters) < CAUSE_COUNTER_CODES, "codes beyond the bound");
 
 const char *cause_counter(CauseKind kind, const char *name, char *buf, size_t size)
 {

@@ -156,6 +156,9 @@ const char *cause_counter(CauseKind kind, const char *name, char *buf, size_t si
 /* A code of one byte for the counters of interrupts (1..), 0 for every other @counter. */
 uint8_t cause_counter_code(const char *counter);
 
+/* cause_counter_code()'s codes are below this. */
+#define CAUSE_COUNTER_CODES 16
+
 /* The counter of cause_counter_code() @code, NULL for 0 or a code out of range. */
 const char *cause_counter_of_code(uint8_t code);
 
