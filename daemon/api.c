@@ -27,6 +27,8 @@
 
 #define EVENTS_LIMIT_DEFAULT 1000
 #define EVENTS_LIMIT_MAX 10000
+/* What GetEvents reserves per event written: one with two causes takes about 350 bytes. */
+#define EVENT_TEXT_BYTES 384
 
 /* The isolation GetStatus shows is read anew at most once per interval, and never more often
  * than this. */
@@ -493,9 +495,9 @@ static int method_get_events(VarlinkCallCtx *call, json_t *params, void *userdat
         json_int_t limit;
         cpu_set_t cpus;
         HistoryEvent *ev;
+        uint32_t *pos;
         size_t n, len;
         char *text;
-        int r;
 
         if (varlink_call_check_params(call, params, fields, 4) < 0 ||
             get_cpus(m, call, params, &cpus) < 0 ||
@@ -508,14 +510,20 @@ static int method_get_events(VarlinkCallCtx *call, json_t *params, void *userdat
                 return varlink_call_error_invalid_parameter(call, "limit");
         }
         ev = calloc((size_t)limit, sizeof(*ev));
-        if (!ev) {
+        pos = malloc(CPU_SETSIZE * sizeof(*pos));
+        if (!ev || !pos) {
+                free(ev);
+                free(pos);
                 return -ENOMEM;
         }
+        memset(pos, 0xff, CPU_SETSIZE * sizeof(*pos)); /* UINT32_MAX: no lookup yet */
         n = history_events(manager_history(m), &cpus, since && since < now ? now - since : 0, min,
                            ev, (size_t)limit);
-        /* Written as text: built as a tree of jansson objects, a thousand events cost two
-         * to three times the CPU (1.6 ms against 0.6 ms, the causes included). */
-        json_text_raw(&t, "{\"events\":[");
+        /* Written as text, in the reply's envelope: built as a tree of jansson objects, a
+         * thousand events cost two to three times the CPU (1.6 ms against 0.6 ms, the causes
+         * included). */
+        (void)json_text_reserve(&t, 64 + n * EVENT_TEXT_BYTES);
+        json_text_raw(&t, VARLINK_REPLY_TEXT_HEAD "{\"events\":[");
         for (size_t i = 0; i < n; i++) {
                 json_text_raw(&t, i ? ",{\"cpu\":" : "{\"cpu\":");
                 json_text_i64(&t, ev[i].cpu);
@@ -525,15 +533,14 @@ static int method_get_events(VarlinkCallCtx *call, json_t *params, void *userdat
                 json_text_realtime(&t, ev[i].start_real_ns);
                 json_text_raw(&t, ",\"duration_ns\":");
                 json_text_u64(&t, ev[i].duration_ns);
-                manager_trace_event_to_text(m, &ev[i], &t);
+                manager_trace_event_to_text(m, &ev[i], &pos[ev[i].cpu], &t);
                 json_text_raw(&t, "}");
         }
-        json_text_raw(&t, "]}");
+        json_text_raw(&t, "]}" VARLINK_REPLY_TEXT_TAIL);
         free(ev);
+        free(pos);
         text = json_text_take(&t, &len);
-        r = varlink_call_reply_text(call, text, len);
-        free(text);
-        return r;
+        return varlink_call_reply_text(call, text, len);
 }
 
 static int method_get_captures(VarlinkCallCtx *call, json_t *params, void *userdata)

@@ -4,7 +4,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* Makes room for @n more bytes and a NUL; false after a failed allocation. */
 static bool reserve(JsonText *t, size_t n)
@@ -34,6 +33,11 @@ static bool reserve(JsonText *t, size_t n)
         t->buf = p;
         t->cap = cap;
         return true;
+}
+
+bool json_text_reserve(JsonText *t, size_t n)
+{
+        return reserve(t, n);
 }
 
 void json_text_rawn(JsonText *t, const char *s, size_t n)
@@ -196,23 +200,37 @@ static void put2(char *s, int v)
         s[1] = (char)('0' + v % 10);
 }
 
+/* The civil date (proleptic Gregorian) of day @days since 1970-01-01: H. Hinnant's
+ * civil_from_days, for days from 1970 on. */
+static void civil_from_days(uint64_t days, unsigned *ret_year, unsigned *ret_month,
+                            unsigned *ret_day)
+{
+        uint64_t z = days + 719468, era = z / 146097, doe = z - era * 146097;
+        uint64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+        uint64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100), mp = (5 * doy + 2) / 153;
+        unsigned month = (unsigned)(mp < 10 ? mp + 3 : mp - 9);
+
+        *ret_day = (unsigned)(doy - (153 * mp + 2) / 5 + 1);
+        *ret_month = month;
+        *ret_year = (unsigned)(yoe + era * 400 + (month <= 2));
+}
+
 void json_text_realtime(JsonText *t, uint64_t real_ns)
 {
-        /* A uint64 of ns ends in 2554: four digits of year always do, and gmtime_r() of a
-         * 64-bit time_t cannot fail for it. */
-        time_t sec = (time_t)(real_ns / 1000000000ULL);
-        uint64_t frac = real_ns % 1000000000ULL;
+        /* A uint64 of ns ends in 2554: four digits of year always do. */
+        uint64_t sec = real_ns / 1000000000ULL, frac = real_ns % 1000000000ULL;
+        uint64_t of_day = sec % 86400;
         char s[] = "\"0000-00-00T00:00:00.000000000Z\"";
-        struct tm tm;
+        unsigned year, month, day;
 
-        gmtime_r(&sec, &tm);
-        put2(s + 1, (tm.tm_year + 1900) / 100);
-        put2(s + 3, (tm.tm_year + 1900) % 100);
-        put2(s + 6, tm.tm_mon + 1);
-        put2(s + 9, tm.tm_mday);
-        put2(s + 12, tm.tm_hour);
-        put2(s + 15, tm.tm_min);
-        put2(s + 18, tm.tm_sec);
+        civil_from_days(sec / 86400, &year, &month, &day);
+        put2(s + 1, (int)(year / 100));
+        put2(s + 3, (int)(year % 100));
+        put2(s + 6, (int)month);
+        put2(s + 9, (int)day);
+        put2(s + 12, (int)(of_day / 3600));
+        put2(s + 15, (int)(of_day / 60 % 60));
+        put2(s + 18, (int)(of_day % 60));
         for (int k = 29; k >= 21; k--, frac /= 10) {
                 s[k] = (char)('0' + frac % 10);
         }

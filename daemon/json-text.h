@@ -20,6 +20,10 @@ typedef struct JsonText {
         bool failed;
 } JsonText;
 
+/* Makes room for @n more bytes at once, where the caller knows about how many it writes;
+ * false after a failed allocation. */
+bool json_text_reserve(JsonText *t, size_t n);
+
 /* Appends @s as it is (no escaping): punctuation, or JSON written elsewhere. */
 void json_text_raw(JsonText *t, const char *s);
 void json_text_rawn(JsonText *t, const char *s, size_t n);
@@ -31,8 +35,8 @@ void json_text_i64(JsonText *t, int64_t v);
 void json_text_bool(JsonText *t, bool v);
 
 /* Appends the CLOCK_REALTIME time @real_ns as a string, as realtime_format_iso8601() writes it
- * ("2026-12-04T20:13:18.123456789Z"), without its strftime() and snprintf(): GetEvents writes
- * a thousand. */
+ * ("2026-12-04T20:13:18.123456789Z"), without its gmtime_r(), strftime() and snprintf():
+ * GetEvents writes a thousand. */
 void json_text_realtime(JsonText *t, uint64_t real_ns);
 
 /* The text written (NUL-terminated) and its length in @ret_len; the caller frees it and @t is

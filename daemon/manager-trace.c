@@ -317,10 +317,11 @@ json_t *manager_trace_status(Manager *m)
         return o;
 }
 
-void manager_trace_event_to_text(Manager *m, const HistoryEvent *ev, JsonText *t)
+void manager_trace_event_to_text(Manager *m, const HistoryEvent *ev, uint32_t *pos, JsonText *t)
 {
         const StoredCauses *c =
-                m->cause_store ? cause_store_find(m->cause_store, ev->cpu, ev->start_ns) : NULL;
+                m->cause_store ? cause_store_find_next(m->cause_store, ev->cpu, ev->start_ns, pos)
+                               : NULL;
 
         if (!c || c->flags & CAUSES_UNTRACED) {
                 return;

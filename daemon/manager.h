@@ -142,8 +142,9 @@ json_t *manager_trace_status(Manager *m);
 
 /* Adds the causes of @ev to its GetEvents object being written in @t (",\"causes\":[...]",
  * "unexplained_ns", "other_ns", "trace_lost", "overhead_ns", "no_record_ns") when they are
- * known; nothing otherwise. */
-void manager_trace_event_to_text(Manager *m, const HistoryEvent *ev, JsonText *t);
+ * known; nothing otherwise. @pos (UINT32_MAX at first) is where the previous event of the same
+ * CPU was looked up: events of a CPU in time order are found by walking on from there. */
+void manager_trace_event_to_text(Manager *m, const HistoryEvent *ev, uint32_t *pos, JsonText *t);
 
 /* GetCauses' entry for @cpu: the stored causes of its interruptions that began at or after
  * @since_ns, summed by (kind, name), longest first, with the interruptions' count and time,

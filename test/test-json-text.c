@@ -131,6 +131,33 @@ static void test_realtime(void **state)
         }
 }
 
+/* Every 13th day from 1970 to 2554 (the leap days of 2000 and 2400, the days around the
+ * missing ones of 2100, 2200 and 2300 among them), each at a time of day of its own, as
+ * realtime_format_iso8601() writes it. */
+static void test_realtime_days(void **state)
+{
+        const uint64_t last_day = UINT64_MAX / 1000000000ULL / 86400ULL;
+
+        (void)state;
+        for (uint64_t day = 0; day <= last_day; day += 13) {
+                uint64_t ns = (day * 86400ULL + day * 7919ULL % 86400ULL) * 1000000000ULL +
+                              day % 1000000000ULL;
+                char want[64], quoted[70], *got;
+                JsonText t = {0};
+                size_t len;
+
+                if (ns / 1000000000ULL / 86400ULL != day) {
+                        continue; /* past UINT64_MAX */
+                }
+                realtime_format_iso8601(want, sizeof(want), ns);
+                snprintf(quoted, sizeof(quoted), "\"%s\"", want);
+                json_text_realtime(&t, ns);
+                got = json_text_take(&t, &len);
+                assert_string_equal(got, quoted);
+                free(got);
+        }
+}
+
 static void test_integers(void **state)
 {
         static const uint64_t u[] = {0, 9, 10, 99, 1000000007, INT64_MAX, UINT64_MAX};
@@ -226,9 +253,9 @@ static void test_empty_and_failure(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_strings),           cmocka_unit_test(test_integers),
-                cmocka_unit_test(test_realtime),          cmocka_unit_test(test_document),
-                cmocka_unit_test(test_empty_and_failure),
+                cmocka_unit_test(test_strings),  cmocka_unit_test(test_integers),
+                cmocka_unit_test(test_realtime), cmocka_unit_test(test_realtime_days),
+                cmocka_unit_test(test_document), cmocka_unit_test(test_empty_and_failure),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

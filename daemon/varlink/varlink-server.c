@@ -1365,18 +1365,10 @@ static int call_send(VarlinkCallCtx *call, json_t *msg, bool final)
         return call_send_any(call, msg, NULL, 0, final);
 }
 
-int varlink_call_reply_text(VarlinkCallCtx *call, const char *params, size_t len)
+int varlink_call_reply_text(VarlinkCallCtx *call, char *message, size_t len)
 {
-        static const char head[] = "{\"parameters\":", tail[] = "}";
-        size_t n = sizeof(head) - 1 + len + sizeof(tail);
-        char *text = params && memchr(params, '\0', len) == NULL ? malloc(n) : NULL;
-
-        if (text) {
-                memcpy(text, head, sizeof(head) - 1);
-                memcpy(text + sizeof(head) - 1, params, len);
-                memcpy(text + sizeof(head) - 1 + len, tail, sizeof(tail));
-        }
-        return call_send_any(call, NULL, text, text ? n : 0, true);
+        /* The NUL that ends the message on the wire is the one after it. */
+        return call_send_any(call, NULL, message, message ? len + 1 : 0, true);
 }
 
 int varlink_call_reply(VarlinkCallCtx *call, json_t *params)

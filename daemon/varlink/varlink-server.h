@@ -162,11 +162,14 @@ VarlinkCallCtx *varlink_call_unref(VarlinkCallCtx *call);
  * by this reply (queue limit); -EALREADY if the call had finished; -ENOMEM. */
 int varlink_call_reply(VarlinkCallCtx *call, json_t *params);
 
-/* As varlink_call_reply(), with the parameters already written as JSON: @params, @len bytes of
- * one JSON object, sent as they are (the caller answers for their being valid JSON; a NUL
- * among them is refused as out of memory would be, closing the connection). For large replies
- * written without building a jansson tree. */
-int varlink_call_reply_text(VarlinkCallCtx *call, const char *params, size_t len);
+/* As varlink_call_reply(), with the whole reply already written as JSON: @message, @len bytes
+ * (and a NUL after them) of VARLINK_REPLY_TEXT_HEAD, one JSON object of parameters and
+ * VARLINK_REPLY_TEXT_TAIL, sent as they are and freed (the caller answers for their being
+ * valid JSON without a NUL; NULL is taken for out of memory, and closes the connection). For
+ * large replies written without building a jansson tree, and without a copy. */
+#define VARLINK_REPLY_TEXT_HEAD "{\"parameters\":"
+#define VARLINK_REPLY_TEXT_TAIL "}"
+int varlink_call_reply_text(VarlinkCallCtx *call, char *message, size_t len);
 
 /* Sends a reply with "continues": true to a call made with "more"; the call stays open. Returns
  * as varlink_call_reply(), or -EINVAL if the call did not ask for more. */
