@@ -673,20 +673,37 @@ static void add_probe_reason(const ProbeInfo *p, json_t *o)
         }
 }
 
-/* GetStatus' entry for probe @i, with its CPU's isolation as @iso has it (none: left out); @w
- * is scratch. NULL when out of memory. */
-static json_t *probe_status(Manager *m, size_t i, const Isolation *iso, HistoryWindow *w)
+/* The worst gap of @cpu's window 1m in ns, as GetStats has it (read_window()): the running
+ * sum's, without copying its histograms, while it is current; else from the window merged
+ * into *@scratch (allocated here the first time, NULL when that fails: 0). */
+static uint64_t worst_gap_1m_ns(Manager *m, int cpu, HistoryWindow **scratch)
+{
+        uint64_t max, to, fresh_ns = 2 * manager_config(m)->history_interval_ns;
+
+        if (history_window_max_gap(manager_history(m), cpu, HISTORY_SPAN_1M, &max, &to) == 0 &&
+            to + fresh_ns >= now_ns(CLOCK_MONOTONIC)) {
+                return tickconv_to_ns(manager_tickconv(m), max);
+        }
+        if (!*scratch && !(*scratch = malloc(sizeof(**scratch)))) {
+                return 0;
+        }
+        read_window(m, cpu, "1m", *scratch);
+        return (*scratch)->slot.gap.count > 0
+                       ? tickconv_to_ns(manager_tickconv(m), (*scratch)->slot.gap.max)
+                       : 0;
+}
+
+/* GetStatus' entry for probe @i, with its CPU's isolation as @iso has it (none: left out);
+ * @scratch as worst_gap_1m_ns() has it. NULL when out of memory. */
+static json_t *probe_status(Manager *m, size_t i, const Isolation *iso, HistoryWindow **scratch)
 {
         ProbeInfo pi, *p = &pi;
         const IsolationSet *set;
-        uint64_t worst = 0;
+        uint64_t worst;
         json_t *o;
 
         manager_probe_info(m, i, p);
-        read_window(m, p->cpu, "1m", w);
-        if (w->slot.gap.count > 0) {
-                worst = tickconv_to_ns(manager_tickconv(m), w->slot.gap.max);
-        }
+        worst = worst_gap_1m_ns(m, p->cpu, scratch);
         o = json_pack("{si ss ss si sI sI sI}", "cpu", p->cpu, "state", p->state, "policy",
                       manager_config(m)->probe_priority ? "SCHED_FIFO" : "SCHED_OTHER", "priority",
                       (int)manager_config(m)->probe_priority, "samples",
@@ -713,15 +730,13 @@ json_t *api_status(Manager *m, const Isolation *iso)
         uint64_t now = now_ns(CLOCK_MONOTONIC);
         json_t *probes = json_array(), *cfg;
         char cpus[256], when[64];
-        HistoryWindow *w = malloc(sizeof(*w));
+        HistoryWindow *w = NULL;
 
-        if (!w || !probes) {
-                free(w);
-                json_decref(probes);
+        if (!probes) {
                 return NULL;
         }
         for (size_t i = 0; i < manager_n_probes(m); i++) {
-                json_array_append_new(probes, probe_status(m, i, iso, w));
+                json_array_append_new(probes, probe_status(m, i, iso, &w));
         }
         free(w);
         cfg = json_pack(

@@ -72,6 +72,7 @@ typedef struct CpuCauses {
 struct CauseStore {
         uint32_t per_cpu;
         unsigned n_windows;
+        size_t bytes; /* allocated for the CPUs: cause_store_memory_bytes() */
         CpuCauses cpus[CPU_SETSIZE];
 };
 
@@ -179,7 +180,7 @@ static void slot_put(Names *n, uint32_t id)
 
 /* Grows the names of @c (and every window's sums by name) to twice as many, up to
  * CAUSE_STORE_NAMES_MAX. Returns 0, -ENOSPC at the bound, -ENOMEM. */
-static int names_grow(CpuCauses *c, unsigned n_windows)
+static int names_grow(CpuCauses *c, unsigned n_windows, size_t *bytes)
 {
         Names *n = &c->names;
         uint32_t alloc = n->alloc ? n->alloc * 2 : INITIAL_NAMES;
@@ -214,6 +215,8 @@ static int names_grow(CpuCauses *c, unsigned n_windows)
         }
         free(n->slots);
         n->slots = slots;
+        *bytes += (size_t)(alloc - n->alloc) *
+                  (sizeof(Name) + 3 * sizeof(uint32_t) + n_windows * sizeof(CauseSum));
         n->alloc = alloc;
         for (uint32_t id = 0; id < n->used; id++) {
                 if (n->names[id].refs > 0) {
@@ -225,7 +228,8 @@ static int names_grow(CpuCauses *c, unsigned n_windows)
 
 /* The id of (@kind, @name) in @c's names, taken once more (a new one when it has none).
  * Returns the id, or a negative errno: -ENOSPC when CAUSE_STORE_NAMES_MAX are in use. */
-static int64_t name_take(CpuCauses *c, unsigned n_windows, uint8_t kind, const char *name)
+static int64_t name_take(CpuCauses *c, unsigned n_windows, size_t *bytes, uint8_t kind,
+                         const char *name)
 {
         Names *n = &c->names;
         uint32_t hash = name_hash(kind, name), id;
@@ -240,7 +244,7 @@ static int64_t name_take(CpuCauses *c, unsigned n_windows, uint8_t kind, const c
                         return n->slots[i] - 1;
                 }
         }
-        if (n->n_free == 0 && n->used == n->alloc && (r = names_grow(c, n_windows)) < 0) {
+        if (n->n_free == 0 && n->used == n->alloc && (r = names_grow(c, n_windows, bytes)) < 0) {
                 return r;
         }
         id = n->n_free > 0 ? n->free_ids[--n->n_free] : n->used++;
@@ -387,6 +391,7 @@ static int make_room(CauseStore *s, CpuCauses *c)
                 for (unsigned w = 0; w < s->n_windows; w++) {
                         c->windows[w].tail = c->first_seq;
                 }
+                s->bytes += s->n_windows * sizeof(*c->windows);
         }
         if (c->n < c->alloc) {
                 return 0;
@@ -408,6 +413,7 @@ static int make_room(CauseStore *s, CpuCauses *c)
         }
         free(c->ring);
         c->ring = ring;
+        s->bytes += (size_t)(alloc - c->alloc) * sizeof(*ring);
         c->alloc = alloc;
         c->head = 0;
         return 0;
@@ -415,7 +421,7 @@ static int make_room(CauseStore *s, CpuCauses *c)
 
 /* Fills @e from @l in ns (see Split), its causes' names taken in @c. A cause whose name finds
  * no room counts in other_ns, as those beyond STORED_CAUSES_MAX do. */
-static void store_entry(CpuCauses *c, unsigned n_windows, StoredCauses *e, const CauseList *l,
+static void store_entry(CauseStore *s, CpuCauses *c, StoredCauses *e, const CauseList *l,
                         const TickConv *conv)
 {
         Split sp = {conv, 0, 0};
@@ -433,7 +439,8 @@ static void store_entry(CpuCauses *c, unsigned n_windows, StoredCauses *e, const
                 }
                 ns = split_next(&sp, l->causes[i].ticks);
                 overhead_ns = split_next(&sp, l->causes[i].overhead_ticks);
-                id = name_take(c, n_windows, (uint8_t)l->causes[i].kind, l->causes[i].name);
+                id = name_take(c, s->n_windows, &s->bytes, (uint8_t)l->causes[i].kind,
+                               l->causes[i].name);
                 if (id < 0) {
                         spilled += ns + overhead_ns;
                         continue;
@@ -484,7 +491,7 @@ int cause_store_add(CauseStore *s, int cpu, uint64_t start_ns, uint64_t duration
         e = &c->ring[(c->head + c->n) % c->alloc];
         *e = (StoredCauses){.start_ns = start_ns, .duration_ns = duration_ns};
         if (l) {
-                store_entry(c, s->n_windows, e, l, conv);
+                store_entry(s, c, e, l, conv);
                 add_totals(c, l, conv);
         } else {
                 e->flags = CAUSES_UNTRACED;
@@ -660,6 +667,7 @@ int cause_store_note_host(CauseStore *s, int cpu, uint64_t at_ns, uint64_t steal
                 h->coarse = (HostRing){.notes = h->space + CAUSE_STORE_HOST_FINE,
                                        .cap = CAUSE_STORE_HOST_COARSE};
                 s->cpus[cpu].host = h;
+                s->bytes += sizeof(*h);
         }
         h = s->cpus[cpu].host;
         if (at_ns < h->last.at_ns) {
@@ -729,18 +737,5 @@ int cause_store_host(const CauseStore *s, int cpu, uint64_t since_ns, HostSpan *
 
 size_t cause_store_memory_bytes(const CauseStore *s)
 {
-        size_t bytes = sizeof(*s);
-
-        for (size_t i = 0; i < CPU_SETSIZE; i++) {
-                const CpuCauses *c = &s->cpus[i];
-
-                bytes += (size_t)c->alloc * sizeof(StoredCauses);
-                bytes += c->host ? sizeof(HostNotes) : 0;
-                bytes += (size_t)c->names.alloc * (sizeof(Name) + 3 * sizeof(uint32_t));
-                if (c->windows) {
-                        bytes += s->n_windows *
-                                 (sizeof(Window) + (size_t)c->names.alloc * sizeof(CauseSum));
-                }
-        }
-        return bytes;
+        return sizeof(*s) + s->bytes;
 }

@@ -1980,6 +1980,40 @@ int history_window(History *h, int cpu, HistorySpan span, HistoryWindow *ret)
         return 0;
 }
 
+int history_window_max_gap(History *h, int cpu, HistorySpan span, uint64_t *ret_max_ticks,
+                           uint64_t *ret_to_ns)
+{
+        const CpuHistory *c;
+        const IntervalRing *r;
+        const Window *w;
+        const Sum *p;
+        uint64_t score;
+
+        if (!h || (unsigned)span >= HISTORY_SPAN_MAX) {
+                return -EINVAL;
+        }
+        c = cpu_find(h, cpu);
+        if (!c) {
+                return -ENOENT;
+        }
+        if (span == HISTORY_SPAN_ALL) {
+                *ret_max_ticks = c->total->gap.count > 0 ? c->total->gap.max : 0;
+                *ret_to_ns = c->total->end_ns;
+                return 0;
+        }
+        /* As window_to_window() has them. */
+        w = &c->win[span];
+        r = w->coarse ? &c->coarse : &c->fine;
+        p = w->coarse && c->pending->intervals > 0 ? c->pending : NULL;
+        *ret_max_ticks = queue_best(r, KEY_GAP_MAX, w->first, &score) ? score : 0;
+        *ret_to_ns = queue_best(r, KEY_END_NS, w->first, &score) ? score : 0;
+        if (p) {
+                *ret_max_ticks = p->gap.max > *ret_max_ticks ? p->gap.max : *ret_max_ticks;
+                *ret_to_ns = p->end_ns > *ret_to_ns ? p->end_ns : *ret_to_ns;
+        }
+        return 0;
+}
+
 typedef struct PointCtx {
         int (*fn)(const HistoryPoint *pt, void *userdata);
         void *userdata;

@@ -203,6 +203,12 @@ int history_span_from_name(const char *name, HistorySpan *ret);
  * seen. */
 int history_window(History *h, int cpu, HistorySpan span, HistoryWindow *ret);
 
+/* Of history_window()'s window, only the worst gap (ticks, 0 when none) in *@ret_max_ticks and
+ * the window's end in *@ret_to_ns: what GetStatus shows, without the copy of its histograms.
+ * Returns as history_window() does. */
+int history_window_max_gap(History *h, int cpu, HistorySpan span, uint64_t *ret_max_ticks,
+                           uint64_t *ret_to_ns);
+
 /* Calls @fn for every interval that history_query() would merge for [@from_ns, @to_ns], oldest
  * first: coarse intervals for the part beyond fine retention, then fine ones. Stops when @fn
  * returns non-zero and returns that; otherwise returns 0, -ENOENT for a CPU the history has

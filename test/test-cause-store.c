@@ -593,6 +593,10 @@ static void test_names_bound(void **state)
         assert_int_equal(distinct, CAUSE_STORE_NAMES_MAX);
         parts += distinct * 110ULL;
         assert_int_equal(parts, w->traced_ns);
+        /* The memory counts the entries and every name with its sums. */
+        assert_true(cause_store_memory_bytes(s) >=
+                    1000 * sizeof(StoredCauses) +
+                            CAUSE_STORE_NAMES_MAX * (CAUSE_NAME_MAX + sizeof(CauseSum)));
         cause_store_free(s);
 }
 

@@ -1023,6 +1023,7 @@ static void follow_expect(Follow *f, HistorySpan span, Reference *r)
 
 static void follow_check(Follow *f, const char *when)
 {
+        uint64_t max, to;
         char what[96];
 
         for (HistorySpan span = 0; span < HISTORY_SPAN_MAX; span++) {
@@ -1031,6 +1032,12 @@ static void follow_check(Follow *f, const char *when)
                 assert_int_equal(history_window(f->h, 0, span, f->w), 0);
                 follow_expect(f, span, f->expect);
                 assert_ref(what, f->w, f->expect);
+                /* GetStatus' read of the worst gap alone. */
+                assert_int_equal(history_window_max_gap(f->h, 0, span, &max, &to), 0);
+                assert_int_equal(max, f->expect->count > 0 ? f->expect->max : 0);
+                if (f->expect->intervals > 0) {
+                        assert_int_equal(to, f->expect->to_ns);
+                }
         }
         f->checks++;
 }
