@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+_Static_assert(CAUSES_TOO_DEEP < CAUSES_UNTRACED, "a CauseList flag takes CAUSES_UNTRACED's bit");
+
 /* First allocation per CPU; doubled as entries come, up to per_cpu. */
 #define INITIAL_ENTRIES 256u
 
@@ -558,13 +560,6 @@ static uint32_t lower_bound(const CpuCauses *c, uint64_t start_ns)
                 }
         }
         return lo;
-}
-
-const StoredCauses *cause_store_find(const CauseStore *s, int cpu, uint64_t start_ns)
-{
-        uint32_t pos = UINT32_MAX;
-
-        return cause_store_find_next(s, cpu, start_ns, &pos);
 }
 
 const StoredCauses *cause_store_find_next(const CauseStore *s, int cpu, uint64_t start_ns,

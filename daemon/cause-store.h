@@ -79,9 +79,6 @@ int cause_store_add(CauseStore *s, int cpu, uint64_t start_ns, uint64_t duration
  * Valid while an interruption that names it is stored. */
 const char *cause_store_name(const CauseStore *s, int cpu, uint32_t name, uint8_t *ret_kind);
 
-/* The causes of the interruption of @cpu that began at @start_ns, or NULL. */
-const StoredCauses *cause_store_find(const CauseStore *s, int cpu, uint64_t start_ns);
-
 /* What a window sums of the stored interruptions that began at or after its start: all of
  * them, those the trace saw (traced), those with a record inside (explained), and so on, as
  * GetCauses shows them; woken_*[code] by cause_counter_code() of the interrupt that woke the
@@ -115,9 +112,10 @@ void cause_store_window_foreach(const CauseStore *s, int cpu, unsigned window,
                                           void *userdata),
                                 void *userdata);
 
-/* As cause_store_find(), for interruptions of @cpu asked for in time order: *@pos (UINT32_MAX
- * at the first call) says where the previous find ended, and the store is walked on from there
- * rather than searched again. A start before the previous one's is searched for. */
+/* The causes of the interruption of @cpu that began at @start_ns, or NULL. For interruptions
+ * asked for in time order, *@pos (UINT32_MAX at the first call) says where the previous find
+ * ended, and the store is walked on from there rather than searched again; a start before the
+ * previous one's is searched for. */
 const StoredCauses *cause_store_find_next(const CauseStore *s, int cpu, uint64_t start_ns,
                                           uint32_t *pos);
 

@@ -37,7 +37,21 @@ static bool reserve(JsonText *t, size_t n)
 
 bool json_text_reserve(JsonText *t, size_t n)
 {
-        return reserve(t, n);
+        char *p;
+
+        if (t->failed || n > SIZE_MAX / 2 - t->len) {
+                return false;
+        }
+        if (t->len + n + 1 <= t->cap) {
+                return true;
+        }
+        p = realloc(t->buf, t->len + n + 1);
+        if (!p) {
+                return false; /* a hint: the writes that follow grow the buffer as they need */
+        }
+        t->buf = p;
+        t->cap = t->len + n + 1;
+        return true;
 }
 
 void json_text_rawn(JsonText *t, const char *s, size_t n)

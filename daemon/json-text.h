@@ -20,8 +20,8 @@ typedef struct JsonText {
         bool failed;
 } JsonText;
 
-/* Makes room for @n more bytes at once, where the caller knows about how many it writes;
- * false after a failed allocation. */
+/* Makes room for @n more bytes at once, where the caller knows about how many it writes. A
+ * hint: when that much cannot be had, returns false and @t is as it was (not failed). */
 bool json_text_reserve(JsonText *t, size_t n);
 
 /* Appends @s as it is (no escaping): punctuation, or JSON written elsewhere. */

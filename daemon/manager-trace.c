@@ -94,15 +94,6 @@ void manager_trace_start(Manager *m)
         if (!m->config.trace_enabled || m->trace || m->n_probes == 0) {
                 return;
         }
-        if (!m->cause_store) {
-                r = cause_store_new(m->config.history_events_per_cpu, HISTORY_SPAN_MAX,
-                                    &m->cause_store);
-                if (r < 0) {
-                        snprintf(m->trace_reason, sizeof(m->trace_reason), "%s", strerror(-r));
-                        log_warning("trace causes are off: %s", m->trace_reason);
-                        return;
-                }
-        }
         for (size_t i = 0; i < m->n_probes; i++) {
                 cpus[i] = m->probes[i].cpu;
         }
@@ -128,6 +119,18 @@ void manager_trace_start(Manager *m)
                                  "jitterd-trace.conf drop-in) and restart jitterd");
                 }
                 log_warning("trace causes are off: %s", m->trace_reason);
+                return;
+        }
+        /* The store comes with the first recorder that starts, and stays: a host that cannot
+         * trace spends nothing on it. */
+        if (!m->cause_store && (r = cause_store_new(m->config.history_events_per_cpu,
+                                                    HISTORY_SPAN_MAX, &m->cause_store)) < 0) {
+                m->cause_store = NULL;
+                snprintf(m->trace_reason, sizeof(m->trace_reason), "%s", strerror(-r));
+                log_warning("trace causes are off: %s", m->trace_reason);
+                privileges_dac(true);
+                m->trace = trace_recorder_free(m->trace);
+                privileges_dac(false);
                 return;
         }
         m->trace_read_failing = false;

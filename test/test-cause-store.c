@@ -36,6 +36,14 @@ static CauseList list_of(size_t n, unsigned flags)
         return l;
 }
 
+/* The causes of the interruption of @cpu that began at @start_ns, looked up on their own. */
+static const StoredCauses *find(const CauseStore *s, int cpu, uint64_t start_ns)
+{
+        uint32_t pos = UINT32_MAX;
+
+        return cause_store_find_next(s, cpu, start_ns, &pos);
+}
+
 /* The name of stored cause @c of @cpu, its kind in *@kind. */
 static const char *name_of(const CauseStore *s, int cpu, const StoredCause *c, uint8_t *kind)
 {
@@ -64,7 +72,7 @@ static void test_add_find(void **state)
         assert_int_equal(cause_store_add(s, -1, 7000, 1000, &l, &conv), -EINVAL);
         assert_int_equal(cause_store_add(s, CPU_SETSIZE, 7000, 1000, &l, &conv), -EINVAL);
 
-        e = cause_store_find(s, 3, 5000);
+        e = find(s, 3, 5000);
         assert_non_null(e);
         assert_int_equal(e->n, 6); /* the first six of eight */
         assert_string_equal(name_of(s, 3, &e->causes[0], &kind), "c0");
@@ -86,13 +94,13 @@ static void test_add_find(void **state)
         assert_int_equal(e->overhead_ns, 400);
         assert_int_equal(e->flags, CAUSES_LOST | CAUSES_CLIPPED);
         assert_string_equal(cause_counter_of_code(e->woken_by), "irq:RES");
-        e = cause_store_find(s, 3, 6000);
+        e = find(s, 3, 6000);
         assert_non_null(e);
         assert_int_equal(e->n, 1);
         assert_int_equal(e->woken_by, 0);
-        assert_null(cause_store_find(s, 3, 5500));
-        assert_null(cause_store_find(s, 2, 5000));
-        assert_null(cause_store_find(s, -1, 5000));
+        assert_null(find(s, 3, 5500));
+        assert_null(find(s, 2, 5000));
+        assert_null(find(s, -1, 5000));
         cause_store_free(s);
 }
 
@@ -149,23 +157,23 @@ static void test_bound_and_reset(void **state)
                 assert_int_equal(cause_store_add(s, 5, t * 10, 1000, &l, &conv), 0);
         }
         /* The newest 1000 of each CPU. */
-        assert_null(cause_store_find(s, 0, 40000));
-        assert_non_null(cause_store_find(s, 0, 40010));
-        assert_non_null(cause_store_find(s, 0, 50000));
-        assert_non_null(cause_store_find(s, 5, 45000));
+        assert_null(find(s, 0, 40000));
+        assert_non_null(find(s, 0, 40010));
+        assert_non_null(find(s, 0, 50000));
+        assert_non_null(find(s, 5, 45000));
         bytes = cause_store_memory_bytes(s);
         /* The entries, the two CPUs' first 64 names (under 4 KiB each), and per possible CPU
          * its ring, names, windows and totals by kind (under 176 bytes). */
         assert_true(bytes <= sizeof(StoredCauses) * 2000 + 2 * 4096 + CPU_SETSIZE * 176);
         cause_store_reset(s, 0);
-        assert_null(cause_store_find(s, 0, 50000));
-        assert_non_null(cause_store_find(s, 5, 50000));
+        assert_null(find(s, 0, 50000));
+        assert_non_null(find(s, 5, 50000));
         /* Memory stays with the store for reuse. */
         assert_int_equal(cause_store_memory_bytes(s), bytes);
         assert_int_equal(cause_store_add(s, 0, 10, 1000, &l, &conv), 0);
-        assert_non_null(cause_store_find(s, 0, 10));
+        assert_non_null(find(s, 0, 10));
         cause_store_reset(s, -1);
-        assert_null(cause_store_find(s, 5, 50000));
+        assert_null(find(s, 5, 50000));
         cause_store_free(s);
 }
 
@@ -180,7 +188,7 @@ static void test_saturates(void **state)
         l.causes[0].ticks = 10000000000ULL;
         assert_int_equal(cause_store_new(16, 0, &s), 0);
         assert_int_equal(cause_store_add(s, 1, 1, 1000, &l, &conv), 0);
-        assert_int_equal(cause_store_find(s, 1, 1)->causes[0].ns, UINT32_MAX);
+        assert_int_equal(find(s, 1, 1)->causes[0].ns, UINT32_MAX);
         cause_store_free(s);
 }
 
@@ -206,7 +214,7 @@ static void test_parts_add_up(void **state)
         l.no_record_ticks = 2;
         total += l.other_ticks + l.no_record_ticks + l.unexplained_ticks;
         assert_int_equal(cause_store_add(s, 0, 1, 1000, &l, &conv), 0);
-        e = cause_store_find(s, 0, 1);
+        e = find(s, 0, 1);
         for (size_t i = 0; i < e->n; i++) {
                 sum += e->causes[i].ns + e->causes[i].overhead_ns;
                 assert_true(e->causes[i].ns + 1 >= tickconv_to_ns(&conv, l.causes[i].ticks));

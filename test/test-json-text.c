@@ -131,15 +131,15 @@ static void test_realtime(void **state)
         }
 }
 
-/* Every 13th day from 1970 to 2554 (the leap days of 2000 and 2400, the days around the
- * missing ones of 2100, 2200 and 2300 among them), each at a time of day of its own, as
+/* Every day from 1970 to 2554 (the leap days of 2000 and 2400, the days around the missing
+ * ones of 2100, 2200 and 2300 among them), each at a time of day of its own, as
  * realtime_format_iso8601() writes it. */
 static void test_realtime_days(void **state)
 {
         const uint64_t last_day = UINT64_MAX / 1000000000ULL / 86400ULL;
 
         (void)state;
-        for (uint64_t day = 0; day <= last_day; day += 13) {
+        for (uint64_t day = 0; day <= last_day; day++) {
                 uint64_t ns = (day * 86400ULL + day * 7919ULL % 86400ULL) * 1000000000ULL +
                               day % 1000000000ULL;
                 char want[64], quoted[70], *got;
