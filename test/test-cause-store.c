@@ -386,6 +386,16 @@ static Added random_added(uint64_t start, unsigned pairs)
         return a;
 }
 
+/* A random interruption (random_added()) at @start, stored on CPU 4 of @s. */
+static Added add_random(CauseStore *s, uint64_t start, unsigned pairs)
+{
+        Added a = random_added(start, pairs);
+
+        assert_int_equal(cause_store_add(s, 4, start, a.duration, a.traced ? &a.l : NULL, &conv),
+                         0);
+        return a;
+}
+
 /* The test's own sums of a window: every field of CauseWindow, and per (kind, name). */
 typedef struct Expected {
         CauseWindow w;
@@ -476,6 +486,18 @@ static void check_window(CauseStore *s, unsigned w, uint64_t from, const Added *
         free(x);
 }
 
+/* A store of @kept entries per CPU summing @windows windows, at 1 GHz (a tick is a ns), and
+ * room for @total interruptions of the test's own. */
+static Added *start_store(size_t total, size_t kept, unsigned windows, CauseStore **s)
+{
+        Added *added = calloc(total, sizeof(*added));
+
+        assert_non_null(added);
+        tickconv_init(&conv, 1000000000ULL);
+        assert_int_equal(cause_store_new((unsigned)kept, windows, s), 0);
+        return added;
+}
+
 /* Running sums of three windows (20 µs, 150 µs, all) over 3000 random interruptions, 500 of
  * them kept: after every 37 added, each window equals the sums the test works out from what it
  * added, as interruptions leave by age and by the bound; a window asked after a long pause
@@ -483,23 +505,17 @@ static void check_window(CauseStore *s, unsigned w, uint64_t from, const Added *
 static void test_windows(void **state)
 {
         const size_t total = 3000, kept = 500;
-        Added *added = calloc(total, sizeof(*added));
         CauseStore *s;
+        Added *added = start_store(total, kept, 3, &s);
         uint64_t t = 0;
 
         (void)state;
-        assert_non_null(added);
-        tickconv_init(&conv, 1000000000ULL);
-        assert_int_equal(cause_store_new((unsigned)kept, 3, &s), 0);
         assert_null(cause_store_window(s, 4, 3, 0));
         assert_null(cause_store_window(s, -1, 0, 0));
         assert_int_equal(cause_store_window(s, 4, 0, 0)->interruptions, 0);
         for (size_t i = 0; i < total; i++) {
                 t += 100 + rnd(900);
-                added[i] = random_added(t, 60);
-                assert_int_equal(cause_store_add(s, 4, t, added[i].duration,
-                                                 added[i].traced ? &added[i].l : NULL, &conv),
-                                 0);
+                added[i] = add_random(s, t, 60);
                 if (i % 37 == 0) {
                         check_window(s, 0, t > 20000 ? t - 20000 : 0, added, i + 1, kept);
                         check_window(s, 2, 0, added, i + 1, kept);
@@ -519,10 +535,7 @@ static void test_windows(void **state)
         check_window(s, 2, 0, added, 0, kept);
         for (size_t i = 0; i < 100; i++) {
                 t += 500;
-                added[i] = random_added(t, 60);
-                assert_int_equal(cause_store_add(s, 4, t, added[i].duration,
-                                                 added[i].traced ? &added[i].l : NULL, &conv),
-                                 0);
+                added[i] = add_random(s, t, 60);
         }
         check_window(s, 2, 0, added, 100, kept);
         check_window(s, 0, t - 20000, added, 100, kept);
@@ -535,20 +548,14 @@ static void test_windows(void **state)
 static void test_names_churn(void **state)
 {
         const size_t total = 4000, kept = 40;
-        Added *added = calloc(total, sizeof(*added));
         CauseStore *s;
+        Added *added = start_store(total, kept, 1, &s);
         uint64_t t = 0;
 
         (void)state;
-        assert_non_null(added);
-        tickconv_init(&conv, 1000000000ULL);
-        assert_int_equal(cause_store_new((unsigned)kept, 1, &s), 0);
         for (size_t i = 0; i < total; i++) {
                 t += 1000;
-                added[i] = random_added(t, PAIRS_MAX);
-                assert_int_equal(cause_store_add(s, 4, t, added[i].duration,
-                                                 added[i].traced ? &added[i].l : NULL, &conv),
-                                 0);
+                added[i] = add_random(s, t, PAIRS_MAX);
                 if (i % 7 == 0) {
                         check_window(s, 0, 0, added, i + 1, kept);
                 }
