@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -35,14 +36,18 @@ static bool is_skipped(int tid, const int *skip, size_t n)
  * (/proc unreadable). */
 static int self_cost_cpu_ns(const int *skip_tids, size_t n, uint64_t *ret_ns, unsigned *ret_threads)
 {
-        _cleanup_closedir_ DIR *d = opendir("/proc/self/task");
+        /* Opened once and read again from the start each time: an open and a 32 KiB buffer
+         * per GetStatus cost more than the read (a fifth of the call). The loop thread alone
+         * calls this; the directory is the process' own for its life. */
+        static DIR *d;
         struct dirent *de;
         uint64_t sum = 0;
         unsigned threads = 0;
 
-        if (!d) {
+        if (!d && !(d = opendir("/proc/self/task"))) {
                 return -errno;
         }
+        rewinddir(d);
         /* A thread that ended took its time along: only live threads are counted, as a reader
          * of /proc/PID/task/ sees them too. */
         while ((de = readdir(d))) {
@@ -77,10 +82,17 @@ static void add_method(const char *interface, const char *method, const VarlinkM
                 cum += st->duration_counts[k];
                 json_array_append_new(counts, json_integer((json_int_t)cum));
         }
-        if (interface) {
+        /* Joined by hand: snprintf() was a tenth of GetStatus. */
+        if (interface && strlen(interface) + 1 + strlen(method) < sizeof(name)) {
+                size_t len = strlen(interface);
+
+                memcpy(name, interface, len);
+                name[len] = '.';
+                memcpy(name + len + 1, method, strlen(method) + 1);
+        } else if (interface) {
                 snprintf(name, sizeof(name), "%s.%s", interface, method);
         } else {
-                snprintf(name, sizeof(name), "other");
+                memcpy(name, "other", sizeof("other"));
         }
         json_array_append_new(
                 arr,

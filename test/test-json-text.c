@@ -1,9 +1,10 @@
-/* Unit tests of daemon/json-text.c, against jansson as the reference reader and writer: every
- * string written, whatever its bytes, parses back as JSON to what the test expects (itself for
- * valid UTF-8, U+FFFD in place of each byte that is not), and ASCII is written byte for byte as
+/* Unit tests of daemon/varlink/json-text.c, against jansson as the reference reader and writer:
+ * every string written, whatever its bytes, parses back as JSON to what the test expects (itself
+ * for valid UTF-8, U+FFFD in place of each byte that is not), and ASCII is written byte for byte as
  * jansson writes it; integers at their edges are the decimal text printf gives; times are
  * realtime_format_iso8601()'s; a document written piece by piece parses to the object built with
- * jansson; a size that cannot be allocated is reported at the end, not as a truncated text. */
+ * jansson; a jansson tree is written byte for byte as json_dumps() writes it; a size that
+ * cannot be allocated is reported at the end, not as a truncated text. */
 
 #include <inttypes.h>
 #include <setjmp.h>
@@ -224,6 +225,167 @@ static void test_document(void **state)
 
 /* An empty text is "", not NULL; a failed allocation makes every later call a no-op and the
  * take NULL. */
+/* A deterministic stream of numbers (xorshift), so a failure can be replayed. */
+static uint64_t rnd_state = 0x9e3779b97f4a7c15ULL;
+
+static uint64_t rnd(void)
+{
+        rnd_state ^= rnd_state << 13;
+        rnd_state ^= rnd_state >> 7;
+        rnd_state ^= rnd_state << 17;
+        return rnd_state;
+}
+
+/* A finite double: the edges (zeros, the smallest and largest, powers of ten where "%.17g"
+ * turns to an exponent) or any bit pattern that is not NaN or infinite. */
+static double random_real(void)
+{
+        static const double edges[] = {0.0,
+                                       -0.0,
+                                       1.0,
+                                       0.1,
+                                       1e-5,
+                                       1e-4,
+                                       1e15,
+                                       1e16,
+                                       1e17,
+                                       1e300,
+                                       2.5e-300,
+                                       5e-324,
+                                       1.7976931348623157e308,
+                                       -123.25,
+                                       100.0};
+        union {
+                uint64_t u;
+                double d;
+        } x;
+
+        if (rnd() % 3 == 0) {
+                return edges[rnd() % (sizeof(edges) / sizeof(*edges))];
+        }
+        do {
+                x.u = rnd();
+        } while ((x.u & 0x7ff0000000000000ULL) == 0x7ff0000000000000ULL);
+        return x.d;
+}
+
+/* A valid UTF-8 string of up to 12 code points: ASCII with the characters JSON escapes, and
+ * code points of 2, 3 and 4 bytes (no surrogates). */
+static void random_string(char *buf, size_t size)
+{
+        size_t n = 0, count = rnd() % 13;
+
+        for (size_t i = 0; i < count && n + 5 < size; i++) {
+                uint32_t cp;
+
+                switch (rnd() % 4) {
+                case 0:
+                        cp = 1 + (uint32_t)(rnd() % 0x7f);
+                        break;
+                case 1:
+                        cp = 0x80 + (uint32_t)(rnd() % (0x800 - 0x80));
+                        break;
+                case 2:
+                        cp = 0x800 + (uint32_t)(rnd() % (0x10000 - 0x800));
+                        cp = cp >= 0xd800 && cp <= 0xdfff ? 'x' : cp;
+                        break;
+                default:
+                        cp = 0x10000 + (uint32_t)(rnd() % (0x110000 - 0x10000));
+                        break;
+                }
+                if (cp < 0x80) {
+                        buf[n++] = (char)cp;
+                } else if (cp < 0x800) {
+                        buf[n++] = (char)(0xc0 | cp >> 6);
+                        buf[n++] = (char)(0x80 | (cp & 0x3f));
+                } else if (cp < 0x10000) {
+                        buf[n++] = (char)(0xe0 | cp >> 12);
+                        buf[n++] = (char)(0x80 | (cp >> 6 & 0x3f));
+                        buf[n++] = (char)(0x80 | (cp & 0x3f));
+                } else {
+                        buf[n++] = (char)(0xf0 | cp >> 18);
+                        buf[n++] = (char)(0x80 | (cp >> 12 & 0x3f));
+                        buf[n++] = (char)(0x80 | (cp >> 6 & 0x3f));
+                        buf[n++] = (char)(0x80 | (cp & 0x3f));
+                }
+        }
+        buf[n] = '\0';
+}
+
+/* A random value nested up to @depth levels: every type, empty containers too, strings and
+ * keys with a NUL inside among them. */
+static json_t *random_value(unsigned depth)
+{
+        char s[64];
+        json_t *v;
+
+        switch (rnd() % (depth > 0 ? 8 : 6)) {
+        case 0:
+                random_string(s, sizeof(s));
+                /* Now and then with a NUL inside, as jansson's strings may hold. */
+                return rnd() % 8 ? json_string(s) : json_stringn(s, strlen(s) + 1);
+        case 1:
+                return json_integer(rnd() % 4 == 0 ? (json_int_t)(rnd() % 2 ? INT64_MIN : INT64_MAX)
+                                                   : (json_int_t)rnd() >> (rnd() % 64));
+        case 2:
+                return json_real(random_real());
+        case 3:
+                return json_true();
+        case 4:
+                return json_false();
+        case 5:
+                return json_null();
+        case 6:
+                v = json_array();
+                for (uint64_t i = 0, n = rnd() % 5; i < n; i++) {
+                        json_array_append_new(v, random_value(depth - 1));
+                }
+                return v;
+        default:
+                v = json_object();
+                for (uint64_t i = 0, n = rnd() % 5; i < n; i++) {
+                        random_string(s, sizeof(s));
+                        json_object_setn_new(v, s, strlen(s) + (rnd() % 8 == 0),
+                                             random_value(depth - 1));
+                }
+                return v;
+        }
+}
+
+/* 3000 random trees, and one of every real of the edges, written as json_dumps(JSON_COMPACT)
+ * writes them, byte for byte; nesting deeper than JSON_TEXT_DEPTH_MAX fails the text. */
+static void test_value(void **state)
+{
+        json_t *deep = json_array(), *inner = deep;
+        JsonText t = {0};
+        size_t len;
+
+        (void)state;
+        for (int k = 0; k < 3000; k++) {
+                json_t *v = random_value(5);
+                char *want = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY), *got;
+
+                assert_non_null(want);
+                json_text_value(&t, v);
+                got = json_text_take(&t, &len);
+                assert_non_null(got);
+                assert_string_equal(got, want);
+                assert_int_equal(len, strlen(want));
+                free(got);
+                free(want);
+                json_decref(v);
+        }
+        for (int k = 0; k <= JSON_TEXT_DEPTH_MAX + 1; k++) {
+                json_t *next = json_array();
+
+                json_array_append_new(inner, next);
+                inner = next;
+        }
+        json_text_value(&t, deep);
+        assert_null(json_text_take(&t, &len));
+        json_decref(deep);
+}
+
 static void test_empty_and_failure(void **state)
 {
         JsonText t = {0};
@@ -253,9 +415,10 @@ static void test_empty_and_failure(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_strings),  cmocka_unit_test(test_integers),
-                cmocka_unit_test(test_realtime), cmocka_unit_test(test_realtime_days),
-                cmocka_unit_test(test_document), cmocka_unit_test(test_empty_and_failure),
+                cmocka_unit_test(test_strings),           cmocka_unit_test(test_integers),
+                cmocka_unit_test(test_realtime),          cmocka_unit_test(test_realtime_days),
+                cmocka_unit_test(test_document),          cmocka_unit_test(test_value),
+                cmocka_unit_test(test_empty_and_failure),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json-text.h"
+
 /* A reader that handled a large message gives the memory back once it is drained, so that many
  * idle connections do not each pin their largest message. */
 #define READER_KEEP_ALLOC 65536
@@ -290,7 +292,8 @@ int varlink_call_parse(json_t *msg, VarlinkCall *ret, json_t **ret_error)
         if (!json_is_object(msg)) {
                 return fail_invalid("method", ret_error);
         }
-        json_object_foreach(msg, key, value) {
+        json_object_foreach(msg, key, value)
+        {
                 if (strcmp(key, "method") == 0) {
                         if (!json_is_string(value) || !method_is_valid(json_string_value(value))) {
                                 return fail_invalid(key, ret_error);
@@ -456,18 +459,23 @@ json_t *varlink_error_invalid_parameter(const char *name)
 
 int varlink_message_serialize(json_t *msg, char **ret, size_t *ret_len)
 {
+        JsonText t = {0};
+        size_t len;
         char *text;
 
         if (!json_is_object(msg)) {
                 return -EINVAL;
         }
-        /* json_dumps escapes any NUL inside strings, so the only raw NUL is the terminator. */
-        text = json_dumps(msg, JSON_COMPACT);
+        /* Written as json_dumps(JSON_COMPACT) writes it, without its printf() for each of the
+         * integers that fill our replies. Strings escape any NUL, so the only raw NUL is the
+         * terminator, sent with the message. */
+        json_text_value(&t, msg);
+        text = json_text_take(&t, &len);
         if (!text) {
                 return -ENOMEM;
         }
         *ret = text;
-        *ret_len = strlen(text) + 1;
+        *ret_len = len + 1;
         return 0;
 }
 
@@ -494,8 +502,7 @@ static int check_failed(const char *name, json_t **ret_error)
         return -EINVAL;
 }
 
-int varlink_params_check(json_t *params, const VarlinkField *fields, size_t n,
-                         json_t **ret_error)
+int varlink_params_check(json_t *params, const VarlinkField *fields, size_t n, json_t **ret_error)
 {
         const char *key;
         json_t *value;
@@ -509,7 +516,8 @@ int varlink_params_check(json_t *params, const VarlinkField *fields, size_t n,
                 return check_failed("parameters", ret_error);
         }
         if (params) {
-                json_object_foreach(params, key, value) {
+                json_object_foreach(params, key, value)
+                {
                         const VarlinkField *f = NULL;
 
                         for (size_t i = 0; i < n; i++) {

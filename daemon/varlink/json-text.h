@@ -1,7 +1,8 @@
 #pragma once
 
-/* JSON written straight into a growing buffer, for the large replies (GetEvents) that cost two
- * to three times as much CPU built as a tree of jansson objects. Written as
+/* JSON written straight into a growing buffer: the large replies (GetEvents) that cost two to
+ * three times as much CPU built as a tree of jansson objects, and every other message, from its
+ * tree, at less than json_dumps() costs. Written as
  * json_dumps(JSON_COMPACT) writes the same values: no blanks, '"', '\\' and the control
  * characters escaped (\n, \t, \r, \b, \f, else \u00XX). Unlike jansson, which refuses a
  * string that is not valid UTF-8, a byte that is not part of valid UTF-8 is written as U+FFFD,
@@ -10,6 +11,7 @@
  * A failed allocation is remembered: every later call does nothing and json_text_take()
  * returns NULL. The caller places the commas itself (json_text_raw(t, ",")). Never logs. */
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,10 +36,20 @@ void json_text_u64(JsonText *t, uint64_t v);
 void json_text_i64(JsonText *t, int64_t v);
 void json_text_bool(JsonText *t, bool v);
 
+/* The @n bytes at @s as a string, a NUL among them too (written \u0000), as jansson's strings
+ * may hold. */
+void json_text_stringn(JsonText *t, const char *s, size_t n);
+
 /* Appends the CLOCK_REALTIME time @real_ns as a string, as realtime_format_iso8601() writes it
  * ("2026-12-04T20:13:18.123456789Z"), without its gmtime_r(), strftime() and snprintf():
  * GetEvents writes a thousand. */
 void json_text_realtime(JsonText *t, uint64_t real_ns);
+
+/* Appends the jansson value @v, as json_dumps(@v, JSON_COMPACT) writes it, byte for byte (its
+ * objects' keys in its order, its reals with 17 digits), without printf() for each number.
+ * Nesting deeper than JSON_TEXT_DEPTH_MAX fails @t, as an allocation would. */
+#define JSON_TEXT_DEPTH_MAX 2048
+void json_text_value(JsonText *t, const json_t *v);
 
 /* The text written (NUL-terminated) and its length in @ret_len; the caller frees it and @t is
  * empty again. NULL when an allocation failed (@t is emptied too). */

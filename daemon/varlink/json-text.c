@@ -2,6 +2,7 @@
 
 #include "json-text.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,15 +128,17 @@ static const char *short_escape(unsigned char c)
 
 void json_text_string(JsonText *t, const char *s)
 {
-        static const char hex[] = "0123456789ABCDEF";
-        const unsigned char *p = (const unsigned char *)s;
-        size_t n;
-
         if (!s) {
                 json_text_raw(t, "null");
                 return;
         }
-        n = strlen(s);
+        json_text_stringn(t, s, strlen(s));
+}
+
+void json_text_stringn(JsonText *t, const char *s, size_t n)
+{
+        static const char hex[] = "0123456789ABCDEF";
+        const unsigned char *p = (const unsigned char *)s;
 
         /* At most 6 bytes written per byte read (\u00XX), and the quotes. */
         if (!reserve(t, 6 * n + 2)) {
@@ -254,6 +257,103 @@ void json_text_realtime(JsonText *t, uint64_t real_ns)
 void json_text_bool(JsonText *t, bool v)
 {
         json_text_raw(t, v ? "true" : "false");
+}
+
+/* Appends the real @v as jansson writes it: "%.17g", ".0" added where neither a dot nor an
+ * exponent is, the exponent without '+' or leading zeros. */
+static void json_text_real(JsonText *t, double v)
+{
+        char buf[64], *e, *digits, *end;
+        int n = snprintf(buf, sizeof(buf), "%.17g", v);
+
+        if (n < 0 || (size_t)n >= sizeof(buf) - 3) {
+                t->failed = true;
+                return;
+        }
+        if (!strchr(buf, '.') && !strchr(buf, 'e')) {
+                memcpy(buf + n, ".0", 3);
+                n += 2;
+        }
+        e = strchr(buf, 'e');
+        if (e) {
+                digits = e + 1;
+                if (*digits == '-') {
+                        digits++;
+                }
+                /* jansson starts looking for leading zeros after the exponent's first char. */
+                end = e + 2;
+                while (*end == '0') {
+                        end++;
+                }
+                if (end != digits) {
+                        memmove(digits, end, (size_t)(buf + n + 1 - end));
+                        n -= (int)(end - digits);
+                }
+        }
+        json_text_rawn(t, buf, (size_t)n);
+}
+
+static void value_at(JsonText *t, const json_t *v, unsigned depth)
+{
+        const char *key;
+        json_t *item;
+        size_t i, key_len;
+        bool first = true;
+
+        if (depth > JSON_TEXT_DEPTH_MAX) {
+                t->failed = true;
+                return;
+        }
+        switch (json_typeof(v)) {
+        case JSON_OBJECT:
+                json_text_rawn(t, "{", 1);
+                json_object_keylen_foreach((json_t *)v, key, key_len, item)
+                {
+                        json_text_rawn(t, ",", first ? 0 : 1);
+                        first = false;
+                        json_text_stringn(t, key, key_len);
+                        json_text_rawn(t, ":", 1);
+                        value_at(t, item, depth + 1);
+                }
+                json_text_rawn(t, "}", 1);
+                break;
+        case JSON_ARRAY:
+                json_text_rawn(t, "[", 1);
+                json_array_foreach(v, i, item)
+                {
+                        json_text_rawn(t, ",", i ? 1 : 0);
+                        value_at(t, item, depth + 1);
+                }
+                json_text_rawn(t, "]", 1);
+                break;
+        case JSON_STRING:
+                json_text_stringn(t, json_string_value(v), json_string_length(v));
+                break;
+        case JSON_INTEGER:
+                json_text_i64(t, json_integer_value(v));
+                break;
+        case JSON_REAL:
+                json_text_real(t, json_real_value(v));
+                break;
+        case JSON_TRUE:
+                json_text_rawn(t, "true", 4);
+                break;
+        case JSON_FALSE:
+                json_text_rawn(t, "false", 5);
+                break;
+        case JSON_NULL:
+                json_text_rawn(t, "null", 4);
+                break;
+        }
+}
+
+void json_text_value(JsonText *t, const json_t *v)
+{
+        if (!v) {
+                t->failed = true;
+                return;
+        }
+        value_at(t, v, 0);
 }
 
 char *json_text_take(JsonText *t, size_t *ret_len)
