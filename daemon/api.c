@@ -31,8 +31,9 @@
 #define EVENT_TEXT_BYTES 384
 
 /* The isolation GetStatus shows is read anew at most once per interval, and never more often
- * than this. */
+ * than this; at the harvest, while GetStatus was called within ISOLATION_WATCH_NS. */
 #define ISOLATION_MAX_AGE_MIN_NS 1000000000ULL
+#define ISOLATION_WATCH_NS 60000000000ULL
 
 /* At most this many intervals of one probe wait for the Monitor clients between two harvests
  * (normally one; two after a probe that handed over late; older ones are only in the history). */
@@ -67,10 +68,12 @@ struct Api {
         MonitorQueue *queues;
         size_t n_queues;
 
-        /* How the CPUs are isolated, as GetStatus shows it: read at most once per interval
-         * or second, however often it is called (a read walks every cpuset directory, on the
-         * loop). */
+        /* How the CPUs are isolated, as GetStatus shows it: read at the harvest, at most once
+         * per interval or second, while GetStatus is called (a read walks every cpuset
+         * directory: off the request path, so that no call waits for it); by GetStatus itself
+         * only when that reading is missing or two intervals old. */
         IsolationCache isolation;
+        uint64_t status_asked_ns; /* the last GetStatus, CLOCK_MONOTONIC; 0: never */
 };
 
 static const struct {
@@ -767,26 +770,31 @@ json_t *api_status(Manager *m, const Isolation *iso)
                 (json_int_t)history_memory_bytes(manager_history(m)), "self", self_cost_to_json(m));
 }
 
+/* How old a reading of the isolation may be: an interval, at least ISOLATION_MAX_AGE_MIN_NS (a
+ * walk of thousands of cgroups takes tens of ms). */
+static uint64_t isolation_max_age_ns(Manager *m)
+{
+        uint64_t age = manager_config(m)->history_interval_ns;
+
+        return age < ISOLATION_MAX_AGE_MIN_NS ? ISOLATION_MAX_AGE_MIN_NS : age;
+}
+
 static int method_get_status(VarlinkCallCtx *call, json_t *params, void *userdata)
 {
         static const VarlinkField fields[] = {{NULL, 0, false}};
         Api *a = userdata;
         Manager *m = a->manager;
-        uint64_t max_age;
         json_t *reply;
 
         if (varlink_call_check_params(call, params, fields, 0) < 0) {
                 return 0;
         }
-        /* Cpusets change while the daemon runs, seldom: a reading an interval old, and at
-         * least a second (a walk of thousands of cgroups takes tens of ms), is fresh enough.
-         * A reload changes nothing of it: it is the host's, not the configuration's. */
-        max_age = manager_config(m)->history_interval_ns;
-        if (max_age < ISOLATION_MAX_AGE_MIN_NS) {
-                max_age = ISOLATION_MAX_AGE_MIN_NS;
-        }
-        reply = api_status(
-                m, isolation_cache_get(&a->isolation, NULL, now_ns(CLOCK_MONOTONIC), max_age));
+        /* Cpusets change while the daemon runs, seldom: a reading of the last harvest is
+         * fresh enough. A reload changes nothing of it: it is the host's, not the
+         * configuration's. */
+        a->status_asked_ns = now_ns(CLOCK_MONOTONIC);
+        reply = api_status(m, isolation_cache_get(&a->isolation, NULL, a->status_asked_ns,
+                                                  2 * isolation_max_age_ns(m)));
         if (!reply || json_object_set_new(reply, "trace", manager_trace_status(m)) < 0) {
                 json_decref(reply);
                 return -ENOMEM;
@@ -1068,7 +1076,14 @@ json_t *api_stats(Manager *m, const cpu_set_t *cpus, const char *window)
 
 void api_interval(Api *a)
 {
+        uint64_t now = now_ns(CLOCK_MONOTONIC);
+
         notify_monitors(a);
+        /* A tenth off the age, so that a harvest an interval after the last one reads again. */
+        if (a->status_asked_ns && now - a->status_asked_ns < ISOLATION_WATCH_NS) {
+                (void)isolation_cache_get(&a->isolation, NULL, now,
+                                          isolation_max_age_ns(a->manager) / 10 * 9);
+        }
 }
 
 size_t api_n_monitors(const Api *a)
