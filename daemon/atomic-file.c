@@ -5,7 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int atomic_file_write(int dfd, const char *tmp, const char *name, mode_t mode, bool sync_dir,
+int atomic_file_write(int dfd, const char *tmp, const char *name, mode_t mode, AtomicSync sync,
                       int (*write)(FILE *f, void *userdata), void *userdata)
 {
         struct stat st = {0};
@@ -40,7 +40,7 @@ int atomic_file_write(int dfd, const char *tmp, const char *name, mode_t mode, b
         if (r >= 0 && fflush(f) != 0) {
                 r = -errno;
         }
-        if (r >= 0 && fsync(fd) < 0) {
+        if (r >= 0 && sync != ATOMIC_SYNC_NONE && fsync(fd) < 0) {
                 r = -errno;
         }
         if (fclose(f) != 0 && r >= 0) {
@@ -50,7 +50,7 @@ int atomic_file_write(int dfd, const char *tmp, const char *name, mode_t mode, b
                 r = -errno;
         }
         if (r >= 0) {
-                if (sync_dir) {
+                if (sync == ATOMIC_SYNC_FILE_AND_DIR) {
                         (void)fsync(dfd);
                 }
                 return 0;

@@ -398,7 +398,8 @@ static int capture_write(Manager *m, const CaptureWindow *w)
         snprintf(name, sizeof(name), "capture-%020" PRIu64 ".json", real_ns);
         dfd = capture_dir_fd(m);
         r = dfd < 0 ? dfd
-                    : atomic_file_write(dfd, CAPTURE_TMP, name, 0640, false, write_text, text);
+                    : atomic_file_write(dfd, CAPTURE_TMP, name, 0640, ATOMIC_SYNC_FILE, write_text,
+                                        text);
         if (r < 0) {
                 capture_store_skip(m->captures);
                 return r;

@@ -158,7 +158,8 @@ static int checkpoint_write(Manager *m)
         if (dfd < 0) {
                 return dfd;
         }
-        r = atomic_file_write(dfd, STATE_TMP, STATE_FILE, 0640, true, write_history, m);
+        r = atomic_file_write(dfd, STATE_TMP, STATE_FILE, 0640, ATOMIC_SYNC_FILE_AND_DIR,
+                              write_history, m);
         close(dfd);
         return r;
 }

@@ -145,7 +145,9 @@ static int export_write_atomic(Manager *m, const char *path)
         if (dfd < 0) {
                 return -errno;
         }
-        r = atomic_file_write(dfd, tmp, name, 0644, false, write_exposition, m);
+        /* Not synced: node_exporter reads the newest, the next is an interval away, and the
+         * loop must not wait for the disk each interval. */
+        r = atomic_file_write(dfd, tmp, name, 0644, ATOMIC_SYNC_NONE, write_exposition, m);
         close(dfd);
         return r;
 }

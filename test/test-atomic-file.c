@@ -1,4 +1,5 @@
-/* Unit tests of daemon/atomic-file.c: the file is replaced whole with the given mode; a failing
+/* Unit tests of daemon/atomic-file.c: the file is replaced whole with the given mode, however it
+ * is synced; a failing
  * writer leaves the old file and no temporary; a FIFO at the temporary name (with or without a
  * reader) is refused at once rather than waited on, removed, and the next write succeeds.
  * SIGALRM ends the test if a write blocks. */
@@ -77,28 +78,42 @@ static int teardown(void **state)
         return 0;
 }
 
+/* Each way of syncing replaces the file whole, with its mode, and leaves no temporary. */
 static void test_replaces_whole(void **state)
 {
-        struct stat st;
-        char *text;
+        static const AtomicSync syncs[] = {ATOMIC_SYNC_NONE, ATOMIC_SYNC_FILE,
+                                           ATOMIC_SYNC_FILE_AND_DIR};
 
-        assert_int_equal(atomic_file_write(dfd, "f.tmp", "f", 0640, true, write_text, "one\n"), 0);
-        assert_int_equal(atomic_file_write(dfd, "f.tmp", "f", 0640, true, write_text, "two\n"), 0);
-        text = read_back("f");
-        assert_string_equal(text, "two\n");
-        free(text);
-        assert_int_equal(fstatat(dfd, "f", &st, 0), 0);
-        assert_int_equal(st.st_mode & 07777, 0640);
-        assert_false(exists("f.tmp"));
+        for (size_t i = 0; i < sizeof(syncs) / sizeof(*syncs); i++) {
+                struct stat st;
+                char *text;
+
+                assert_int_equal(
+                        atomic_file_write(dfd, "f.tmp", "f", 0640, syncs[i], write_text, "one\n"),
+                        0);
+                assert_int_equal(
+                        atomic_file_write(dfd, "f.tmp", "f", 0640, syncs[i], write_text, "two\n"),
+                        0);
+                text = read_back("f");
+                assert_string_equal(text, "two\n");
+                free(text);
+                assert_int_equal(fstatat(dfd, "f", &st, 0), 0);
+                assert_int_equal(st.st_mode & 07777, 0640);
+                assert_false(exists("f.tmp"));
+                assert_int_equal(unlinkat(dfd, "f", 0), 0);
+        }
 }
 
 static void test_failure_keeps_old(void **state)
 {
         char *text;
 
-        assert_int_equal(atomic_file_write(dfd, "f.tmp", "f", 0600, false, write_text, "old\n"), 0);
-        assert_int_equal(atomic_file_write(dfd, "f.tmp", "f", 0600, false, write_fails, NULL),
-                         -ENOSPC);
+        assert_int_equal(
+                atomic_file_write(dfd, "f.tmp", "f", 0600, ATOMIC_SYNC_FILE, write_text, "old\n"),
+                0);
+        assert_int_equal(
+                atomic_file_write(dfd, "f.tmp", "f", 0600, ATOMIC_SYNC_FILE, write_fails, NULL),
+                -ENOSPC);
         text = read_back("f");
         assert_string_equal(text, "old\n");
         free(text);
@@ -113,11 +128,13 @@ static void test_fifo_without_reader(void **state)
         snprintf(path, sizeof(path), "%s/f.tmp", dir);
         assert_int_equal(mkfifo(path, 0600), 0);
         alarm(10);
-        assert_true(atomic_file_write(dfd, "f.tmp", "f", 0600, false, write_text, "x\n") < 0);
+        assert_true(atomic_file_write(dfd, "f.tmp", "f", 0600, ATOMIC_SYNC_FILE, write_text,
+                                      "x\n") < 0);
         alarm(0);
         assert_false(exists("f.tmp"));
         assert_false(exists("f"));
-        assert_int_equal(atomic_file_write(dfd, "f.tmp", "f", 0600, false, write_text, "y\n"), 0);
+        assert_int_equal(
+                atomic_file_write(dfd, "f.tmp", "f", 0600, ATOMIC_SYNC_FILE, write_text, "y\n"), 0);
         text = read_back("f");
         assert_string_equal(text, "y\n");
         free(text);
@@ -134,8 +151,9 @@ static void test_fifo_with_reader(void **state)
         rfd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
         assert_true(rfd >= 0);
         alarm(10);
-        assert_int_equal(atomic_file_write(dfd, "f.tmp", "f", 0600, false, write_text, "x\n"),
-                         -EINVAL);
+        assert_int_equal(
+                atomic_file_write(dfd, "f.tmp", "f", 0600, ATOMIC_SYNC_FILE, write_text, "x\n"),
+                -EINVAL);
         alarm(0);
         assert_true(read(rfd, buf, sizeof(buf)) <= 0);
         close(rfd);
