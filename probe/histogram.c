@@ -82,21 +82,28 @@ static uint64_t quantile_rank(uint64_t total, double q)
         return r > (double)total ? total : (uint64_t)r;
 }
 
-uint64_t histogram_quantile(const Histogram *h, double q)
+void histogram_quantiles(const Histogram *h, const double *q, size_t n, uint64_t *ret)
 {
-        uint64_t total = histogram_total(h), rank, seen = 0;
+        uint64_t total = histogram_total(h), seen = 0;
+        size_t k = 0;
 
-        if (total == 0) {
-                return 0;
-        }
-        rank = quantile_rank(total, q);
-        for (unsigned i = 0; i < HIST_BUCKETS; i++) {
+        for (unsigned i = 0; i < HIST_BUCKETS && k < n && total > 0; i++) {
                 seen += h->counts[i];
-                if (seen >= rank) {
-                        return histogram_bucket_upper(i);
+                while (k < n && seen >= quantile_rank(total, q[k])) {
+                        ret[k++] = histogram_bucket_upper(i);
                 }
         }
-        return UINT64_MAX;
+        for (; k < n; k++) {
+                ret[k] = total == 0 ? 0 : UINT64_MAX;
+        }
+}
+
+uint64_t histogram_quantile(const Histogram *h, double q)
+{
+        uint64_t v;
+
+        histogram_quantiles(h, &q, 1, &v);
+        return v;
 }
 
 uint64_t histogram_count_at_or_above(const Histogram *h, uint64_t v)
@@ -231,28 +238,35 @@ static int64_t to_signed(uint64_t v)
         return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v;
 }
 
+void signed_histogram_quantiles(const SignedHistogram *h, const double *q, size_t n, int64_t *ret)
+{
+        uint64_t total = signed_histogram_total(h), seen = 0;
+        size_t k = 0;
+
+        /* Negative buckets from the largest magnitude down, then the non-negative ones up. */
+        for (unsigned i = HIST_BUCKETS; i-- > 0 && k < n && total > 0;) {
+                seen += h->neg.counts[i];
+                while (k < n && seen >= quantile_rank(total, q[k])) {
+                        ret[k++] = negate(histogram_bucket_lower(i));
+                }
+        }
+        for (unsigned i = 0; i < HIST_BUCKETS && k < n && total > 0; i++) {
+                seen += h->pos.counts[i];
+                while (k < n && seen >= quantile_rank(total, q[k])) {
+                        ret[k++] = to_signed(histogram_bucket_upper(i));
+                }
+        }
+        for (; k < n; k++) {
+                ret[k] = total == 0 ? 0 : INT64_MAX;
+        }
+}
+
 int64_t signed_histogram_quantile(const SignedHistogram *h, double q)
 {
-        uint64_t total = signed_histogram_total(h), rank, seen = 0;
+        int64_t v;
 
-        if (total == 0) {
-                return 0;
-        }
-        rank = quantile_rank(total, q);
-        /* Negative buckets from the largest magnitude down, then the non-negative ones up. */
-        for (unsigned i = HIST_BUCKETS; i-- > 0;) {
-                seen += h->neg.counts[i];
-                if (seen >= rank) {
-                        return negate(histogram_bucket_lower(i));
-                }
-        }
-        for (unsigned i = 0; i < HIST_BUCKETS; i++) {
-                seen += h->pos.counts[i];
-                if (seen >= rank) {
-                        return to_signed(histogram_bucket_upper(i));
-                }
-        }
-        return INT64_MAX;
+        signed_histogram_quantiles(h, &q, 1, &v);
+        return v;
 }
 
 int signed_histogram_foreach(const SignedHistogram *h, unsigned sub_bits,

@@ -81,6 +81,10 @@ int histogram_subtract(Histogram *dst, const Histogram *src);
  * for an empty histogram. */
 uint64_t histogram_quantile(const Histogram *h, double q);
 
+/* histogram_quantile() of each of the @n quantiles @q, in increasing order, into @ret, in one
+ * pass over the buckets. */
+void histogram_quantiles(const Histogram *h, const double *q, size_t n, uint64_t *ret);
+
 /* Number of values >= @v, counting whole buckets: exact when @v is a bucket's lower edge,
  * otherwise it includes the bucket that holds @v. */
 uint64_t histogram_count_at_or_above(const Histogram *h, uint64_t v);
@@ -103,6 +107,10 @@ int signed_histogram_subtract(SignedHistogram *dst, const SignedHistogram *src);
 /* Value at quantile @q, as a signed number: the edge of its bucket towards +infinity, as for
  * the unsigned histogram, so the reported value is never below the true one. */
 int64_t signed_histogram_quantile(const SignedHistogram *h, double q);
+
+/* signed_histogram_quantile() of each of the @n quantiles @q, in increasing order, into @ret,
+ * in one pass. */
+void signed_histogram_quantiles(const SignedHistogram *h, const double *q, size_t n, int64_t *ret);
 
 /* Calls @fn for every non-empty bucket from the most negative to the most positive, at
  * resolution @sub_bits as histogram_foreach(); lower and upper are signed values (lower <=

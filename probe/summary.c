@@ -1,6 +1,7 @@
 #include "summary.h"
 
 #include <math.h>
+#include <string.h>
 
 const double summary_percentiles[SUMMARY_PERCENTILES] = {0.9,    0.99,    0.999,
                                                          0.9999, 0.99999, 0.999999};
@@ -27,9 +28,18 @@ static int64_t clamp_s(int64_t v, int64_t lo, int64_t hi)
         return v < lo ? lo : v > hi ? hi : v;
 }
 
+/* The median, then summary_percentiles, into @q: found in one pass over a histogram. */
+static void quantiles(double q[SUMMARY_PERCENTILES + 1])
+{
+        q[0] = 0.5;
+        memcpy(q + 1, summary_percentiles, sizeof(summary_percentiles));
+}
+
 static void summarize_gap(const ProbeSlot *s, const TickConv *conv, ValueSummary *ret)
 {
         double ns_per_tick = 1e9 / (double)conv->hz;
+        uint64_t v[SUMMARY_PERCENTILES + 1];
+        double q[SUMMARY_PERCENTILES + 1];
 
         *ret = (ValueSummary){.count = s->gap.count};
         if (s->gap.count == 0) {
@@ -40,18 +50,20 @@ static void summarize_gap(const ProbeSlot *s, const TickConv *conv, ValueSummary
         ret->mean_ns = stats_mean(&s->gap) * ns_per_tick;
         ret->variance_ns2 = stats_variance(&s->gap) * ns_per_tick * ns_per_tick;
         ret->stddev_ns = sqrt(ret->variance_ns2);
-        ret->median_ns = (double)tickconv_to_ns(
-                conv, clamp_u(histogram_quantile(&s->gap_hist, 0.5), s->gap.min, s->gap.max));
+        quantiles(q);
+        histogram_quantiles(&s->gap_hist, q, SUMMARY_PERCENTILES + 1, v);
+        ret->median_ns = (double)tickconv_to_ns(conv, clamp_u(v[0], s->gap.min, s->gap.max));
         for (int i = 0; i < SUMMARY_PERCENTILES; i++) {
-                uint64_t v = histogram_quantile(&s->gap_hist, summary_percentiles[i]);
-
-                ret->pct_ns[i] = (double)tickconv_to_ns(conv, clamp_u(v, s->gap.min, s->gap.max));
+                ret->pct_ns[i] =
+                        (double)tickconv_to_ns(conv, clamp_u(v[i + 1], s->gap.min, s->gap.max));
         }
 }
 
 static void summarize_dd(const ProbeSlot *s, const TickConv *conv, ValueSummary *ret)
 {
         double ns_per_tick = 1e9 / (double)conv->hz;
+        int64_t v[SUMMARY_PERCENTILES + 1];
+        double q[SUMMARY_PERCENTILES + 1];
 
         *ret = (ValueSummary){.count = s->dd.count};
         if (s->dd.count == 0) {
@@ -62,12 +74,12 @@ static void summarize_dd(const ProbeSlot *s, const TickConv *conv, ValueSummary 
         ret->mean_ns = signed_stats_mean(&s->dd) * ns_per_tick;
         ret->variance_ns2 = signed_stats_variance(&s->dd) * ns_per_tick * ns_per_tick;
         ret->stddev_ns = sqrt(ret->variance_ns2);
-        ret->median_ns = tickconv_signed_to_ns(
-                conv, clamp_s(signed_histogram_quantile(&s->dd_hist, 0.5), s->dd.min, s->dd.max));
+        quantiles(q);
+        signed_histogram_quantiles(&s->dd_hist, q, SUMMARY_PERCENTILES + 1, v);
+        ret->median_ns = tickconv_signed_to_ns(conv, clamp_s(v[0], s->dd.min, s->dd.max));
         for (int i = 0; i < SUMMARY_PERCENTILES; i++) {
-                int64_t v = signed_histogram_quantile(&s->dd_hist, summary_percentiles[i]);
-
-                ret->pct_ns[i] = tickconv_signed_to_ns(conv, clamp_s(v, s->dd.min, s->dd.max));
+                ret->pct_ns[i] =
+                        tickconv_signed_to_ns(conv, clamp_s(v[i + 1], s->dd.min, s->dd.max));
         }
 }
 

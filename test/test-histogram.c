@@ -56,7 +56,7 @@ static void test_percentiles_against_sorted(void **state)
 {
         const size_t n = 200000;
         const double qs[] = {0, 0.001, 0.1, 0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999, 1};
-        uint64_t *v = malloc(n * sizeof(*v));
+        uint64_t *v = malloc(n * sizeof(*v)), many[ELEMENTSOF(qs)];
         Histogram *h = calloc(1, sizeof(*h));
 
         (void)state;
@@ -73,6 +73,13 @@ static void test_percentiles_against_sorted(void **state)
                 /* The reported value is the upper edge of the bucket that holds the true one. */
                 assert_int_equal(histogram_quantile(h, qs[k]),
                                  histogram_bucket_upper(histogram_index(ref)));
+        }
+        /* All of them in one pass: each the same edge of the bucket of the true one. */
+        histogram_quantiles(h, qs, ELEMENTSOF(qs), many);
+        for (size_t k = 0; k < ELEMENTSOF(qs); k++) {
+                size_t rank = qs[k] <= 0 ? 1 : (size_t)ceil(qs[k] * (double)n);
+
+                assert_int_equal(many[k], histogram_bucket_upper(histogram_index(v[rank - 1])));
         }
         /* Counting above a bucket edge is exact. */
         for (int k = 0; k < 200; k++) {
@@ -132,6 +139,7 @@ static void test_signed(void **state)
         int64_t *v = malloc(n * sizeof(*v));
         SignedHistogram *h = calloc(1, sizeof(*h)), *h2 = calloc(1, sizeof(*h2));
         const double qs[] = {0.00001, 0.01, 0.25, 0.5, 0.75, 0.99, 0.99999};
+        int64_t many[ELEMENTSOF(qs)];
 
         (void)state;
         for (size_t i = 0; i < n; i++) {
@@ -147,13 +155,15 @@ static void test_signed(void **state)
         signed_histogram_clear(h2);
         signed_histogram_add(h2, INT64_MIN);
         assert_int_equal(signed_histogram_subtract(h, h2), 0);
+        signed_histogram_quantiles(h, qs, ELEMENTSOF(qs), many);
         for (size_t k = 0; k < ELEMENTSOF(qs); k++) {
                 size_t rank = (size_t)ceil(qs[k] * (double)n);
                 int64_t ref = v[rank - 1], got = signed_histogram_quantile(h, qs[k]);
                 uint64_t mag = ref < 0 ? -(uint64_t)ref : (uint64_t)ref;
                 unsigned idx = histogram_index(mag);
 
-                /* Never below the true value, and within its bucket. */
+                /* Never below the true value, and within its bucket; the same in one pass. */
+                assert_int_equal(many[k], got);
                 assert_true(got >= ref);
                 if (ref < 0) {
                         assert_int_equal(got, -(int64_t)histogram_bucket_lower(idx));
