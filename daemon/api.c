@@ -30,8 +30,8 @@
 /* What GetEvents reserves per event written: one with two causes takes about 350 bytes. */
 #define EVENT_TEXT_BYTES 384
 
-/* The isolation GetStatus shows is read anew at most once per interval, and never more often
- * than this; at the harvest, while GetStatus was called within ISOLATION_WATCH_NS. */
+/* The isolation GetStatus shows is read anew about once per interval, at least this far apart;
+ * at the harvest, while GetStatus was called within ISOLATION_WATCH_NS (or two such ages). */
 #define ISOLATION_MAX_AGE_MIN_NS 1000000000ULL
 #define ISOLATION_WATCH_NS 60000000000ULL
 
@@ -68,10 +68,10 @@ struct Api {
         MonitorQueue *queues;
         size_t n_queues;
 
-        /* How the CPUs are isolated, as GetStatus shows it: read at the harvest, at most once
-         * per interval or second, while GetStatus is called (a read walks every cpuset
-         * directory: off the request path, so that no call waits for it); by GetStatus itself
-         * only when that reading is missing or two intervals old. */
+        /* How the CPUs are isolated, as GetStatus shows it: read at the harvest, about once
+         * per interval (at least 0.9 s apart), while GetStatus is called (a read walks every
+         * cpuset directory: not in a call, whose answer would wait for it); by GetStatus
+         * itself only when that reading is missing or two intervals old. */
         IsolationCache isolation;
         uint64_t status_asked_ns; /* the last GetStatus, CLOCK_MONOTONIC; 0: never */
 };
@@ -1079,8 +1079,11 @@ void api_interval(Api *a)
         uint64_t now = now_ns(CLOCK_MONOTONIC);
 
         notify_monitors(a);
-        /* A tenth off the age, so that a harvest an interval after the last one reads again. */
-        if (a->status_asked_ns && now - a->status_asked_ns < ISOLATION_WATCH_NS) {
+        /* A tenth off the age, so that a harvest an interval after the last one reads again;
+         * watched as long as a call would still find the reading young enough. */
+        if (a->status_asked_ns &&
+            (now - a->status_asked_ns < ISOLATION_WATCH_NS ||
+             now - a->status_asked_ns < 2 * isolation_max_age_ns(a->manager))) {
                 (void)isolation_cache_get(&a->isolation, NULL, now,
                                           isolation_max_age_ns(a->manager) / 10 * 9);
         }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "admission.h"
 #include "probe.h"
@@ -38,14 +39,23 @@ static int self_cost_cpu_ns(const int *skip_tids, size_t n, uint64_t *ret_ns, un
 {
         /* Opened once and read again from the start each time: an open and a 32 KiB buffer
          * per GetStatus cost more than the read (a fifth of the call). The loop thread alone
-         * calls this; the directory is the process' own for its life. */
+         * calls this. /proc/self is the process that opened it: opened again in a child. */
         static DIR *d;
+        static pid_t opened_by;
         struct dirent *de;
         uint64_t sum = 0;
         unsigned threads = 0;
 
-        if (!d && !(d = opendir("/proc/self/task"))) {
-                return -errno;
+        if (d && opened_by != getpid()) {
+                closedir(d);
+                d = NULL;
+        }
+        if (!d) {
+                d = opendir("/proc/self/task");
+                if (!d) {
+                        return -errno;
+                }
+                opened_by = getpid();
         }
         rewinddir(d);
         /* A thread that ended took its time along: only live threads are counted, as a reader

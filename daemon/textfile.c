@@ -127,8 +127,9 @@ static int write_exposition(FILE *f, void *userdata)
 /* Replaces @path atomically: node_exporter reads the file at any moment and must see either
  * the previous or the new content. The temporary file sits in the same directory under a name
  * that does not end in .prom, which the textfile collector would otherwise read half-written;
- * it is readable by the node_exporter's user whatever our umask is. The directory is not
- * synced: the file is written anew every interval. */
+ * it is readable by the node_exporter's user whatever our umask is. Neither the file nor the
+ * directory is synced: node_exporter reads the newest, the next is an interval away, and the
+ * loop must not wait for the disk each interval. */
 static int export_write_atomic(Manager *m, const char *path)
 {
         char tmp[CONFIG_PATH_MAX + 16], dir[CONFIG_PATH_MAX], base[CONFIG_PATH_MAX];
@@ -145,8 +146,6 @@ static int export_write_atomic(Manager *m, const char *path)
         if (dfd < 0) {
                 return -errno;
         }
-        /* Not synced: node_exporter reads the newest, the next is an interval away, and the
-         * loop must not wait for the disk each interval. */
         r = atomic_file_write(dfd, tmp, name, 0644, ATOMIC_SYNC_NONE, write_exposition, m);
         close(dfd);
         return r;

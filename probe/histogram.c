@@ -82,15 +82,25 @@ static uint64_t quantile_rank(uint64_t total, double q)
         return r > (double)total ? total : (uint64_t)r;
 }
 
+/* The rank of quantile @q[@k], which must not come before @q[@k - 1]'s: the quantiles of one
+ * pass are found in the order they are asked for. */
+static uint64_t next_rank(uint64_t total, const double *q, size_t k)
+{
+        assert(q[k] >= q[k - 1]);
+        return quantile_rank(total, q[k]);
+}
+
 void histogram_quantiles(const Histogram *h, const double *q, size_t n, uint64_t *ret)
 {
-        uint64_t total = histogram_total(h), seen = 0;
+        uint64_t total = histogram_total(h), seen = 0,
+                 rank = total && n ? quantile_rank(total, q[0]) : 0;
         size_t k = 0;
 
         for (unsigned i = 0; i < HIST_BUCKETS && k < n && total > 0; i++) {
                 seen += h->counts[i];
-                while (k < n && seen >= quantile_rank(total, q[k])) {
+                while (k < n && seen >= rank) {
                         ret[k++] = histogram_bucket_upper(i);
+                        rank = k < n ? next_rank(total, q, k) : 0;
                 }
         }
         for (; k < n; k++) {
@@ -241,19 +251,22 @@ static int64_t to_signed(uint64_t v)
 void signed_histogram_quantiles(const SignedHistogram *h, const double *q, size_t n, int64_t *ret)
 {
         uint64_t total = signed_histogram_total(h), seen = 0;
+        uint64_t rank = total && n ? quantile_rank(total, q[0]) : 0;
         size_t k = 0;
 
         /* Negative buckets from the largest magnitude down, then the non-negative ones up. */
         for (unsigned i = HIST_BUCKETS; i-- > 0 && k < n && total > 0;) {
                 seen += h->neg.counts[i];
-                while (k < n && seen >= quantile_rank(total, q[k])) {
+                while (k < n && seen >= rank) {
                         ret[k++] = negate(histogram_bucket_lower(i));
+                        rank = k < n ? next_rank(total, q, k) : 0;
                 }
         }
         for (unsigned i = 0; i < HIST_BUCKETS && k < n && total > 0; i++) {
                 seen += h->pos.counts[i];
-                while (k < n && seen >= quantile_rank(total, q[k])) {
+                while (k < n && seen >= rank) {
                         ret[k++] = to_signed(histogram_bucket_upper(i));
+                        rank = k < n ? next_rank(total, q, k) : 0;
                 }
         }
         for (; k < n; k++) {

@@ -81,8 +81,8 @@ int histogram_subtract(Histogram *dst, const Histogram *src);
  * for an empty histogram. */
 uint64_t histogram_quantile(const Histogram *h, double q);
 
-/* histogram_quantile() of each of the @n quantiles @q, in increasing order, into @ret, in one
- * pass over the buckets. */
+/* histogram_quantile() of each of the @n quantiles @q into @ret, in one pass over the buckets:
+ * @q must be in increasing order (asserted). Zeros for an empty histogram. */
 void histogram_quantiles(const Histogram *h, const double *q, size_t n, uint64_t *ret);
 
 /* Number of values >= @v, counting whole buckets: exact when @v is a bucket's lower edge,
@@ -108,8 +108,8 @@ int signed_histogram_subtract(SignedHistogram *dst, const SignedHistogram *src);
  * the unsigned histogram, so the reported value is never below the true one. */
 int64_t signed_histogram_quantile(const SignedHistogram *h, double q);
 
-/* signed_histogram_quantile() of each of the @n quantiles @q, in increasing order, into @ret,
- * in one pass. */
+/* signed_histogram_quantile() of each of the @n quantiles @q (in increasing order, asserted)
+ * into @ret, in one pass. Zeros for an empty histogram. */
 void signed_histogram_quantiles(const SignedHistogram *h, const double *q, size_t n, int64_t *ret);
 
 /* Calls @fn for every non-empty bucket from the most negative to the most positive, at

@@ -29,7 +29,7 @@ static int64_t clamp_s(int64_t v, int64_t lo, int64_t hi)
 }
 
 /* The median, then summary_percentiles, into @q: found in one pass over a histogram. */
-static void quantiles(double q[SUMMARY_PERCENTILES + 1])
+static void median_and_percentiles(double q[SUMMARY_PERCENTILES + 1])
 {
         q[0] = 0.5;
         memcpy(q + 1, summary_percentiles, sizeof(summary_percentiles));
@@ -50,7 +50,7 @@ static void summarize_gap(const ProbeSlot *s, const TickConv *conv, ValueSummary
         ret->mean_ns = stats_mean(&s->gap) * ns_per_tick;
         ret->variance_ns2 = stats_variance(&s->gap) * ns_per_tick * ns_per_tick;
         ret->stddev_ns = sqrt(ret->variance_ns2);
-        quantiles(q);
+        median_and_percentiles(q);
         histogram_quantiles(&s->gap_hist, q, SUMMARY_PERCENTILES + 1, v);
         ret->median_ns = (double)tickconv_to_ns(conv, clamp_u(v[0], s->gap.min, s->gap.max));
         for (int i = 0; i < SUMMARY_PERCENTILES; i++) {
@@ -74,7 +74,7 @@ static void summarize_dd(const ProbeSlot *s, const TickConv *conv, ValueSummary 
         ret->mean_ns = signed_stats_mean(&s->dd) * ns_per_tick;
         ret->variance_ns2 = signed_stats_variance(&s->dd) * ns_per_tick * ns_per_tick;
         ret->stddev_ns = sqrt(ret->variance_ns2);
-        quantiles(q);
+        median_and_percentiles(q);
         signed_histogram_quantiles(&s->dd_hist, q, SUMMARY_PERCENTILES + 1, v);
         ret->median_ns = tickconv_signed_to_ns(conv, clamp_s(v[0], s->dd.min, s->dd.max));
         for (int i = 0; i < SUMMARY_PERCENTILES; i++) {

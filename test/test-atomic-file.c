@@ -1,8 +1,7 @@
 /* Unit tests of daemon/atomic-file.c: the file is replaced whole with the given mode, however it
- * is synced; a failing
- * writer leaves the old file and no temporary; a FIFO at the temporary name (with or without a
- * reader) is refused at once rather than waited on, removed, and the next write succeeds.
- * SIGALRM ends the test if a write blocks. */
+ * is synced; a failing writer leaves the old file and no temporary; a FIFO at the temporary name
+ * (with or without a reader) is refused at once rather than waited on, removed, and the next
+ * write succeeds. SIGALRM ends the test if a write blocks. */
 
 #include <errno.h>
 #include <fcntl.h>

@@ -120,6 +120,23 @@ static void test_merge_subtract(void **state)
         histogram_clear(m);
         assert_int_equal(histogram_total(m), 0);
         assert_int_equal(histogram_quantile(m, 0.5), 0);
+        /* An empty histogram gives zeros, and asking for no quantile writes none. */
+        {
+                const double qs[] = {0.5, 0.99};
+                uint64_t got[2] = {7, 7};
+                int64_t sgot[2] = {7, 7};
+                SignedHistogram *e = calloc(1, sizeof(*e));
+
+                histogram_quantiles(m, qs, 2, got);
+                assert_true(got[0] == 0 && got[1] == 0);
+                signed_histogram_quantiles(e, qs, 2, sgot);
+                assert_true(sgot[0] == 0 && sgot[1] == 0);
+                histogram_add(m, 100);
+                got[0] = 7;
+                histogram_quantiles(m, qs, 0, got);
+                assert_int_equal(got[0], 7);
+                free(e);
+        }
         free(a);
         free(b);
         free(all);

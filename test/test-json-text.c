@@ -223,8 +223,6 @@ static void test_document(void **state)
         json_decref(want);
 }
 
-/* An empty text is "", not NULL; a failed allocation makes every later call a no-op and the
- * take NULL. */
 /* A deterministic stream of numbers (xorshift), so a failure can be replayed. */
 static uint64_t rnd_state = 0x9e3779b97f4a7c15ULL;
 
@@ -312,6 +310,20 @@ static void random_string(char *buf, size_t size)
         buf[n] = '\0';
 }
 
+/* Puts a NUL into the string @s (room for one more byte) at a random code point boundary, as
+ * jansson's strings and keys may hold one; returns its length with the NUL. */
+static size_t with_nul(char *s)
+{
+        size_t len = strlen(s), k = rnd() % (len + 1);
+
+        while (k < len && (s[k] & 0xc0) == 0x80) {
+                k++; /* not inside a code point */
+        }
+        memmove(s + k + 1, s + k, len - k + 1);
+        s[k] = '\0';
+        return len + 1;
+}
+
 /* A random value nested up to @depth levels: every type, empty containers too, strings and
  * keys with a NUL inside among them. */
 static json_t *random_value(unsigned depth)
@@ -322,8 +334,7 @@ static json_t *random_value(unsigned depth)
         switch (rnd() % (depth > 0 ? 8 : 6)) {
         case 0:
                 random_string(s, sizeof(s));
-                /* Now and then with a NUL inside, as jansson's strings may hold. */
-                return rnd() % 8 ? json_string(s) : json_stringn(s, strlen(s) + 1);
+                return rnd() % 8 ? json_string(s) : json_stringn(s, with_nul(s));
         case 1:
                 return json_integer(rnd() % 4 == 0 ? (json_int_t)(rnd() % 2 ? INT64_MIN : INT64_MAX)
                                                    : (json_int_t)rnd() >> (rnd() % 64));
@@ -345,19 +356,21 @@ static json_t *random_value(unsigned depth)
                 v = json_object();
                 for (uint64_t i = 0, n = rnd() % 5; i < n; i++) {
                         random_string(s, sizeof(s));
-                        json_object_setn_new(v, s, strlen(s) + (rnd() % 8 == 0),
+                        json_object_setn_new(v, s, rnd() % 8 ? strlen(s) : with_nul(s),
                                              random_value(depth - 1));
                 }
                 return v;
         }
 }
 
-/* 3000 random trees, and one of every real of the edges, written as json_dumps(JSON_COMPACT)
- * writes them, byte for byte; nesting deeper than JSON_TEXT_DEPTH_MAX fails the text. */
+/* 3000 random trees (the edges of the reals among their numbers), written as
+ * json_dumps(JSON_COMPACT) writes them, byte for byte; JSON_TEXT_DEPTH_MAX + 1 levels of arrays
+ * are written, one more fails the text. */
 static void test_value(void **state)
 {
         json_t *deep = json_array(), *inner = deep;
         JsonText t = {0};
+        char *text;
         size_t len;
 
         (void)state;
@@ -375,17 +388,25 @@ static void test_value(void **state)
                 free(want);
                 json_decref(v);
         }
-        for (int k = 0; k <= JSON_TEXT_DEPTH_MAX + 1; k++) {
+        for (int k = 1; k < JSON_TEXT_DEPTH_MAX + 1; k++) {
                 json_t *next = json_array();
 
                 json_array_append_new(inner, next);
                 inner = next;
         }
         json_text_value(&t, deep);
+        text = json_text_take(&t, &len);
+        assert_non_null(text);
+        assert_int_equal(len, 2 * (JSON_TEXT_DEPTH_MAX + 1));
+        free(text);
+        json_array_append_new(inner, json_array());
+        json_text_value(&t, deep);
         assert_null(json_text_take(&t, &len));
         json_decref(deep);
 }
 
+/* An empty text is "", not NULL; a failed allocation makes every later call a no-op and the
+ * take NULL. */
 static void test_empty_and_failure(void **state)
 {
         JsonText t = {0};

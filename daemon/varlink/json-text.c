@@ -203,8 +203,8 @@ void json_text_i64(JsonText *t, int64_t v)
 {
         if (v < 0) {
                 json_text_rawn(t, "-", 1);
-                /* -(v + 1) + 1: INT64_MIN too. */
-                json_text_u64(t, (uint64_t) - (v + 1) + 1);
+                /* Modulo 2^64: INT64_MIN too. */
+                json_text_u64(t, 0 - (uint64_t)v);
         } else {
                 json_text_u64(t, (uint64_t)v);
         }
@@ -260,7 +260,9 @@ void json_text_bool(JsonText *t, bool v)
 }
 
 /* Appends the real @v as jansson writes it: "%.17g", ".0" added where neither a dot nor an
- * exponent is, the exponent without '+' or leading zeros. */
+ * exponent is, the exponent without '+' or leading zeros. In the C locale, which the daemon and
+ * jitterctl keep for numbers (neither sets LC_NUMERIC): jansson would turn a decimal comma
+ * back into a point, this does not. */
 static void json_text_real(JsonText *t, double v)
 {
         char buf[64], *e, *digits, *end;
@@ -300,6 +302,9 @@ static void value_at(JsonText *t, const json_t *v, unsigned depth)
         size_t i, key_len;
         bool first = true;
 
+        if (t->failed) {
+                return; /* nothing more would be kept */
+        }
         if (depth > JSON_TEXT_DEPTH_MAX) {
                 t->failed = true;
                 return;

@@ -47,7 +47,9 @@ void json_text_realtime(JsonText *t, uint64_t real_ns);
 
 /* Appends the jansson value @v, as json_dumps(@v, JSON_COMPACT) writes it, byte for byte (its
  * objects' keys in its order, its reals with 17 digits), without printf() for each number.
- * Nesting deeper than JSON_TEXT_DEPTH_MAX fails @t, as an allocation would. */
+ * More than JSON_TEXT_DEPTH_MAX + 1 levels of containers fail @t, as an allocation would:
+ * whatever jansson parses (at most 2048 levels, JSON_PARSER_MAX_DEPTH) and a message's
+ * envelope around it can be written. */
 #define JSON_TEXT_DEPTH_MAX 2048
 void json_text_value(JsonText *t, const json_t *v);
 
