@@ -627,12 +627,34 @@ static void conn_read(Connection *c)
         }
 }
 
+/* Where a callback of the server began: its thread's CPU clock and what calls were charged. */
+typedef struct Uncharged {
+        uint64_t cpu_start_ns, charged_ns;
+} Uncharged;
+
+static Uncharged uncharged_begin(const VarlinkServer *s)
+{
+        return (Uncharged){clock_ns(CLOCK_THREAD_CPUTIME_ID), s->charged_ns};
+}
+
+/* What the callback begun at @u cost that no call was charged for (reading what is not yet a
+ * call, sending replies that waited, settling a connection, its timers, accepting, closing)
+ * goes to the gate as a call to no method: the more calls clients make, the more of it there
+ * is, and it is theirs. */
+static void uncharged_end(VarlinkServer *s, const Uncharged *u)
+{
+        uint64_t cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - u->cpu_start_ns;
+
+        if (s->gate.charge && cpu_ns > s->charged_ns - u->charged_ns) {
+                s->gate.charge("", cpu_ns - (s->charged_ns - u->charged_ns), s->gate.userdata);
+        }
+}
+
 static int conn_on_io(sd_event_source *source, int fd, uint32_t revents, void *userdata)
 {
         Connection *c = userdata;
         VarlinkServer *s = c->server;
-        uint64_t cpu_start_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID), charged_ns = s->charged_ns;
-        uint64_t cpu_ns;
+        Uncharged u = uncharged_begin(s);
 
         if (revents & EPOLLOUT) {
                 conn_flush(c);
@@ -645,22 +667,20 @@ static int conn_on_io(sd_event_source *source, int fd, uint32_t revents, void *u
                         c->dead = true;
                 }
         }
-        conn_settle(c);
-        /* What no call was charged for (reading what is not yet a call, sending replies that
-         * waited, closing) goes to the gate as a call to no method. @c may be gone. */
-        cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_start_ns;
-        if (s->gate.charge && cpu_ns > s->charged_ns - charged_ns) {
-                s->gate.charge("", cpu_ns - (s->charged_ns - charged_ns), s->gate.userdata);
-        }
+        conn_settle(c); /* @c may be gone */
+        uncharged_end(s, &u);
         return 0;
 }
 
 static int conn_on_defer(sd_event_source *source, void *userdata)
 {
         Connection *c = userdata;
+        VarlinkServer *s = c->server;
+        Uncharged u = uncharged_begin(s);
 
         conn_process(c, CALLS_PER_ITERATION);
         conn_settle(c);
+        uncharged_end(s, &u);
         return 0;
 }
 
@@ -691,9 +711,12 @@ static int conn_on_idle(sd_event_source *source, uint64_t usec, void *userdata)
 static int conn_on_hold(sd_event_source *source, uint64_t usec, void *userdata)
 {
         Connection *c = userdata;
+        VarlinkServer *s = c->server;
+        Uncharged u = uncharged_begin(s);
 
         c->held = false;
         conn_settle(c);
+        uncharged_end(s, &u);
         return 0;
 }
 
@@ -815,6 +838,7 @@ static int listener_on_io(sd_event_source *source, int fd, uint32_t revents, voi
 {
         Listener *l = userdata;
         VarlinkServer *s = l->server;
+        Uncharged u = uncharged_begin(s);
 
         for (int i = 0; i < ACCEPTS_PER_WAKEUP; i++) {
                 int cfd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -838,6 +862,7 @@ static int listener_on_io(sd_event_source *source, int fd, uint32_t revents, voi
                 }
                 (void)conn_new(s, cfd);
         }
+        uncharged_end(s, &u);
         return 0;
 }
 
