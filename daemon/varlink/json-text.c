@@ -6,16 +6,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Reallocates the buffer of @t to @cap bytes; false, and @t as it was, when that fails. */
+static bool grow_to(JsonText *t, size_t cap)
+{
+        char *p = realloc(t->buf, cap);
+
+        if (!p) {
+                return false;
+        }
+        t->buf = p;
+        t->cap = cap;
+        return true;
+}
+
+/* Whether @n more bytes and a NUL would fit a buffer @t may have (false after a failure). */
+static bool can_hold(const JsonText *t, size_t n)
+{
+        return !t->failed && n <= SIZE_MAX / 2 - t->len;
+}
+
 /* Makes room for @n more bytes and a NUL; false after a failed allocation. */
 static bool reserve(JsonText *t, size_t n)
 {
         size_t cap;
-        char *p;
 
-        if (t->failed) {
-                return false;
-        }
-        if (n > SIZE_MAX / 2 - t->len) {
+        if (!can_hold(t, n)) {
                 t->failed = true;
                 return false;
         }
@@ -26,33 +41,17 @@ static bool reserve(JsonText *t, size_t n)
         while (cap < t->len + n + 1) {
                 cap *= 2;
         }
-        p = realloc(t->buf, cap);
-        if (!p) {
+        if (!grow_to(t, cap)) {
                 t->failed = true;
                 return false;
         }
-        t->buf = p;
-        t->cap = cap;
         return true;
 }
 
 bool json_text_reserve(JsonText *t, size_t n)
 {
-        char *p;
-
-        if (t->failed || n > SIZE_MAX / 2 - t->len) {
-                return false;
-        }
-        if (t->len + n + 1 <= t->cap) {
-                return true;
-        }
-        p = realloc(t->buf, t->len + n + 1);
-        if (!p) {
-                return false; /* a hint: the writes that follow grow the buffer as they need */
-        }
-        t->buf = p;
-        t->cap = t->len + n + 1;
-        return true;
+        /* A hint: when it fails, the writes that follow grow the buffer as they need. */
+        return can_hold(t, n) && (t->len + n + 1 <= t->cap || grow_to(t, t->len + n + 1));
 }
 
 void json_text_rawn(JsonText *t, const char *s, size_t n)
