@@ -106,6 +106,13 @@ int api_window(const char *window, uint64_t *ret_from_ns, uint64_t *ret_to_ns, b
         return -EINVAL;
 }
 
+/* Whether a running sum that ends at @to_ns is current: its CPU's newest interval ended within
+ * the last two intervals. */
+static bool window_is_current(Manager *m, uint64_t to_ns)
+{
+        return to_ns + 2 * manager_config(m)->history_interval_ns >= now_ns(CLOCK_MONOTONIC);
+}
+
 /* Fills @w with the window @window (a name api_window() knows) of @cpu: the running sum the
  * history keeps current at each harvest for that standard window (a copy, whatever the
  * window's length), while the CPU's newest interval ended within the last two intervals. A CPU
@@ -117,13 +124,12 @@ int api_window(const char *window, uint64_t *ret_from_ns, uint64_t *ret_to_ns, b
 static void read_window(Manager *m, int cpu, const char *window, HistoryWindow *w)
 {
         History *h = manager_history(m);
-        uint64_t from, to, now = now_ns(CLOCK_MONOTONIC);
-        uint64_t fresh_ns = 2 * manager_config(m)->history_interval_ns;
+        uint64_t from, to;
         HistorySpan span;
         bool all;
 
         if (history_span_from_name(window, &span) == 0 && history_window(h, cpu, span, w) == 0 &&
-            (span == HISTORY_SPAN_ALL || w->to_ns + fresh_ns >= now)) {
+            (span == HISTORY_SPAN_ALL || window_is_current(m, w->to_ns))) {
                 return;
         }
         if (api_window(window, &from, &to, &all) < 0 ||
@@ -681,10 +687,10 @@ static void add_probe_reason(const ProbeInfo *p, json_t *o)
  * into *@scratch (allocated here the first time, NULL when that fails: 0). */
 static uint64_t worst_gap_1m_ns(Manager *m, int cpu, HistoryWindow **scratch)
 {
-        uint64_t max, to, fresh_ns = 2 * manager_config(m)->history_interval_ns;
+        uint64_t max, to;
 
         if (history_window_max_gap(manager_history(m), cpu, HISTORY_SPAN_1M, &max, &to) == 0 &&
-            to + fresh_ns >= now_ns(CLOCK_MONOTONIC)) {
+            window_is_current(m, to)) {
                 return tickconv_to_ns(manager_tickconv(m), max);
         }
         if (!*scratch && !(*scratch = malloc(sizeof(**scratch)))) {
