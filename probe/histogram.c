@@ -82,29 +82,56 @@ static uint64_t quantile_rank(uint64_t total, double q)
         return r > (double)total ? total : (uint64_t)r;
 }
 
-/* The rank of quantile @q[@k], which must not come before @q[@k - 1]'s: the quantiles of one
- * pass are found in the order they are asked for. */
-static uint64_t next_rank(uint64_t total, const double *q, size_t k)
+/* A walk over a histogram's buckets in increasing order, finding @n quantiles @q at once: the
+ * counts seen so far, the next quantile to find (@k) and its rank. */
+typedef struct RankWalk {
+        const double *q;
+        size_t n, k;
+        uint64_t total, seen, rank;
+} RankWalk;
+
+static RankWalk rank_walk(uint64_t total, const double *q, size_t n)
 {
-        assert(q[k] >= q[k - 1]);
-        return quantile_rank(total, q[k]);
+        return (RankWalk){.q = q,
+                          .n = n,
+                          .total = total,
+                          .rank = total && n ? quantile_rank(total, q[0]) : 0};
+}
+
+/* Whether the walk still looks for a quantile (none in an empty histogram). */
+static bool rank_walk_on(const RankWalk *w)
+{
+        return w->k < w->n && w->total > 0;
+}
+
+/* After a bucket's counts were added to w->seen: whether it holds quantile w->k, which is then
+ * taken (the next one's rank worked out; a quantile must not come before the one asked
+ * before it, since they are found in order). Called again for each it holds. */
+static bool rank_walk_found(RankWalk *w)
+{
+        if (w->k >= w->n || w->seen < w->rank) {
+                return false;
+        }
+        w->k++;
+        if (w->k < w->n) {
+                assert(w->q[w->k] >= w->q[w->k - 1]);
+                w->rank = quantile_rank(w->total, w->q[w->k]);
+        }
+        return true;
 }
 
 void histogram_quantiles(const Histogram *h, const double *q, size_t n, uint64_t *ret)
 {
-        uint64_t total = histogram_total(h), seen = 0,
-                 rank = total && n ? quantile_rank(total, q[0]) : 0;
-        size_t k = 0;
+        RankWalk w = rank_walk(histogram_total(h), q, n);
 
-        for (unsigned i = 0; i < HIST_BUCKETS && k < n && total > 0; i++) {
-                seen += h->counts[i];
-                while (k < n && seen >= rank) {
-                        ret[k++] = histogram_bucket_upper(i);
-                        rank = k < n ? next_rank(total, q, k) : 0;
+        for (unsigned i = 0; i < HIST_BUCKETS && rank_walk_on(&w); i++) {
+                w.seen += h->counts[i];
+                while (rank_walk_found(&w)) {
+                        ret[w.k - 1] = histogram_bucket_upper(i);
                 }
         }
-        for (; k < n; k++) {
-                ret[k] = total == 0 ? 0 : UINT64_MAX;
+        for (; w.k < n; w.k++) {
+                ret[w.k] = w.total == 0 ? 0 : UINT64_MAX;
         }
 }
 
@@ -250,27 +277,23 @@ static int64_t to_signed(uint64_t v)
 
 void signed_histogram_quantiles(const SignedHistogram *h, const double *q, size_t n, int64_t *ret)
 {
-        uint64_t total = signed_histogram_total(h), seen = 0;
-        uint64_t rank = total && n ? quantile_rank(total, q[0]) : 0;
-        size_t k = 0;
+        RankWalk w = rank_walk(signed_histogram_total(h), q, n);
 
         /* Negative buckets from the largest magnitude down, then the non-negative ones up. */
-        for (unsigned i = HIST_BUCKETS; i-- > 0 && k < n && total > 0;) {
-                seen += h->neg.counts[i];
-                while (k < n && seen >= rank) {
-                        ret[k++] = negate(histogram_bucket_lower(i));
-                        rank = k < n ? next_rank(total, q, k) : 0;
+        for (unsigned i = HIST_BUCKETS; i-- > 0 && rank_walk_on(&w);) {
+                w.seen += h->neg.counts[i];
+                while (rank_walk_found(&w)) {
+                        ret[w.k - 1] = negate(histogram_bucket_lower(i));
                 }
         }
-        for (unsigned i = 0; i < HIST_BUCKETS && k < n && total > 0; i++) {
-                seen += h->pos.counts[i];
-                while (k < n && seen >= rank) {
-                        ret[k++] = to_signed(histogram_bucket_upper(i));
-                        rank = k < n ? next_rank(total, q, k) : 0;
+        for (unsigned i = 0; i < HIST_BUCKETS && rank_walk_on(&w); i++) {
+                w.seen += h->pos.counts[i];
+                while (rank_walk_found(&w)) {
+                        ret[w.k - 1] = to_signed(histogram_bucket_upper(i));
                 }
         }
-        for (; k < n; k++) {
-                ret[k] = total == 0 ? 0 : INT64_MAX;
+        for (; w.k < n; w.k++) {
+                ret[w.k] = w.total == 0 ? 0 : INT64_MAX;
         }
 }
 
