@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cause-store.h"
+#include "rng.h"
 
 static TickConv conv;
 
@@ -332,15 +333,11 @@ typedef struct Added {
         CauseList l;
 } Added;
 
-/* A deterministic stream of numbers (xorshift), so a failure can be replayed. */
-static uint64_t rnd_state = 88172645463325252ULL;
-
+/* A number below @n, from the tests' deterministic stream (rng.h), so a failure can be
+ * replayed. */
 static uint64_t rnd(uint64_t n)
 {
-        rnd_state ^= rnd_state << 13;
-        rnd_state ^= rnd_state >> 7;
-        rnd_state ^= rnd_state << 17;
-        return rnd_state % n;
+        return rng_next() % n;
 }
 
 /* (kind, name) pairs the random interruptions draw from, at most: names repeat under 3 kinds. */

@@ -20,6 +20,7 @@
 
 #include "duration.h"
 #include "json-text.h"
+#include "rng.h"
 
 /* Parses the text of @t as one JSON value (decoding any, even a bare string) and frees @t's
  * text. */
@@ -223,17 +224,6 @@ static void test_document(void **state)
         json_decref(want);
 }
 
-/* A deterministic stream of numbers (xorshift), so a failure can be replayed. */
-static uint64_t rnd_state = 0x9e3779b97f4a7c15ULL;
-
-static uint64_t rnd(void)
-{
-        rnd_state ^= rnd_state << 13;
-        rnd_state ^= rnd_state >> 7;
-        rnd_state ^= rnd_state << 17;
-        return rnd_state;
-}
-
 /* A finite double: the edges (zeros, the smallest and largest, powers of ten where "%.17g"
  * turns to an exponent) or any bit pattern that is not NaN or infinite. */
 static double random_real(void)
@@ -258,11 +248,11 @@ static double random_real(void)
                 double d;
         } x;
 
-        if (rnd() % 3 == 0) {
-                return edges[rnd() % (sizeof(edges) / sizeof(*edges))];
+        if (rng_next() % 3 == 0) {
+                return edges[rng_next() % (sizeof(edges) / sizeof(*edges))];
         }
         do {
-                x.u = rnd();
+                x.u = rng_next();
         } while ((x.u & 0x7ff0000000000000ULL) == 0x7ff0000000000000ULL);
         return x.d;
 }
@@ -271,24 +261,24 @@ static double random_real(void)
  * code points of 2, 3 and 4 bytes (no surrogates). */
 static void random_string(char *buf, size_t size)
 {
-        size_t n = 0, count = rnd() % 13;
+        size_t n = 0, count = rng_next() % 13;
 
         for (size_t i = 0; i < count && n + 5 < size; i++) {
                 uint32_t cp;
 
-                switch (rnd() % 4) {
+                switch (rng_next() % 4) {
                 case 0:
-                        cp = 1 + (uint32_t)(rnd() % 0x7f);
+                        cp = 1 + (uint32_t)(rng_next() % 0x7f);
                         break;
                 case 1:
-                        cp = 0x80 + (uint32_t)(rnd() % (0x800 - 0x80));
+                        cp = 0x80 + (uint32_t)(rng_next() % (0x800 - 0x80));
                         break;
                 case 2:
-                        cp = 0x800 + (uint32_t)(rnd() % (0x10000 - 0x800));
+                        cp = 0x800 + (uint32_t)(rng_next() % (0x10000 - 0x800));
                         cp = cp >= 0xd800 && cp <= 0xdfff ? 'x' : cp;
                         break;
                 default:
-                        cp = 0x10000 + (uint32_t)(rnd() % (0x110000 - 0x10000));
+                        cp = 0x10000 + (uint32_t)(rng_next() % (0x110000 - 0x10000));
                         break;
                 }
                 if (cp < 0x80) {
@@ -314,7 +304,7 @@ static void random_string(char *buf, size_t size)
  * jansson's strings and keys may hold one; returns its length with the NUL. */
 static size_t with_nul(char *s)
 {
-        size_t len = strlen(s), k = rnd() % (len + 1);
+        size_t len = strlen(s), k = rng_next() % (len + 1);
 
         while (k < len && (s[k] & 0xc0) == 0x80) {
                 k++; /* not inside a code point */
@@ -331,13 +321,14 @@ static json_t *random_value(unsigned depth)
         char s[64];
         json_t *v;
 
-        switch (rnd() % (depth > 0 ? 8 : 6)) {
+        switch (rng_next() % (depth > 0 ? 8 : 6)) {
         case 0:
                 random_string(s, sizeof(s));
-                return rnd() % 8 ? json_string(s) : json_stringn(s, with_nul(s));
+                return rng_next() % 8 ? json_string(s) : json_stringn(s, with_nul(s));
         case 1:
-                return json_integer(rnd() % 4 == 0 ? (json_int_t)(rnd() % 2 ? INT64_MIN : INT64_MAX)
-                                                   : (json_int_t)rnd() >> (rnd() % 64));
+                return json_integer(rng_next() % 4 == 0
+                                            ? (json_int_t)(rng_next() % 2 ? INT64_MIN : INT64_MAX)
+                                            : (json_int_t)rng_next() >> (rng_next() % 64));
         case 2:
                 return json_real(random_real());
         case 3:
@@ -348,15 +339,15 @@ static json_t *random_value(unsigned depth)
                 return json_null();
         case 6:
                 v = json_array();
-                for (uint64_t i = 0, n = rnd() % 5; i < n; i++) {
+                for (uint64_t i = 0, n = rng_next() % 5; i < n; i++) {
                         json_array_append_new(v, random_value(depth - 1));
                 }
                 return v;
         default:
                 v = json_object();
-                for (uint64_t i = 0, n = rnd() % 5; i < n; i++) {
+                for (uint64_t i = 0, n = rng_next() % 5; i < n; i++) {
                         random_string(s, sizeof(s));
-                        json_object_setn_new(v, s, rnd() % 8 ? strlen(s) : with_nul(s),
+                        json_object_setn_new(v, s, rng_next() % 8 ? strlen(s) : with_nul(s),
                                              random_value(depth - 1));
                 }
                 return v;

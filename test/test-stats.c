@@ -7,17 +7,8 @@
 #include <cmocka.h>
 #include <math.h>
 
+#include "rng.h"
 #include "stats.h"
-
-static uint64_t rng_state = 88172645463325252ULL;
-
-static uint64_t rng(void)
-{
-        rng_state ^= rng_state << 13;
-        rng_state ^= rng_state >> 7;
-        rng_state ^= rng_state << 17;
-        return rng_state;
-}
 
 static void assert_close(double got, double want, double rel)
 {
@@ -39,7 +30,7 @@ static void test_against_two_pass(void **state)
         stats_init(&s);
         for (size_t i = 0; i < n; i++) {
                 /* Mostly a floor of ~20 ticks, sometimes a large gap: what a probe sees. */
-                v[i] = (rng() % 100 == 0) ? rng() % (1ULL << 36) : 18 + rng() % 5;
+                v[i] = (rng_next() % 100 == 0) ? rng_next() % (1ULL << 36) : 18 + rng_next() % 5;
                 stats_add(&s, v[i]);
         }
         for (size_t i = 0; i < n; i++) {
@@ -66,8 +57,8 @@ static void test_signed_against_two_pass(void **state)
         (void)state;
         signed_stats_init(&s);
         for (size_t i = 0; i < n; i++) {
-                v[i] = (int64_t)(rng() % 2001) - 1000;
-                if (rng() % 1000 == 0) {
+                v[i] = (int64_t)(rng_next() % 2001) - 1000;
+                if (rng_next() % 1000 == 0) {
                         v[i] *= 1000000;
                 }
                 signed_stats_add(&s, v[i]);
@@ -92,13 +83,16 @@ static void test_no_drift_at_1e12(void **state)
 {
         const uint64_t half = 500000000000ULL; /* 5e11 samples of each value */
         const uint64_t a = 1ULL << 40, b = (1ULL << 40) + 2;
-        Stats s1 = { .count = half, .min = a, .max = a }, s2 = s1, all;
+        Stats s1 = {.count = half, .min = a, .max = a}, s2 = s1, all;
 
         (void)state;
         s1.sum = (unsigned __int128)a * half;
         s1.sumsq = (unsigned __int128)a * a * half;
-        s2 = (Stats){ .count = half, .min = b, .max = b, .sum = (unsigned __int128)b * half,
-                      .sumsq = (unsigned __int128)b * b * half };
+        s2 = (Stats){.count = half,
+                     .min = b,
+                     .max = b,
+                     .sum = (unsigned __int128)b * half,
+                     .sumsq = (unsigned __int128)b * b * half};
         stats_init(&all);
         stats_merge(&all, &s1);
         stats_merge(&all, &s2);
