@@ -13,7 +13,9 @@
  *   with the scheduler's wake-up function), and membarrier(), which interrupts every CPU that
  *   runs a thread of this process (call-function).
  * The probe's interruptions are explained as the daemon does: the trace is read every 100 ms
- * and each interruption taken from the ring is matched against the trace of its CPU. */
+ * and each interruption taken from the ring is matched against the trace of its CPU. A part
+ * that misses its criteria (another task's burst of milliseconds on CPU 1 can hide a theft or
+ * a wake-up, and prints as such) runs again, at most three times in all. */
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -290,6 +292,24 @@ static int gettid_(void)
         return (int)syscall(SYS_gettid);
 }
 
+/* A part that this host's own noise spoiled (another task's burst over the thefts or the
+ * wake-ups, as the causes it printed show) runs again, up to ATTEMPTS times in all, then fails.
+ * @attempt returns whether the part's criteria held; a fault of the code under test that no
+ * noise explains fails the test from inside it. */
+#define ATTEMPTS 3
+
+static void run_attempts(const char *part, bool (*attempt)(void))
+{
+        for (int a = 1; a <= ATTEMPTS; a++) {
+                if (attempt()) {
+                        return;
+                }
+                printf("%s: attempt %d of %d missed its criteria%s\n", part, a, ATTEMPTS,
+                       a < ATTEMPTS ? ", run again" : "");
+        }
+        fail_msg("%s: missed its criteria in %d attempts in a row", part, ATTEMPTS);
+}
+
 /* --- a SCHED_FIFO thief -------------------------------------------------------------------- */
 
 #define THEFTS 24
@@ -332,7 +352,7 @@ static double theft_error(const Theft *t, uint64_t task_ns)
         return 0;
 }
 
-static void test_thief_named(void **state)
+static bool thief_attempt(void)
 {
         static Thief th; /* shared with threads that outlive a failed test */
         static Run run;  /* outlives a failed test, for the teardown */
@@ -341,7 +361,6 @@ static void test_thief_named(void **state)
         int named = 0, inside = 0;
         double worst = 0;
 
-        (void)state;
         memset(&th, 0, sizeof(th));
         run_start(&run, 10000);
         for (int k = 0; k < THEFTS; k++) {
@@ -360,11 +379,17 @@ static void test_thief_named(void **state)
                 double err;
 
                 if (!e) {
-                        fail_msg("theft %d (%" PRIu64 " us) is not covered by an interruption", k,
-                                 len / 1000);
+                        printf("  theft %d (%" PRIu64 " us on CPU %d to %d) is not covered by an "
+                               "interruption\n",
+                               k, len / 1000, th.thefts[k].cpu_start, th.thefts[k].cpu_end);
+                        continue;
                 }
                 inside++;
                 if (!c) {
+                        printf("  theft %d: %" PRIu64 " us spun on CPU %d to %d, %" PRIu64
+                               " us of it on the thief's own clock\n",
+                               k, len / 1000, th.thefts[k].cpu_start, th.thefts[k].cpu_end,
+                               th.thefts[k].cpu_ns / 1000);
                         print_causes("not named", e);
                         continue;
                 }
@@ -389,8 +414,13 @@ static void test_thief_named(void **state)
                "%%)\n",
                name, named, inside, worst * 100);
         run_stop(&run);
-        assert_int_equal(inside, THEFTS);
-        assert_true(named * 100 >= inside * 95);
+        return inside == THEFTS && named * 100 >= inside * 95;
+}
+
+static void test_thief_named(void **state)
+{
+        (void)state;
+        run_attempts("thief", thief_attempt);
 }
 
 /* --- a 1 ms sleeper ------------------------------------------------------------------------ */
@@ -425,7 +455,7 @@ static void *sleeper_thread(void *arg)
         return NULL;
 }
 
-static void test_sleeper_wakeups_named(void **state)
+static bool sleeper_attempt(void)
 {
         static Sleeper s; /* shared with threads that outlive a failed test */
         static Run run;   /* outlives a failed test, for the teardown */
@@ -433,7 +463,6 @@ static void test_sleeper_wakeups_named(void **state)
         char name[CAUSE_NAME_MAX];
         int covered = 0, named = 0, by_hrtimer = 0, by_vector = 0;
 
-        (void)state;
         memset(&s, 0, sizeof(s));
         run_start(&run, 2000);
         usleep(200000);
@@ -464,8 +493,13 @@ static void test_sleeper_wakeups_named(void **state)
                "it and its wake-up (hrtimer_wakeup in %d, local_timer in %d)\n",
                name, WAKEUPS, covered, named, by_hrtimer, by_vector);
         run_stop(&run);
-        assert_true(covered * 100 >= WAKEUPS * 95);
-        assert_true(named * 100 >= covered * 95);
+        return covered * 100 >= WAKEUPS * 95 && named * 100 >= covered * 95;
+}
+
+static void test_sleeper_wakeups_named(void **state)
+{
+        (void)state;
+        run_attempts("sleeper", sleeper_attempt);
 }
 
 /* --- IPIs from CPU 0 ----------------------------------------------------------------------- */
@@ -521,14 +555,13 @@ static void *waker_thread(void *arg)
         return NULL;
 }
 
-static void test_futex_wake_ipi_named(void **state)
+static bool futex_attempt(void)
 {
         static Waker w; /* shared with threads that outlive a failed test */
         static Run run; /* outlives a failed test, for the teardown */
         pthread_t a, b;
         int covered = 0, named = 0, res = 0, cfs = 0;
 
-        (void)state;
         memset(&w, 0, sizeof(w));
         run_start(&run, 2000);
         assert_int_equal(pthread_create(&a, NULL, waiter_thread, &w), 0);
@@ -559,8 +592,13 @@ static void test_futex_wake_ipi_named(void **state)
                "IPI (reschedule %d, call_function_single %d)\n",
                covered, IPIS, named, res, cfs);
         run_stop(&run);
-        assert_true(covered * 100 >= IPIS * 95);
-        assert_true(named * 100 >= covered * 95);
+        return covered * 100 >= IPIS * 95 && named * 100 >= covered * 95;
+}
+
+static void test_futex_wake_ipi_named(void **state)
+{
+        (void)state;
+        run_attempts("futex wake", futex_attempt);
 }
 
 typedef struct Barrier {
@@ -586,14 +624,13 @@ static void *membarrier_thread(void *arg)
         return NULL;
 }
 
-static void test_membarrier_ipi_named(void **state)
+static bool membarrier_attempt(void)
 {
         static Barrier b; /* shared with threads that outlive a failed test */
         static Run run;   /* outlives a failed test, for the teardown */
         pthread_t thr;
         int seen = 0, named = 0, cf = 0, cfs = 0, ipi_mb = 0;
 
-        (void)state;
         memset(&b, 0, sizeof(b));
         run_start(&run, 1000);
         assert_int_equal(pthread_create(&thr, NULL, membarrier_thread, &b), 0);
@@ -636,7 +673,13 @@ static void test_membarrier_ipi_named(void **state)
                "(call_function %d, call_function_single %d, ipi_mb named %d)\n",
                IPIS, seen, cf, cfs, ipi_mb);
         run_stop(&run);
-        assert_true(named * 100 >= IPIS * 80);
+        return named * 100 >= IPIS * 80;
+}
+
+static void test_membarrier_ipi_named(void **state)
+{
+        (void)state;
+        run_attempts("membarrier", membarrier_attempt);
 }
 
 int main(void)

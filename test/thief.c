@@ -58,6 +58,7 @@ static void steal(uint64_t due_ns, uint64_t duration_ns, Theft *t)
         t->due_ns = due_ns;
         t->gaps_ns = 0;
         t->cpu_ns = thread_cpu_ns();
+        t->cpu_start = sched_getcpu();
         t->start_ns = now = now_ns(CLOCK_MONOTONIC);
         while (now - t->start_ns < duration_ns) {
                 uint64_t prev = now;
@@ -68,6 +69,7 @@ static void steal(uint64_t due_ns, uint64_t duration_ns, Theft *t)
                 }
         }
         t->end_ns = now;
+        t->cpu_end = sched_getcpu();
         t->cpu_ns = thread_cpu_ns() - t->cpu_ns;
 }
 

@@ -17,6 +17,8 @@ typedef struct Theft {
         uint64_t gaps_ns;  /* the gaps of THIEF_GAP_NS or more between the thief's own reads of
                             * the clock while it spun: what interrupted it (interrupts, the
                             * host), as the thief itself saw it */
+        int cpu_start;     /* the CPU the thief spun on when it started, and when it stopped */
+        int cpu_end;
 } Theft;
 
 /* A gap between two reads of the clock by the spinning thief that is this long or longer means
