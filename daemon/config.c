@@ -144,8 +144,14 @@ static const ConfigKey keys[] = {
                      "disconnected."),
 
         KEY_PATH("export", "prometheus_textfile", export_prometheus_textfile, "", FLAG_PATH_FILE,
-                 "File for node_exporter's textfile collector, rewritten every interval; its "
-                 "name must end in .prom. Empty: no export."),
+                 "File for node_exporter's textfile collector, rewritten every "
+                 "prometheus_textfile_interval; its name must end in .prom. Empty: no export."),
+        KEY_DURATION("export", "prometheus_textfile_interval",
+                     export_prometheus_textfile_interval_ns, "10s", 100 * NSEC_PER_MSEC,
+                     NSEC_PER_HOUR, 0,
+                     "How often the textfile is rewritten, at the first harvest at or after "
+                     "the time; never more often than history interval. node_exporter reads "
+                     "it at each scrape: as often as the scrapes, or a little more, is enough."),
 
         KEY_PATH("audit", "root", audit_root, "", FLAG_PATH_PREFIX,
                  "Directory under which /proc and /sys are read for the tuning audit, to audit "

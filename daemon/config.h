@@ -55,6 +55,7 @@ typedef struct Config {
 
         /* [export] */
         char export_prometheus_textfile[CONFIG_PATH_MAX]; /* "": no export */
+        uint64_t export_prometheus_textfile_interval_ns;
 
         /* [audit] */
         char audit_root[CONFIG_PATH_MAX]; /* "": the real /proc and /sys; never ends in '/' */

@@ -31,7 +31,7 @@ static void usage(FILE *f)
                 "      --state-dir DIR          where the history is checkpointed\n"
                 "      --interval DUR           history resolution (default 1s)\n"
                 "      --threshold DUR          a gap this long is an interruption (default 10us)\n"
-                "      --prometheus-textfile PATH  write a node_exporter textfile every interval\n"
+                "      --prometheus-textfile PATH  write a node_exporter textfile\n"
                 "      --dump-config            print the effective configuration and exit\n"
                 "  -v, --verbose                log debug messages\n"
                 "  -h, --help                   show this help\n"

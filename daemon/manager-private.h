@@ -100,8 +100,12 @@ struct Manager {
         Ksyms *ksyms;
         char trace_reason[TRACE_REASON_MAX];
         bool trace_read_failing;
-        /* Reads the trace between harvests when it records much (manager-trace.c). */
+        /* Reads the trace between harvests when it records much (manager-trace.c): woken by
+         * a CPU's buffer watermark (one source per recorded CPU; then the timer ends the
+         * pause after such a read), or timed where the kernel has no watermark. */
         sd_event_source *trace_read_source;
+        sd_event_source **trace_watch_sources;
+        size_t n_trace_watch_sources;
         /* CLOCK_MONOTONIC just before the last read that succeeded: the records up to it
          * are in the recorder's window. */
         uint64_t trace_read_ns;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/capability.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include "cpulist.h"
@@ -75,6 +76,142 @@ void manager_trace_harvested(Manager *m)
         }
 }
 
+static void unwatch(Manager *m)
+{
+        for (size_t i = 0; i < m->n_trace_watch_sources; i++) {
+                sd_event_source_disable_unref(m->trace_watch_sources[i]);
+        }
+        free(m->trace_watch_sources);
+        m->trace_watch_sources = NULL;
+        m->n_trace_watch_sources = 0;
+}
+
+/* A read between harvests: the interruptions it explains are taken now too, while the
+ * recorder's window still holds their records. */
+static void read_between_harvests(Manager *m)
+{
+        manager_trace_read(m);
+        for (size_t i = 0; i < m->n_probes; i++) {
+                manager_drain_events(m, &m->probes[i]);
+        }
+        manager_capture_flush(m);
+}
+
+static int on_trace_read(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        (void)s;
+        (void)usec;
+        read_between_harvests(userdata);
+        return 0;
+}
+
+static void set_watching(Manager *m, int enabled)
+{
+        for (size_t i = 0; i < m->n_trace_watch_sources; i++) {
+                (void)sd_event_source_set_enabled(m->trace_watch_sources[i], enabled);
+        }
+}
+
+/* Arms the timed read @period_ns from now. */
+static int arm_read(Manager *m, uint64_t period_ns)
+{
+        int r = 0;
+
+        if (!m->trace_read_source) {
+                r = sd_event_add_time(m->event, &m->trace_read_source, CLOCK_MONOTONIC, UINT64_MAX,
+                                      1000, on_trace_read, m);
+        }
+        if (r >= 0) {
+                r = sd_event_source_set_time(m->trace_read_source,
+                                             (now_ns(CLOCK_MONOTONIC) + period_ns) / 1000);
+        }
+        if (r >= 0) {
+                r = sd_event_source_set_enabled(m->trace_read_source, SD_EVENT_ONESHOT);
+        }
+        return r;
+}
+
+/* A CPU's buffer reached the watermark. The watch sleeps for TRACE_READ_PERIOD_MIN_NS after the
+ * read, so that a CPU that fills a quarter of its buffer faster loses records rather than the
+ * loop spinning; the timed read at its end wakes it again. */
+static int on_trace_watch(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+        Manager *m = userdata;
+
+        (void)s;
+        (void)fd;
+        (void)revents;
+        read_between_harvests(m);
+        if (m->n_trace_watch_sources == 0) {
+                return 0;
+        }
+        set_watching(m, SD_EVENT_OFF);
+        if (arm_read(m, TRACE_READ_PERIOD_MIN_NS) < 0) {
+                /* Without the timer, the watch wakes again at once and reads at the harvest. */
+                set_watching(m, SD_EVENT_ON);
+        }
+        return 0;
+}
+
+/* Adds a watch source per recorded CPU. Where one cannot be added, the recorder's reads are
+ * timed instead. */
+static void watch(Manager *m)
+{
+        size_t n = trace_recorder_n_cpus(m->trace);
+        int r = -ENOMEM;
+
+        if (!trace_recorder_watching(m->trace)) {
+                return;
+        }
+        m->trace_watch_sources = calloc(n, sizeof(*m->trace_watch_sources));
+        for (size_t i = 0; m->trace_watch_sources && i < n; i++) {
+                r = sd_event_add_io(m->event, &m->trace_watch_sources[i],
+                                    trace_recorder_watch_fd(m->trace, i), EPOLLIN, on_trace_watch,
+                                    m);
+                if (r < 0) {
+                        break;
+                }
+                m->n_trace_watch_sources = i + 1;
+        }
+        if (r < 0) {
+                log_notice("cannot wait for the trace buffers' watermark (%s); reading the trace "
+                           "at least every %llu ms instead",
+                           strerror(-r), TRACE_READ_PERIOD_MAX_NS / 1000000ULL);
+                unwatch(m);
+                trace_recorder_unwatch(m->trace);
+        }
+}
+
+/* The next read before the harvest's: woken by the watermark, or timed when the recorder asks
+ * for one sooner (within TRACE_READ_PERIOD_MAX_NS it always does). */
+static void plan_trace_read(Manager *m)
+{
+        uint64_t period = trace_recorder_read_period_ns(m->trace);
+        int r;
+
+        if (m->n_trace_watch_sources > 0 && !trace_recorder_watching(m->trace)) {
+                log_notice("the kernel did not wake the trace reader at its buffers' watermark; "
+                           "reading the trace at least every %llu ms instead",
+                           TRACE_READ_PERIOD_MAX_NS / 1000000ULL);
+                unwatch(m);
+        }
+        if (m->n_trace_watch_sources > 0) {
+                set_watching(m, SD_EVENT_ON);
+        }
+        if (period >= m->config.history_interval_ns) {
+                if (m->trace_read_source) {
+                        (void)sd_event_source_set_enabled(m->trace_read_source, SD_EVENT_OFF);
+                }
+                return;
+        }
+        r = arm_read(m, period);
+        if (r < 0) {
+                /* Read once an interval then; a busy CPU may lose records. */
+                log_warning("cannot read the trace between intervals: %s", strerror(-r));
+                m->trace_read_source = sd_event_source_disable_unref(m->trace_read_source);
+        }
+}
+
 void manager_trace_start(Manager *m)
 {
         int cpus[CPU_SETSIZE];
@@ -136,6 +273,7 @@ void manager_trace_start(Manager *m)
         m->trace_read_failing = false;
         m->trace_read_ns = 0;
         manager_capture_start(m);
+        watch(m);
         log_info("recording trace events of CPU %s in %s (clock %s)",
                  cpulist_format(list, sizeof(list), &m->cpus), trace_recorder_dir(m->trace),
                  trace_recorder_clock(m->trace));
@@ -147,57 +285,11 @@ void manager_trace_start(Manager *m)
 void manager_trace_stop(Manager *m)
 {
         manager_capture_stop(m);
+        unwatch(m);
         privileges_dac(true);
         m->trace = trace_recorder_free(m->trace);
         privileges_dac(false);
         m->trace_read_source = sd_event_source_disable_unref(m->trace_read_source);
-}
-
-/* A read between harvests: the interruptions it explains are taken now too, while the
- * recorder's window still holds their records. */
-static int on_trace_read(sd_event_source *s, uint64_t usec, void *userdata)
-{
-        Manager *m = userdata;
-
-        (void)s;
-        (void)usec;
-        manager_trace_read(m);
-        for (size_t i = 0; i < m->n_probes; i++) {
-                manager_drain_events(m, &m->probes[i]);
-        }
-        manager_capture_flush(m);
-        return 0;
-}
-
-/* The next read before the harvest's, when the recorder asks for one sooner (within
- * TRACE_READ_PERIOD_MAX_NS it always does). */
-static void plan_trace_read(Manager *m)
-{
-        uint64_t period = trace_recorder_read_period_ns(m->trace);
-        int r = 0;
-
-        if (period >= m->config.history_interval_ns) {
-                if (m->trace_read_source) {
-                        (void)sd_event_source_set_enabled(m->trace_read_source, SD_EVENT_OFF);
-                }
-                return;
-        }
-        if (!m->trace_read_source) {
-                r = sd_event_add_time(m->event, &m->trace_read_source, CLOCK_MONOTONIC, UINT64_MAX,
-                                      1000, on_trace_read, m);
-        }
-        if (r >= 0) {
-                r = sd_event_source_set_time(m->trace_read_source,
-                                             (now_ns(CLOCK_MONOTONIC) + period) / 1000);
-        }
-        if (r >= 0) {
-                r = sd_event_source_set_enabled(m->trace_read_source, SD_EVENT_ONESHOT);
-        }
-        if (r < 0) {
-                /* Read once an interval then; a busy CPU may lose records. */
-                log_warning("cannot read the trace between intervals: %s", strerror(-r));
-                m->trace_read_source = sd_event_source_disable_unref(m->trace_read_source);
-        }
 }
 
 void manager_trace_read(Manager *m)
@@ -285,10 +377,12 @@ json_t *manager_trace_status(Manager *m)
                                  m->trace_reason[0] ? m->trace_reason : "not started");
         }
         trace_recorder_stats(m->trace, &st);
-        o = json_pack("{ss ss ss ss sI sI sI sI sI}", "state", "recording", "instance",
+        o = json_pack("{ss ss ss ss sI sI ss sI sI sI sI}", "state", "recording", "instance",
                       trace_recorder_dir(m->trace), "clock", trace_recorder_clock(m->trace),
                       "events", trace_recorder_events(m->trace), "records", (json_int_t)st.records,
-                      "losses", (json_int_t)st.losses, "lost_events", (json_int_t)st.lost_events,
+                      "reads", (json_int_t)st.reads, "read_trigger",
+                      m->n_trace_watch_sources > 0 ? "watermark" : "timer", "losses",
+                      (json_int_t)st.losses, "lost_events", (json_int_t)st.lost_events,
                       "memory_bytes",
                       (json_int_t)(trace_recorder_memory_bytes(m->trace) +
                                    (m->cause_store ? cause_store_memory_bytes(m->cause_store) : 0)),

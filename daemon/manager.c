@@ -969,6 +969,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         }
         memcpy(m->config.export_prometheus_textfile, c.export_prometheus_textfile,
                sizeof(c.export_prometheus_textfile));
+        m->config.export_prometheus_textfile_interval_ns = c.export_prometheus_textfile_interval_ns;
         /* READY=1 ends the reload, and says again that every probe runs on its CPU. */
         arm_ready(m);
         update_status(m);

@@ -18,7 +18,8 @@
 
 struct Textfile {
         Manager *manager;
-        bool failing; /* an error was logged; log again only once it recovers */
+        bool failing;        /* an error was logged; log again only once it recovers */
+        uint64_t written_ns; /* CLOCK_MONOTONIC of the last write; 0: none yet */
 };
 
 typedef struct NewestPoint {
@@ -173,9 +174,29 @@ int textfile_write(Textfile *t)
         return r;
 }
 
+/* Whether the harvest at @now_ns writes the textfile: the first one does, then one each
+ * prometheus_textfile_interval. Half an interval of slack keeps the writes from slipping a
+ * whole interval when the harvests come a little early. */
+static bool textfile_due(const Textfile *t, uint64_t now_ns)
+{
+        const Config *c = manager_config(t->manager);
+
+        return t->written_ns == 0 ||
+               now_ns + c->history_interval_ns / 2 >=
+                       t->written_ns + c->export_prometheus_textfile_interval_ns;
+}
+
 static void on_harvest(Manager *m, void *userdata)
 {
-        (void)textfile_write(userdata);
+        Textfile *t = userdata;
+        uint64_t now = now_ns(CLOCK_MONOTONIC);
+
+        (void)m;
+        if (!textfile_due(t, now)) {
+                return;
+        }
+        t->written_ns = now;
+        (void)textfile_write(t);
 }
 
 int textfile_new(Manager *m, Textfile **ret)

@@ -1,14 +1,16 @@
 #pragma once
 
-/* The Prometheus textfile for node_exporter ([export] prometheus_textfile), rewritten after
- * every harvest from the GetStatus, GetStats and GetHistogram replies. */
+/* The Prometheus textfile for node_exporter ([export] prometheus_textfile), rewritten from the
+ * GetStatus, GetStats and GetHistogram replies at the first harvest and then at the first
+ * harvest each [export] prometheus_textfile_interval. */
 
 #include "manager.h"
 
 typedef struct Textfile Textfile;
 
-/* Adds a harvest hook to @m that writes the textfile when one is configured (the path is read
- * from the running configuration each time, so a reload takes effect at once). Returns 0 or a
+/* Adds a harvest hook to @m that writes the textfile when one is configured and it is due (the
+ * path and the interval are read from the running configuration each time, so a reload takes
+ * effect at once). Returns 0 or a
  * negative errno. */
 int textfile_new(Manager *m, Textfile **ret);
 

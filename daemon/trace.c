@@ -111,6 +111,7 @@ typedef struct Open {
 typedef struct TraceCpu {
         int cpu;
         struct tracefs_cpu *tcpu;
+        int watch_fd; /* trace_pipe_raw, polled for the watermark (-1: none) */
         TraceRecord *win;
         size_t n;
         uint64_t complete_from; /* the window has every record from here on */
@@ -144,6 +145,8 @@ struct TraceRecorder {
         unsigned buffer_kb;
         uint64_t last_read_ns;   /* CLOCK_MONOTONIC of the last trace_recorder_read() */
         uint64_t read_period_ns; /* trace_recorder_read_period_ns() */
+        bool watching;           /* the watch descriptors wake the reader (watermark) */
+        unsigned watch_misses;   /* reads in a row that found a buffer past it, unwoken */
         Ksyms *ksyms;            /* NULL: functions are named by address */
         bool own_ksyms;
 
@@ -862,6 +865,46 @@ static int set_cpumask(TraceRecorder *t, char *reason, size_t rsize)
         return 0;
 }
 
+/* A descriptor of @cpu's trace_pipe_raw that is only polled: readable once the kernel buffer
+ * is buffer_percent full. -1 when it cannot be opened: then the reads are timed. */
+static int open_watch(TraceRecorder *t, int cpu)
+{
+        char path[PATH_MAX + 64];
+
+        snprintf(path, sizeof(path), "%s/per_cpu/cpu%d/trace_pipe_raw", t->dir, cpu);
+        return open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+}
+
+/* Sets the watermark at which a watch descriptor polls readable, and says whether it was
+ * taken: a kernel without buffer_percent (before 5.1) wakes its pollers at the first record,
+ * which would be a wake-up per record. */
+static bool set_watermark(TraceRecorder *t)
+{
+        char value[16];
+        char *back;
+        bool taken;
+
+        snprintf(value, sizeof(value), "%u", TRACE_WATERMARK_PERCENT);
+        if (tracefs_instance_file_write(t->inst, "buffer_percent", value) < 0) {
+                return false;
+        }
+        back = tracefs_instance_file_read(t->inst, "buffer_percent", NULL);
+        taken = back && (unsigned)strtoul(back, NULL, 10) == TRACE_WATERMARK_PERCENT;
+        free(back);
+        return taken;
+}
+
+static void close_watches(TraceRecorder *t)
+{
+        for (size_t i = 0; t->cpus && i < t->n_cpus; i++) {
+                if (t->cpus[i].watch_fd >= 0) {
+                        close(t->cpus[i].watch_fd);
+                        t->cpus[i].watch_fd = -1;
+                }
+        }
+        t->watching = false;
+}
+
 static int open_cpus(TraceRecorder *t, char *reason, size_t rsize)
 {
         char what[PATH_MAX + 64];
@@ -879,6 +922,7 @@ static int open_cpus(TraceRecorder *t, char *reason, size_t rsize)
                 if (t->page_size == 0) {
                         t->page_size = tracefs_cpu_read_size(c->tcpu);
                 }
+                c->watch_fd = open_watch(t, c->cpu);
         }
         if (t->page_size <= 0) {
                 return failf(reason, rsize, EIO, "cannot tell the trace sub-buffer size");
@@ -890,6 +934,13 @@ static int open_cpus(TraceRecorder *t, char *reason, size_t rsize)
         /* Bounded work per read: the whole buffer, and a little for what is written
          * meanwhile. */
         t->max_pages = t->buffer_kb * 1024u / (unsigned)t->page_size + 4;
+        t->watching = set_watermark(t);
+        for (size_t i = 0; i < t->n_cpus && t->watching; i++) {
+                t->watching = t->cpus[i].watch_fd >= 0;
+        }
+        if (!t->watching) {
+                close_watches(t);
+        }
         return 0;
 }
 
@@ -920,6 +971,9 @@ int trace_recorder_new(const TraceOptions *opt, TraceRecorder **ret, char *reaso
         }
         t->n_cpus = opt->n_cpus;
         t->absent = opt->absent;
+        for (size_t i = 0; i < t->n_cpus; i++) {
+                t->cpus[i].watch_fd = -1;
+        }
         for (size_t i = 0; i < t->n_cpus; i++) {
                 t->cpus[i].cpu = opt->cpus[i];
                 t->cpus[i].win = calloc(t->window, sizeof(TraceRecord));
@@ -995,6 +1049,7 @@ TraceRecorder *trace_recorder_free(TraceRecorder *t)
                 (void)tracefs_trace_off_fd(t->on_fd);
                 close(t->on_fd);
         }
+        close_watches(t);
         for (size_t i = 0; t->cpus && i < t->n_cpus; i++) {
                 if (t->cpus[i].tcpu) {
                         tracefs_cpu_close(t->cpus[i].tcpu);
@@ -1289,20 +1344,33 @@ static int read_cpu(TraceRecorder *t, TraceCpu *c)
 }
 
 /* From the sub-buffers the busiest CPU filled since the last read: how long until its kernel
- * buffer is a quarter full again at that rate, within the bounds. */
+ * buffer is a quarter full again at that rate, within the bounds. While the watermark wakes
+ * the reader, no timed read is needed; but a read that finds a buffer three times past the
+ * watermark, long after the last read, means the kernel did not wake the reader: after three
+ * such reads in a row the reads are timed again. */
 static void plan_next_read(TraceRecorder *t, uint64_t now)
 {
         unsigned most = 0, quarter = t->buffer_kb * 1024u / (unsigned)t->page_size / 4;
         double period = TRACE_READ_PERIOD_MAX_NS;
+        bool long_after =
+                t->last_read_ns > 0 && now > t->last_read_ns + 4 * TRACE_READ_PERIOD_MIN_NS;
 
         for (size_t i = 0; i < t->n_cpus; i++) {
                 most = t->cpus[i].pages_since > most ? t->cpus[i].pages_since : most;
                 t->cpus[i].pages_since = 0;
         }
+        if (t->watching) {
+                t->watch_misses =
+                        long_after && most >= 3 * (quarter ? quarter : 1) ? t->watch_misses + 1 : 0;
+                if (t->watch_misses >= 3) {
+                        close_watches(t);
+                }
+        }
         if (most > 0 && t->last_read_ns > 0 && now > t->last_read_ns) {
                 period = (double)(now - t->last_read_ns) * (quarter ? quarter : 1) / most;
         }
-        t->read_period_ns = period < TRACE_READ_PERIOD_MIN_NS   ? TRACE_READ_PERIOD_MIN_NS
+        t->read_period_ns = t->watching                         ? UINT64_MAX
+                            : period < TRACE_READ_PERIOD_MIN_NS ? TRACE_READ_PERIOD_MIN_NS
                             : period > TRACE_READ_PERIOD_MAX_NS ? TRACE_READ_PERIOD_MAX_NS
                                                                 : (uint64_t)period;
         t->last_read_ns = now;
@@ -1391,7 +1459,30 @@ const TraceRecord *trace_recorder_records(const TraceRecorder *t, int cpu, size_
 
 uint64_t trace_recorder_read_period_ns(const TraceRecorder *t)
 {
+        if (t->watching) {
+                return UINT64_MAX;
+        }
         return t->read_period_ns ? t->read_period_ns : TRACE_READ_PERIOD_MAX_NS; /* 0: not read */
+}
+
+bool trace_recorder_watching(const TraceRecorder *t)
+{
+        return t->watching;
+}
+
+int trace_recorder_watch_fd(const TraceRecorder *t, size_t i)
+{
+        return t->watching && i < t->n_cpus ? t->cpus[i].watch_fd : -1;
+}
+
+void trace_recorder_unwatch(TraceRecorder *t)
+{
+        close_watches(t);
+}
+
+size_t trace_recorder_n_cpus(const TraceRecorder *t)
+{
+        return t->n_cpus;
 }
 
 const char *trace_recorder_clock(const TraceRecorder *t)

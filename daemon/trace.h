@@ -19,8 +19,11 @@
  * frequency map it back to ticks to well under a microsecond; for the clock_gettime counter
  * it is the counter itself. (arm64 has no trace clock that reads cntvct_el0 directly.)
  *
- * The kernel buffer is small and overwrites its oldest data; nothing waits on it, so a quiet
- * CPU makes no trace events and no wake-ups. trace_recorder_read() drains it without blocking
+ * The kernel buffer is small and overwrites its oldest data. Nothing blocks on it: the caller
+ * polls a descriptor per CPU that the kernel makes readable once the buffer is
+ * TRACE_WATERMARK_PERCENT full, and reads at its own pace otherwise (where the kernel has no
+ * watermark, at times trace_recorder_read_period_ns() gives). trace_recorder_read() drains it
+ * without blocking
  * (at most the buffer's size per CPU and call) into a window of parsed records per CPU, the
  * newest window_records of them, from which trace_recorder_explain() answers. Every bound is
  * fixed at creation: kernel buffer, window, symbol cache.
@@ -105,14 +108,35 @@ int trace_recorder_read(TraceRecorder *t);
 /* The shortest time between reads: a busier CPU loses records rather than the reader
  * spinning. */
 #define TRACE_READ_PERIOD_MIN_NS 10000000ULL
-/* The longest: a CPU that begins to record much is read within it, so a burst overflows the
- * default buffer only beyond 2.5 MB/s (about 12 000 task wake-ups a second). */
+/* The longest between timed reads: a CPU that begins to record much is read within it, so a
+ * burst overflows the default buffer only beyond 2.5 MB/s (about 12 000 task wake-ups a
+ * second). Timed reads are the fallback where the watermark does not work. */
 #define TRACE_READ_PERIOD_MAX_NS 100000000ULL
+/* How full a probed CPU's kernel buffer gets before its watch descriptor polls readable
+ * (tracefs buffer_percent): a quiet CPU is then read only at the harvest, a busy one as soon
+ * as a quarter of its buffer holds records. */
+#define TRACE_WATERMARK_PERCENT 25u
 
-/* How soon to read again so that no probed CPU's kernel buffer fills beyond a quarter, at the
- * rate the busiest one filled between the last two reads of trace_recorder_read(): between
- * TRACE_READ_PERIOD_MIN_NS and TRACE_READ_PERIOD_MAX_NS. */
+/* How soon to read again, while the reads are timed: so that no probed CPU's kernel buffer
+ * fills beyond a quarter, at the rate the busiest one filled between the last two reads of
+ * trace_recorder_read(), between TRACE_READ_PERIOD_MIN_NS and TRACE_READ_PERIOD_MAX_NS.
+ * UINT64_MAX while the watermark wakes the reader. */
 uint64_t trace_recorder_read_period_ns(const TraceRecorder *t);
+
+/* Whether the watch descriptors wake the reader. Set at creation where the kernel takes the
+ * watermark; cleared, for good, by trace_recorder_unwatch() or when three reads in a row find
+ * a buffer far past the watermark without a wake-up (the descriptors are then closed, and
+ * trace_recorder_read_period_ns() times the reads). */
+bool trace_recorder_watching(const TraceRecorder *t);
+
+/* The descriptor to poll for EPOLLIN for the @i-th probed CPU (0 <= @i <
+ * trace_recorder_n_cpus()): readable once its buffer is TRACE_WATERMARK_PERCENT full. Only
+ * polled, never read: trace_recorder_read() reads. -1 while not watching. */
+int trace_recorder_watch_fd(const TraceRecorder *t, size_t i);
+size_t trace_recorder_n_cpus(const TraceRecorder *t);
+
+/* Closes the watch descriptors, for a caller that cannot poll them: the reads are timed. */
+void trace_recorder_unwatch(TraceRecorder *t);
 
 /* Explains the interruption of @cpu that began at @start_ticks and lasted @duration_ticks,
  * from the window of @cpu; @probe_pid is the probe thread's tid (-1: unknown). Reads that CPU

@@ -28,6 +28,7 @@ enabled = yes
 events_per_cpu = 100000
 [export]
 prometheus_textfile = $T/jitterd.prom
+prometheus_textfile_interval = 100ms
 CONF
 
 # 100 ms intervals: the least-squares fit needs 60 of them.

@@ -82,7 +82,8 @@ out=$(promtool check rules "$T/rules.yml" 2>&1) || fail "promtool check rules on
 
 # A threshold of 100 us keeps this host's own interruptions (a VM's tick costs ~20 us) out of
 # the rate that JitterInterruptionRateRising watches.
-printf '[probe]\nthreshold = 100us\npreheat = 300ms\n' > "$T/jitterd.conf"
+printf '[probe]\nthreshold = 100us\npreheat = 300ms\n[export]\nprometheus_textfile_interval = 200ms\n' \
+    > "$T/jitterd.conf"
 start_daemon --prometheus-textfile "$TF/jitterd.prom"
 wait_until 5 test -f "$TF/jitterd.prom" || fail "no textfile within 5 s"
 cset_shield 1

@@ -18,7 +18,8 @@ TF=$T/textfile
 PROM=$TF/jitterd.prom
 mkdir -p "$TF"
 
-printf '[probe]\npreheat = 300ms\n' > "$T/jitterd.conf"
+printf '[probe]\npreheat = 300ms\n[export]\nprometheus_textfile_interval = 200ms\n' \
+    > "$T/jitterd.conf"
 start_daemon --prometheus-textfile "$PROM"
 
 # The names the rules and the dashboard use (histogram series by their _bucket name).
@@ -308,3 +309,24 @@ pass "a textfile that cannot be written: one error, measuring goes on, notice on
 
 stop_daemon || fail "jitterd did not exit cleanly"
 pass "jitterd stopped"
+
+# The textfile's own interval: with 200 ms harvests and prometheus_textfile_interval = 1s, the
+# file changes once a second (the first harvest writes it), not at each of the 15 harvests in
+# 3 s. The test counts the changes it sees, looking every 50 ms.
+rm -f "$PROM"
+printf '[probe]\npreheat = 300ms\n[export]\nprometheus_textfile_interval = 1s\n' \
+    > "$T/jitterd.conf"
+start_daemon --prometheus-textfile "$PROM"
+wait_until 5 test -f "$PROM" || fail "no textfile within 5 s"
+last=$(stat -c %Y.%y "$PROM") changes=0
+for _ in $(seq 60); do
+    sleep 0.05
+    now=$(stat -c %Y.%y "$PROM")
+    [[ $now == "$last" ]] || changes=$((changes + 1))
+    last=$now
+done
+# 3 s at one write a second, with half a harvest of slack: 2 to 4 changes.
+(( changes >= 2 && changes <= 4 )) \
+    || fail "the textfile changed $changes times in 3 s, not about 3 (prometheus_textfile_interval = 1s)"
+stop_daemon || fail "jitterd did not exit cleanly"
+pass "prometheus_textfile_interval = 1s: the textfile changed $changes times in 3 s of 200 ms harvests"

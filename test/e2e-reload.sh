@@ -185,10 +185,12 @@ pass "reload to a priority the probes cannot get: the previous probes run again 
 
 # ---- The textfile path changes on reload.
 mkdir -p "$T/a" "$T/b"
-conf '[probe]' 'preheat = 300ms' '[export]' "prometheus_textfile = $T/a/jitterd.prom"
+conf '[probe]' 'preheat = 300ms' '[export]' "prometheus_textfile = $T/a/jitterd.prom" \
+    'prometheus_textfile_interval = 200ms'
 start_daemon
 wait_until 5 test -f "$T/a/jitterd.prom" || fail "no textfile $T/a/jitterd.prom"
-conf '[probe]' 'preheat = 300ms' '[export]' "prometheus_textfile = $T/b/jitterd.prom"
+conf '[probe]' 'preheat = 300ms' '[export]' "prometheus_textfile = $T/b/jitterd.prom" \
+    'prometheus_textfile_interval = 200ms'
 reload
 wait_until 5 test -f "$T/b/jitterd.prom" || fail "no textfile at the new path within 5 s"
 sleep 0.5

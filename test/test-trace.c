@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -386,6 +387,10 @@ static void test_read_period(void **state)
         o.buffer_kb = 64;
         quarter = o.buffer_kb / 4 / 4; /* 4 KiB sub-buffers */
         t = new_recorder(&o);
+        /* The timed reads, as where the kernel has no watermark. */
+        trace_recorder_unwatch(t);
+        assert_false(trace_recorder_watching(t));
+        assert_int_equal(trace_recorder_watch_fd(t, 0), -1);
         assert_int_equal(trace_recorder_read_period_ns(t), TRACE_READ_PERIOD_MAX_NS);
         t0 = now_ns(CLOCK_MONOTONIC);
         (void)trace_recorder_read(t);
@@ -417,6 +422,98 @@ static void test_read_period(void **state)
         check_period(t, (unsigned)(st0.subbuffers - st1.subbuffers), quarter, t2 - t1, t3 - t0);
         /* More than a quarter since the read before: sooner than that came. */
         assert_true(trace_recorder_read_period_ns(t) < t3 - t0);
+        drop(t);
+}
+
+/* Writes trace markers of 256 bytes on CPU until @bytes are in its buffer. */
+static void fill(TraceRecorder *t, size_t bytes)
+{
+        char text[256];
+        int fd = open_marker(t);
+
+        memset(text, 'x', sizeof(text));
+        pin(CPU);
+        for (size_t n = 0; n < bytes; n += sizeof(text)) {
+                assert_int_equal(write(fd, text, sizeof(text)), (ssize_t)sizeof(text));
+        }
+        pin(0);
+        close(fd);
+}
+
+/* Whether @fd polls readable within @ms. */
+static bool readable(int fd, int ms)
+{
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+
+        return poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
+}
+
+#define WATCHED_BUFFER (64 * 1024)
+
+/* A recorder of CPU with a buffer of WATCHED_BUFFER bytes whose reads the watermark wakes; skips
+ * the test on a kernel that does not take it. */
+static TraceRecorder *new_watched_recorder(void)
+{
+        int cpus[] = {CPU};
+        TraceOptions o;
+        TraceRecorder *t;
+
+        options(&o, cpus);
+        o.buffer_kb = WATCHED_BUFFER / 1024;
+        t = new_recorder(&o);
+        if (!trace_recorder_watching(t)) {
+                drop(t);
+                print_message("skipped: this kernel does not take the trace buffer's watermark "
+                              "(buffer_percent): the daemon's reads are timed\n");
+                skip();
+        }
+        return t;
+}
+
+/* The watermark, as this kernel keeps it: the watch descriptor is not readable while the
+ * buffer holds less than TRACE_WATERMARK_PERCENT, becomes readable once markers fill more, and
+ * is quiet again after a read. */
+static void test_watermark(void **state)
+{
+        size_t buffer = WATCHED_BUFFER;
+        TraceRecorder *t = new_watched_recorder();
+        int fd;
+
+        (void)state;
+        fd = trace_recorder_watch_fd(t, 0);
+        assert_true(fd >= 0);
+        assert_int_equal(trace_recorder_read_period_ns(t), UINT64_MAX);
+        (void)trace_recorder_read(t);
+        /* A tenth of the buffer: below the watermark (what CPU 1 makes meanwhile is far less
+         * on this VM: about 30 KB a second with the tick). */
+        fill(t, buffer / 10);
+        assert_false(readable(fd, 0));
+        fill(t, buffer * TRACE_WATERMARK_PERCENT / 100);
+        assert_true(readable(fd, 1000));
+        (void)trace_recorder_read(t);
+        assert_false(readable(fd, 0));
+        assert_true(trace_recorder_watching(t));
+        drop(t);
+}
+
+/* A kernel that would not wake the reader: three reads in a row, each long after the one
+ * before, that find the buffer nearly full, end the watching; the reads are timed again. */
+static void test_watermark_missed(void **state)
+{
+        size_t buffer = WATCHED_BUFFER;
+        TraceRecorder *t = new_watched_recorder();
+
+        (void)state;
+        (void)trace_recorder_read(t);
+        for (int k = 0; k < 3; k++) {
+                assert_true(trace_recorder_watching(t));
+                usleep(50000); /* beyond 4 * TRACE_READ_PERIOD_MIN_NS */
+                fill(t, buffer * 9 / 10);
+                (void)trace_recorder_read(t);
+        }
+        assert_false(trace_recorder_watching(t));
+        assert_int_equal(trace_recorder_watch_fd(t, 0), -1);
+        assert_true(trace_recorder_read_period_ns(t) <= TRACE_READ_PERIOD_MAX_NS);
         drop(t);
 }
 
@@ -658,6 +755,8 @@ int main(void)
                 cmocka_unit_test_teardown(test_other_cpu_not_recorded, teardown),
                 cmocka_unit_test_teardown(test_losses, teardown),
                 cmocka_unit_test_teardown(test_read_period, teardown),
+                cmocka_unit_test_teardown(test_watermark, teardown),
+                cmocka_unit_test_teardown(test_watermark_missed, teardown),
                 cmocka_unit_test_teardown(test_missing_event, teardown),
                 cmocka_unit_test(test_refused_event),
                 cmocka_unit_test(test_privileges),
