@@ -19,6 +19,7 @@
 #include "duration.h"
 #include "log.h"
 #include "manager.h"
+#include "reply-cache.h"
 #include "self-cost.h"
 #include "summary-json.h"
 #include "summary.h"
@@ -74,6 +75,11 @@ struct Api {
          * itself only when that reading is missing or two intervals old. */
         IsolationCache isolation;
         uint64_t status_asked_ns; /* the last GetStatus, CLOCK_MONOTONIC; 0: never */
+
+        /* GetStats' entries of the standard windows, written at the harvest for those asked
+         * for lately, so that a call copies them; and the window they are written from. */
+        ReplyCache *stats_cache;
+        HistoryWindow *scratch;
 };
 
 static const struct {
@@ -321,6 +327,64 @@ static int get_cpus_window(Manager *m, VarlinkCallCtx *call, json_t *params, cpu
  * They are worked out by the client now (from GetWindow), and a client that still reads them
  * must not take their absence for "none": a call that does not say it expects none
  * ("without_analyses": true) is answered io.jitterd.AnalysesMoved. */
+/* Writes @cpu's GetStats entry over @window into @t. */
+static void write_stats_entry(Api *a, int cpu, const char *window, JsonText *t)
+{
+        json_t *o;
+
+        read_window(a->manager, cpu, window, a->scratch);
+        o = api_cpu_stats(a->manager, cpu, window, a->scratch);
+        if (!o) {
+                t->failed = true;
+                return;
+        }
+        json_text_value(t, o);
+        json_decref(o);
+}
+
+/* Writes the cached entry of @cpu over the standard window @span anew. */
+static void cache_stats_entry(Api *a, int cpu, HistorySpan span)
+{
+        JsonText t = {0};
+        size_t len = 0;
+        char *text;
+
+        write_stats_entry(a, cpu, history_span_name(span), &t);
+        text = json_text_take(&t, &len);
+        reply_cache_put(a->stats_cache, cpu, span, text, len);
+}
+
+static void refresh_stats_entry(int cpu, HistorySpan span, void *userdata)
+{
+        Api *a = userdata;
+
+        if (find_probe(a->manager, cpu)) {
+                cache_stats_entry(a, cpu, span);
+        }
+}
+
+/* Appends @cpu's GetStats entry over @window to @t: for a standard window, the text the
+ * harvest wrote (written now when it did not), else the entry written for this call. */
+static void append_stats_entry(Api *a, int cpu, const char *window, uint64_t now, JsonText *t)
+{
+        HistorySpan span;
+        const char *text = NULL;
+        size_t len = 0;
+
+        if (history_span_from_name(window, &span) == 0) {
+                text = reply_cache_get(a->stats_cache, cpu, span, now, &len);
+                if (!text) {
+                        cache_stats_entry(a, cpu, span);
+                        text = reply_cache_get(a->stats_cache, cpu, span, now, &len);
+                }
+        }
+        if (text) {
+                json_text_rawn(t, text, len);
+        } else {
+                write_stats_entry(a, cpu, window, t);
+        }
+}
+
 static int method_get_stats(VarlinkCallCtx *call, json_t *params, void *userdata)
 {
         static const VarlinkField fields[] = {
@@ -330,11 +394,14 @@ static int method_get_stats(VarlinkCallCtx *call, json_t *params, void *userdata
         };
         Api *a = userdata;
         Manager *m = a->manager;
-        const char *window;
+        uint64_t now = now_ns(CLOCK_MONOTONIC);
+        const char *window, *sep = "";
         uint64_t from, to;
-        bool all;
+        JsonText t = {0};
         cpu_set_t cpus;
-        json_t *arr;
+        size_t len = 0;
+        bool all;
+        char *text;
 
         if (varlink_call_check_params(call, params, fields, 3) < 0 ||
             get_cpus(m, call, params, &cpus) < 0 ||
@@ -350,11 +417,17 @@ static int method_get_stats(VarlinkCallCtx *call, json_t *params, void *userdata
                                   "new as jitterd does); pass without_analyses: true to get "
                                   "GetStats without them"));
         }
-        arr = stats_array(m, &cpus, window);
-        if (!arr) {
-                return -ENOMEM;
+        json_text_raw(&t, VARLINK_REPLY_TEXT_HEAD "{\"cpus\":[");
+        for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+                if (CPU_ISSET(cpu, &cpus)) {
+                        json_text_raw(&t, sep);
+                        append_stats_entry(a, cpu, window, now, &t);
+                        sep = ",";
+                }
         }
-        return varlink_call_reply(call, json_pack("{so}", "cpus", arr));
+        json_text_raw(&t, "]}" VARLINK_REPLY_TEXT_TAIL);
+        text = json_text_take(&t, &len);
+        return varlink_call_reply_text(call, text, len);
 }
 
 /* The raw data of one CPU's window, for the client's own causes and periods (window-data.h). */
@@ -1071,6 +1144,7 @@ static int method_reset(VarlinkCallCtx *call, json_t *params, void *userdata)
                         manager_trace_reset(m, cpu);
                 }
         }
+        reply_cache_invalidate(a->stats_cache);
         log_notice("history reset by uid %u", (unsigned)uid);
         return varlink_call_reply(call, NULL);
 }
@@ -1085,6 +1159,10 @@ void api_interval(Api *a)
         uint64_t now = now_ns(CLOCK_MONOTONIC);
 
         notify_monitors(a);
+        reply_cache_invalidate(a->stats_cache);
+        reply_cache_refresh(a->stats_cache,
+                            now > REPLY_CACHE_KEEP_NS ? now - REPLY_CACHE_KEEP_NS : 0,
+                            refresh_stats_entry, a);
         /* A tenth off the age, so that a harvest an interval after the last one reads again;
          * watched as long as a call would still find the reading young enough. */
         if (a->status_asked_ns &&
@@ -1132,12 +1210,21 @@ int api_new(Manager *m, Api **ret)
                 return -ENOMEM;
         }
         a->manager = m;
+        a->scratch = malloc(sizeof(*a->scratch));
+        r = a->scratch ? reply_cache_new(&a->stats_cache) : -ENOMEM;
+        if (r < 0) {
+                free(a->scratch);
+                free(a);
+                return r;
+        }
         /* The description is config/io.jitterd.varlink, compiled in (interface.c). */
         r = varlink_server_add_interface(manager_server(m), "io.jitterd",
                                          jitterd_interface_description, methods,
                                          ELEMENTSOF(methods));
         if (r < 0 || (r = manager_add_hook(m, on_harvest, a)) < 0 ||
             (r = manager_add_interval_hook(m, on_interval, a)) < 0) {
+                reply_cache_free(a->stats_cache);
+                free(a->scratch);
                 free(a);
                 return r;
         }
@@ -1154,6 +1241,8 @@ Api *api_free(Api *a)
         free_monitors(a);
         forget_intervals(a);
         free(a->queues);
+        reply_cache_free(a->stats_cache);
+        free(a->scratch);
         free(a);
         return NULL;
 }

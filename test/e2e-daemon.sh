@@ -93,6 +93,21 @@ jq -e '.cpus[0].interrupts | length > 0' "$T/stats.json" >/dev/null \
     || fail "no interrupt counts in GetStats"
 pass "GetStats shows the thefts, samples and interrupt counts"
 
+# A standard window's GetStats entry is written at the harvest and copied by the calls until
+# the next one: a call made after 0.6 s (three 200 ms harvests) reads a window that ends at
+# least two intervals later than the one read before, for 10s, 1m and all alike.
+to_ns() {
+    jctl --json call GetStats "{\"without_analyses\": true, \"window\": \"$1\"}" \
+        | jq '.cpus[0].to_ns'
+}
+for w in 10s 1m all; do
+    t0=$(to_ns "$w")
+    sleep 0.6
+    t1=$(to_ns "$w")
+    (( t1 - t0 >= 400000000 )) || fail "GetStats $w: the window ended at $t0, then $t1 ns 0.6 s later"
+done
+pass "GetStats of 10s, 1m and all follows the harvests"
+
 # Restart keeps the history (checkpoint at stop, restore at start).
 before=$(jctl --json call io.jitterd.GetStats '{"without_analyses": true, "window": "all"}' | jq '.cpus[0].samples')
 stop_daemon || fail "SIGTERM did not exit 0"

@@ -143,6 +143,9 @@ struct VarlinkServer {
         VarlinkServerGate gate;
         /* CPU charged to the gate for calls, in all. */
         uint64_t charged_ns;
+        /* The event loop's iteration and the thread's CPU clock at the end of the last
+         * callback of the server (0: none yet). */
+        uint64_t last_iteration, last_end_cpu_ns;
         VarlinkMethodStats unknown_stats; /* calls to no registered method */
 };
 
@@ -627,27 +630,44 @@ static void conn_read(Connection *c)
         }
 }
 
-/* Where a callback of the server began: its thread's CPU clock and what calls were charged. */
+/* Where a callback of the server began: its thread's CPU clock, what calls were charged, and
+ * the loop's own turn before it when that was for the server too. */
 typedef struct Uncharged {
-        uint64_t cpu_start_ns, charged_ns;
+        uint64_t cpu_start_ns, charged_ns, turn_ns;
 } Uncharged;
 
+/* The loop dispatches one event source per iteration. When the iteration before this one ran
+ * a callback of the server too, the CPU time since that callback ended is the loop's own turn
+ * (waiting in epoll, preparing and dispatching) for the server, which clients that keep it
+ * busy cause as much as their calls: under a flood of cheap calls it outweighs them. When
+ * something else ran in between (a harvest, a timer), that time is not the clients'. */
 static Uncharged uncharged_begin(const VarlinkServer *s)
 {
-        return (Uncharged){clock_ns(CLOCK_THREAD_CPUTIME_ID), s->charged_ns};
+        uint64_t now = clock_ns(CLOCK_THREAD_CPUTIME_ID), iteration = 0;
+        Uncharged u = {now, s->charged_ns, 0};
+
+        if (sd_event_get_iteration(s->event, &iteration) >= 0 && s->last_iteration > 0 &&
+            iteration == s->last_iteration + 1 && now > s->last_end_cpu_ns) {
+                u.turn_ns = now - s->last_end_cpu_ns;
+        }
+        return u;
 }
 
 /* What the callback begun at @u cost that no call was charged for (reading what is not yet a
- * call, sending replies that waited, settling a connection, its timers, accepting, closing)
- * goes to the gate as a call to no method: the more calls clients make, the more of it there
- * is, and it is theirs. */
+ * call, sending replies that waited, settling a connection, its timers, accepting, closing),
+ * and the loop's turn before it, go to the gate as a call to no method: the more calls clients
+ * make, the more of it there is, and it is theirs. */
 static void uncharged_end(VarlinkServer *s, const Uncharged *u)
 {
-        uint64_t cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - u->cpu_start_ns;
+        uint64_t end = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+        uint64_t cpu_ns = end - u->cpu_start_ns + u->turn_ns;
+        uint64_t calls_ns = s->charged_ns - u->charged_ns;
 
-        if (s->gate.charge && cpu_ns > s->charged_ns - u->charged_ns) {
-                s->gate.charge("", cpu_ns - (s->charged_ns - u->charged_ns), s->gate.userdata);
+        if (s->gate.charge && cpu_ns > calls_ns) {
+                s->gate.charge("", cpu_ns - calls_ns, s->gate.userdata);
         }
+        (void)sd_event_get_iteration(s->event, &s->last_iteration);
+        s->last_end_cpu_ns = end;
 }
 
 static int conn_on_io(sd_event_source *source, int fd, uint32_t revents, void *userdata)

@@ -1,0 +1,41 @@
+#pragma once
+
+/* The text of replies' parts that change only at a harvest, kept per (CPU, standard window):
+ * GetStats' entry of a CPU for "10s" ... "all". A text is current until the next harvest
+ * (reply_cache_invalidate()); the harvest writes anew those asked for in the last
+ * REPLY_CACHE_KEEP_NS, so that a call finds them written whatever the time it comes, and
+ * frees the others. The cache holds only the texts of what was asked for lately: at most one
+ * per probed CPU and window, about 1.5 KiB each. */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "history.h"
+
+/* How long a text asked for is kept written at each harvest. */
+#define REPLY_CACHE_KEEP_NS (60ULL * 1000000000ULL)
+
+typedef struct ReplyCache ReplyCache;
+
+int reply_cache_new(ReplyCache **ret);
+ReplyCache *reply_cache_free(ReplyCache *c);
+
+/* Every text goes out of date (a harvest, a reset). */
+void reply_cache_invalidate(ReplyCache *c);
+
+/* The current text of (@cpu, @span) and its length, or NULL when there is none; notes that it
+ * was asked for at @now_ns either way. */
+const char *reply_cache_get(ReplyCache *c, int cpu, HistorySpan span, uint64_t now_ns,
+                            size_t *ret_len);
+
+/* Keeps @text (@len bytes, taken: freed by the cache; NULL is ignored) as the current text of
+ * (@cpu, @span). */
+void reply_cache_put(ReplyCache *c, int cpu, HistorySpan span, char *text, size_t len);
+
+/* Calls @write for each (cpu, span) asked for at or after @since_ns whose text is not
+ * current, so that it puts one, and frees the texts not asked for since then. */
+void reply_cache_refresh(ReplyCache *c, uint64_t since_ns,
+                         void (*write)(int cpu, HistorySpan span, void *userdata), void *userdata);
+
+/* Bytes the cache holds. */
+size_t reply_cache_memory_bytes(const ReplyCache *c);
