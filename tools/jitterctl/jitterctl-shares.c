@@ -11,9 +11,9 @@
  * row ("group_explains_stderr"; none where the fit cannot tell a counter from others that move
  * with it). Where the fit knows a row to no better than EXPLAIN_CROSS_CHECK_STDERR, its share is
  * no cross-check of the exact one ("cross_check": false). Without the trace, the rows are the
- * fit's alone (explain_estimate_cpu()). */
+ * fit's alone (shares_estimate_cpu()). */
 
-#include "jitterctl-compare.h"
+#include "jitterctl-shares.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -321,7 +321,7 @@ static json_t *background_of(json_t *stats)
         return b;
 }
 
-json_t *explain_compare_cpu(json_t *causes, json_t *stats)
+json_t *shares_compare_cpu(json_t *causes, json_t *stats)
 {
         uint64_t lost = 0, ev = 0, ev_ns = 0, explained_ns = 0, unexplained = 0, other = 0;
         json_t *exact = json_array(), *rows = json_array(), *names, *c, *out;
@@ -403,7 +403,7 @@ static int cmp_ls_share(const void *a, const void *b)
         return (x < y) - (x > y);
 }
 
-json_t *explain_estimate_cpu(json_t *stats)
+json_t *shares_estimate_cpu(json_t *stats)
 {
         json_t *rows = json_array(), *names = row_names(stats, NULL, 0), *sorted = json_array();
         json_t **order = NULL, *out = NULL, *r;
