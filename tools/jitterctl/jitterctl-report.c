@@ -8,7 +8,7 @@
 
 #include "jitterctl-buckets.h"
 #include "jitterctl-format.h"
-#include "jitterctl-summary.h"
+#include "summary-json.h"
 #include "jitterctl.h"
 #include "report.h"
 #include "util.h"

@@ -8,7 +8,7 @@
 
 #include "duration.h"
 #include "jitterctl-format.h"
-#include "jitterctl-summary.h"
+#include "summary-json.h"
 #include "jitterctl.h"
 #include "util.h"
 

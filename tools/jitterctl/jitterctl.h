@@ -155,6 +155,11 @@ const char *ctl_color(const Ctl *ctl, const char *escape);
 #define CTL_DIM "\033[2m"
 #define CTL_RESET "\033[0m"
 
+/* Reads the snapshot file @path that `jitterctl snapshot` wrote: its document, or NULL after
+ * saying why not (unreadable, not JSON, not a snapshot, or a format version newer than this
+ * jitterctl reads). */
+json_t *snapshot_load(const char *path);
+
 /* The command handlers. */
 int cmd_status(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 int cmd_stats(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
