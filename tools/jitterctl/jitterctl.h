@@ -138,6 +138,11 @@ int ctl_call(Ctl *ctl, const char *method, json_t *params, json_t **ret);
  * nice 10 (19 where a probe shares them). Returns 0, or a negative errno after saying why. */
 int ctl_get_stats(Ctl *ctl, json_t *params, bool analyses, json_t **ret);
 
+/* The parameters of a call over a window: {"window": W, "cpus": [...]}, each only when given
+ * (@window NULL: the daemon's default; @cpus, stolen, NULL: every CPU). NULL when out of
+ * memory. */
+json_t *ctl_window_params(const char *window, json_t *cpus);
+
 /* Prints @v as indented JSON and a newline to stdout. Returns CTL_EXIT_OK, or CTL_EXIT_FAILURE
  * if stdout could not be written. */
 int ctl_print_json(json_t *v);
@@ -180,11 +185,6 @@ int jitterctl_export(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 
 /* The trace causes' shares next to the least-squares estimate (jitterctl-explain.c). */
 int jitterctl_explain(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
-
-/* `events --records`: calls GetCaptures with @params (taken) and prints the trace kept around
- * each interruption at least @min_ns long, as a timeline (jitterctl-captures.c). Returns the
- * exit status. */
-int jitterctl_event_records(Ctl *ctl, json_t *params, uint64_t min_ns);
 
 /* What took the probed CPUs, ranked, with the fix of each (jitterctl-doctor.c). */
 int jitterctl_doctor(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
