@@ -143,6 +143,10 @@ int ctl_get_stats(Ctl *ctl, json_t *params, bool analyses, json_t **ret);
  * memory. */
 json_t *ctl_window_params(const char *window, json_t *cpus);
 
+/* The parameters of GetHistogram: {"cpu": @cpu, "window": @window (only when not NULL), "kind":
+ * @kind}. NULL when out of memory. */
+json_t *ctl_histogram_params(unsigned long long cpu, const char *window, const char *kind);
+
 /* Prints @v as indented JSON and a newline to stdout. Returns CTL_EXIT_OK, or CTL_EXIT_FAILURE
  * if stdout could not be written. */
 int ctl_print_json(json_t *v);
