@@ -181,6 +181,7 @@ int cmd_snapshot(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 int cmd_compare(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 int cmd_plot(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 int cmd_audit(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
+int cmd_call(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 
 /* Commands in their own files: clock costs (jitterctl-clocks.c) and the Prometheus exposition
  * (jitterctl-export.c). Each returns the exit status. */
