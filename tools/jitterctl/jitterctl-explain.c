@@ -437,7 +437,7 @@ static int estimate(json_t *stats, json_t **ret)
         return CTL_EXIT_OK;
 }
 
-int jitterctl_explain(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
+int cmd_explain(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 {
         static const struct option options[] = {
                 {"window", required_argument, NULL, 'w'},

@@ -70,23 +70,23 @@ static const CtlCommand commands[] = {
          "  -r, --root DIR     audit locally, reading /proc and /sys below DIR\n"
          "  -C, --cpus LIST    audit locally, these CPUs (default with --root: all online)\n"
          "  -P, --priority N   local audit: the probes' SCHED_FIFO priority (0: SCHED_OTHER)\n"},
-        {"explain", jitterctl_explain, "[--window W] [--cpu LIST]",
+        {"explain", cmd_explain, "[--window W] [--cpu LIST]",
          "traced causes' share of time lost, least squares where it can tell (all: trace off)",
          "  -w, --window W     window: 10s, 1m (default), 5m, 1h, 24h or all\n"
          "  -c, --cpu LIST     only these CPUs\n"
          "  (the least-squares estimate: from GetWindow, on the daemon's housekeeping CPUs\n"
          "  at nice 10, or 19 where a probe shares them)\n"},
-        {"doctor", jitterctl_doctor, "[--window W] [--cpus LIST] [--all]",
+        {"doctor", cmd_doctor, "[--window W] [--cpus LIST] [--all]",
          "what took the CPUs, ranked, with the setting and the command that moves each away",
          "  -w, --window W     window: 10s, 1m (default), 5m, 1h, 24h or all\n"
          "  -c, --cpus, --cpu LIST\n"
          "                     only these CPUs\n"
          "  -a, --all          list every cause, not only those above 0.1 % of the time\n"},
-        {"clocks", jitterctl_clocks, "[--cpu N] [--samples N]",
+        {"clocks", cmd_clocks, "[--cpu N] [--samples N]",
          "cost of every way to read time, measured locally",
          "  -c, --cpu N        measure on CPU N (default: the last allowed CPU)\n"
          "  -n, --samples N    trials per clock (default: as many as fit in about 1 s)\n"},
-        {"export", jitterctl_export, "[--format prometheus]",
+        {"export", cmd_export, "[--format prometheus]",
          "the Prometheus exposition the daemon writes as its textfile",
          "  -f, --format F     the format: prometheus (the default and only one)\n"},
         {"call", cmd_call, "METHOD [JSON]", "raw Varlink call, prints the reply as JSON",

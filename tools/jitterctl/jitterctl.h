@@ -1,9 +1,9 @@
 #pragma once
 
 /* jitterctl: what the command files share. main() in jitterctl.c parses the global options and
- * dispatches from a table to one handler per command (jitterctl-*.c); what they share is in
- * jitterctl-common.c. Each handler parses its own options with ctl_parse_common() for the
- * global ones and returns the exit status. */
+ * dispatches from a table to one handler per command NAME, cmd_NAME() in jitterctl-NAME.c; what
+ * they share is in jitterctl-common.c. Each handler parses its own options with ctl_parse_common()
+ * for the global ones and returns the exit status. */
 
 #include <getopt.h>
 #include <jansson.h>
@@ -169,7 +169,8 @@ const char *ctl_color(const Ctl *ctl, const char *escape);
  * jitterctl reads). */
 json_t *snapshot_load(const char *path);
 
-/* The command handlers. */
+/* The command handlers, one per command NAME, each in jitterctl-NAME.c: each parses the
+ * command's options and arguments (argv[0] is "jitterctl NAME") and returns the exit status. */
 int cmd_status(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 int cmd_stats(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 int cmd_hist(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
@@ -181,15 +182,8 @@ int cmd_snapshot(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 int cmd_compare(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 int cmd_plot(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 int cmd_audit(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
+int cmd_explain(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
+int cmd_doctor(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
+int cmd_clocks(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
+int cmd_export(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 int cmd_call(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
-
-/* Commands in their own files: clock costs (jitterctl-clocks.c) and the Prometheus exposition
- * (jitterctl-export.c). Each returns the exit status. */
-int jitterctl_clocks(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
-int jitterctl_export(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
-
-/* The trace causes' shares next to the least-squares estimate (jitterctl-explain.c). */
-int jitterctl_explain(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
-
-/* What took the probed CPUs, ranked, with the fix of each (jitterctl-doctor.c). */
-int jitterctl_doctor(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
