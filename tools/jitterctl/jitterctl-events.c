@@ -216,13 +216,9 @@ int cmd_events(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                 json_decref(cpus);
                 return ctl_usage_error(cmd, "unexpected argument \"%s\"", argv[optind]);
         }
-        params = json_object();
+        params = ctl_window_params(NULL, cpus);
         if (!params) {
-                json_decref(cpus);
                 return ctl_fail("out of memory");
-        }
-        if (cpus) {
-                json_object_set_new(params, "cpus", cpus);
         }
         if (since) {
                 json_object_set_new(params, "since", json_string(since));
