@@ -1,5 +1,6 @@
 /* Unit tests of the Mann–Whitney U test and the sample summary behind `jitterctl compare`:
- * known textbook values, ties, the degenerate cases, and U against a direct pair count. */
+ * known textbook values, ties, the degenerate cases, and U against a direct pair count; and of
+ * the per-interval worst gaps it takes from a timeline. */
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -188,6 +189,65 @@ static void test_summary(void **state)
         }
 }
 
+static json_t *point(json_int_t duration, json_int_t samples, json_int_t max_gap)
+{
+        return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "start_ns", (json_int_t)0,
+                         "duration_ns", duration, "samples", samples, "max_gap_ns", max_gap,
+                         "interruptions", (json_int_t)0, "lost_ns", (json_int_t)0, "stalled", 0);
+}
+
+static void test_timeline_worst_gaps(void **state)
+{
+        const json_int_t s = 1000000000, m = 60 * s;
+        json_t *points = json_pack("[o, o, o, o, o, o, o, o, o]", point(m, 10, 900),
+                                   point(m + 5, 10, 800), point(m, 10, 700), point(s, 10, 11),
+                                   point(s + s / 50, 10, 12), point(s - s / 50, 10, 13),
+                                   point(s, 0, 0), point(s, 10, 14), point(s, 10, 15));
+        uint64_t interval = 0;
+        double *v = NULL;
+        int n;
+
+        /* Five fine intervals with samples outnumber three coarse ones; the empty one is
+         * skipped. */
+        n = timeline_worst_gaps(points, &v, &interval);
+        assert_int_equal(n, 5);
+        assert_true(interval >= (uint64_t)(s - s / 50) && interval <= (uint64_t)(s + s / 50));
+        assert_true(v[0] == 11 && v[1] == 12 && v[2] == 13 && v[3] == 14 && v[4] == 15);
+        free(v);
+        json_decref(points);
+
+        /* Intervals of 200 ms that thefts held open by up to 23 ms, each making the next one
+         * as much shorter: around 200 ms, those within 10 % of it on either side (185 to 215
+         * ms; 177 and 223 differ by 23 ms, more than a tenth of 200), six, not the four
+         * that a cluster grown from the shortest would hold (195 to 205). */
+        {
+                const json_int_t ms = 1000000;
+
+                points = json_pack(
+                        "[o, o, o, o, o, o, o, o]", point(177 * ms, 10, 1), point(223 * ms, 10, 2),
+                        point(185 * ms, 10, 3), point(215 * ms, 10, 4), point(200 * ms, 10, 5),
+                        point(200 * ms, 10, 6), point(195 * ms, 10, 7), point(205 * ms, 10, 8));
+                n = timeline_worst_gaps(points, &v, &interval);
+                assert_int_equal(n, 6);
+                assert_true(v[0] == 3 && v[1] == 4 && v[2] == 5 && v[3] == 6 && v[4] == 7 &&
+                            v[5] == 8);
+                assert_int_equal(interval, 200 * ms);
+                free(v);
+                json_decref(points);
+        }
+
+        points = json_pack("[o]", point(s, 0, 0));
+        assert_int_equal(timeline_worst_gaps(points, &v, &interval), 0);
+        assert_int_equal(interval, 0);
+        free(v);
+        json_decref(points);
+
+        points = json_pack("[{s:i}]", "samples", 1);
+        assert_int_equal(timeline_worst_gaps(points, &v, &interval), -EINVAL);
+        json_decref(points);
+        assert_int_equal(timeline_worst_gaps(NULL, &v, &interval), -EINVAL);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -198,6 +258,7 @@ int main(void)
                 cmocka_unit_test(test_against_pair_count),
                 cmocka_unit_test(test_invalid),
                 cmocka_unit_test(test_summary),
+                cmocka_unit_test(test_timeline_worst_gaps),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

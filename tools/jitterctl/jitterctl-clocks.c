@@ -169,7 +169,7 @@ static int clocks_print_text(const ClocksReport *rep, const char *warning)
         return CTL_EXIT_OK;
 }
 
-int jitterctl_clocks(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
+int cmd_clocks(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 {
         static const struct option options[] = {
                 {"cpu", required_argument, NULL, 'c'},

@@ -305,6 +305,33 @@ int ctl_call(Ctl *ctl, const char *method, json_t *params, json_t **ret)
         return ctl_call_full(ctl, method, params, ret, NULL, NULL, false);
 }
 
+json_t *ctl_window_params(const char *window, json_t *cpus)
+{
+        json_t *p = json_object();
+
+        if (!p) {
+                json_decref(cpus);
+                return NULL;
+        }
+        if (window) {
+                json_object_set_new(p, "window", json_string(window));
+        }
+        if (cpus) {
+                json_object_set_new(p, "cpus", cpus);
+        }
+        return p;
+}
+
+json_t *ctl_histogram_params(unsigned long long cpu, const char *window, const char *kind)
+{
+        json_t *p = json_pack("{s:I, s:s}", "cpu", (json_int_t)cpu, "kind", kind);
+
+        if (p && window) {
+                json_object_set_new(p, "window", json_string(window));
+        }
+        return p;
+}
+
 int ctl_print_json(json_t *v)
 {
         if (json_dumpf(v, stdout, JSON_INDENT(2)) < 0 || fputc('\n', stdout) == EOF ||

@@ -1,447 +1,343 @@
-/* The comparison of jitterctl explain, with no I/O: the exact shares of a window's trace causes
- * (GetCauses) per row of counters, next to the least-squares estimate of the attribution
- * (GetStats' causes), and a verdict per row.
- *
- * The two speak of different things: the trace names what ran (a vector, a softirq, a task),
- * the fit names counters (/proc/interrupts rows, softirqs, the probe's context switches). Each
- * exact cause is counted for the counter that moves when it runs (GetCauses' "counter"), and
- * the comparison is made per row of counters (row_names()): the exact share is the time of the
- * causes counted for the row's counters over the window's time lost, the least-squares share
- * the sum of their "explains", known to within the standard errors of the fit's groups in the
- * row ("group_explains_stderr"; none where the fit cannot tell a counter from others that move
- * with it). Where the fit knows a row to no better than EXPLAIN_CROSS_CHECK_STDERR, its share is
- * no cross-check of the exact one ("cross_check": false). Without the trace, the rows are the
- * fit's alone (explain_estimate_cpu()). */
+/* jitterctl compare: two snapshots (before and after a tuning change) compared, with a test of
+ * whether the per-interval worst gaps really differ. It works without a daemon. */
 
-#include "jitterctl-compare.h"
-
+#include <errno.h>
 #include <math.h>
-#include <stdbool.h>
-#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "jitterctl-format.h"
+#include "jitterctl-significance.h"
+#include "jitterctl.h"
 #include "summary-json.h"
+#include "util.h"
 
-/* The group of an attribution source: itself, or "irq:device" for a numbered IRQ. */
-static const char *source_group(const char *source)
+/* The rows of the comparison: a value of the gaps (value_summary_get()), or the rate of
+ * interruptions. */
+static const struct {
+        const char *label;
+        const char *json_name;
+        const char *gap_key; /* NULL: interruptions per second */
+        bool is_time;
+} rows[] = {
+        {"avg", "avg_ns", "mean_ns", true},
+        {"p99", "p99_ns", "p99", true},
+        {"p99.99", "p99.99_ns", "p99.99", true},
+        {"max", "max_ns", "max_ns", true},
+        {"interruptions/s", "interruptions_per_s", NULL, false},
+};
+
+#define N_ROWS ELEMENTSOF(rows)
+
+static double row_value(const CpuStats *stats, size_t row)
 {
-        const char *p = source + 4;
-
-        if (strncmp(source, "irq:", 4) != 0 || !*p) {
-                return source;
+        if (!rows[row].gap_key) {
+                return stats->summary.events_per_s;
         }
-        for (; *p; p++) {
-                if (*p < '0' || *p > '9') {
-                        return source;
+        return value_summary_get(&stats->summary.gap, rows[row].gap_key);
+}
+
+static void row_text(char *buf, size_t size, size_t row, double v)
+{
+        if (rows[row].is_time) {
+                format_ns(buf, size, v);
+        } else {
+                format_rate(buf, size, v);
+        }
+}
+
+static json_t *summary_json(const SampleSummary *s)
+{
+        return json_pack("{s:I, s:f, s:f, s:f, s:f}", "n", (json_int_t)s->n, "min_ns", s->min,
+                         "max_ns", s->max, "mean_ns", s->mean, "stddev_ns", s->stddev);
+}
+
+static void print_summary_row(const char *label, double a, double b, bool time)
+{
+        char ta[FORMAT_MAX], tb[FORMAT_MAX];
+
+        if (time) {
+                format_ns(ta, sizeof(ta), a);
+                format_ns(tb, sizeof(tb), b);
+        } else {
+                snprintf(ta, sizeof(ta), "%.0f", a);
+                snprintf(tb, sizeof(tb), "%.0f", b);
+        }
+        printf("    %-16s", label);
+        fput_padded(stdout, ta, 12);
+        fput_padded(stdout, tb, 12);
+        fputc('\n', stdout);
+}
+
+/* The table of rows of one CPU: added to @out as a new entry (*@ret_entry) when @out is not
+ * NULL, or printed. Returns 0 or -ENOMEM. */
+static int compare_rows(const Ctl *ctl, json_int_t cpu, json_t *stats_before, json_t *stats_after,
+                        json_t *out, json_t **ret_entry)
+{
+        json_t *entry = NULL, *jb = NULL, *ja = NULL, *jc = NULL;
+        CpuStats sb, sa;
+
+        /* A value a snapshot lacks compares as "-" (null). */
+        (void)cpu_stats_read(stats_before, &sb);
+        (void)cpu_stats_read(stats_after, &sa);
+
+        if (out) {
+                entry = json_pack("{s:I, s:{}, s:{}, s:{}}", "cpu", cpu, "before", "after",
+                                  "change_pct");
+                if (!entry || json_array_append_new(out, entry) < 0) {
+                        return -ENOMEM;
+                }
+                jb = json_object_get(entry, "before");
+                ja = json_object_get(entry, "after");
+                jc = json_object_get(entry, "change_pct");
+        } else {
+                char head[32];
+
+                snprintf(head, sizeof(head), "CPU %lld", (long long)cpu);
+                printf("%s%-20s", ctl_color(ctl, CTL_BOLD), head);
+                fput_padded(stdout, "before", 12);
+                fput_padded(stdout, "after", 12);
+                fput_padded(stdout, "change", 9);
+                printf("%s\n", ctl_color(ctl, CTL_RESET));
+        }
+        for (size_t row = 0; row < N_ROWS; row++) {
+                double b = row_value(&sb, row), a = row_value(&sa, row);
+                double change = b != 0 ? (b - a) / b * 100 : NAN;
+
+                if (out) {
+                        json_object_set_new(jb, rows[row].json_name,
+                                            isnan(b) ? json_null() : json_real(b));
+                        json_object_set_new(ja, rows[row].json_name,
+                                            isnan(a) ? json_null() : json_real(a));
+                        json_object_set_new(jc, rows[row].json_name,
+                                            isfinite(change) ? json_real(change) : json_null());
+                } else {
+                        char tb[FORMAT_MAX], ta[FORMAT_MAX], tc[FORMAT_MAX];
+
+                        row_text(tb, sizeof(tb), row, b);
+                        row_text(ta, sizeof(ta), row, a);
+                        if (isfinite(change)) {
+                                snprintf(tc, sizeof(tc), "%+.1f %%", change);
+                        } else {
+                                snprintf(tc, sizeof(tc), "-");
+                        }
+                        printf("  %-18s", rows[row].label);
+                        fput_padded(stdout, tb, 12);
+                        fput_padded(stdout, ta, 12);
+                        fput_padded(stdout, tc, 9);
+                        fputc('\n', stdout);
                 }
         }
-        return "irq:device";
+        *ret_entry = entry;
+        return 0;
 }
 
-/* "agree", "disagree" or "uncertain" for an exact share @exact and a least-squares share @ls
- * with standard error @ls_stderr (INFINITY: unknown). */
-static const char *explain_verdict(double exact, double ls, double ls_stderr)
-{
-        double d = fabs(exact - ls), larger = exact > ls ? exact : ls;
-        double band = EXPLAIN_AGREE_ABS > EXPLAIN_AGREE_REL * larger ? EXPLAIN_AGREE_ABS
-                                                                     : EXPLAIN_AGREE_REL * larger;
+/* The worst gaps per interval before and after (of intervals @ib and @ia long), their
+ * summaries, and the Mann-Whitney test between them when both have some. */
+typedef struct CompareGaps {
+        double *xb, *xa;
+        uint64_t ib, ia;
+        SampleSummary sum_b, sum_a;
+        MannWhitney mw;
+        bool have_test;
+} CompareGaps;
 
-        if (d <= band && EXPLAIN_STDERRS * ls_stderr <= band) {
-                return "agree";
+/* Fills @g from the timelines of two snapshots of one CPU (free() xb and xa afterwards).
+ * Returns 0 or -ENOMEM. */
+static int compare_gaps(json_t *before, json_t *after, CompareGaps *g)
+{
+        int nb, na, r;
+
+        nb = timeline_worst_gaps(json_object_get(json_object_get(before, "timeline"), "points"),
+                                 &g->xb, &g->ib);
+        na = timeline_worst_gaps(json_object_get(json_object_get(after, "timeline"), "points"),
+                                 &g->xa, &g->ia);
+        if (nb == -ENOMEM || na == -ENOMEM) {
+                return -ENOMEM;
         }
-        return d > band + EXPLAIN_STDERRS * ls_stderr ? "disagree" : "uncertain";
-}
-
-/* Finds or adds the row of @source in the comparison array @rows. */
-static json_t *row_of(json_t *rows, const char *source)
-{
-        json_t *r;
-        size_t i;
-
-        json_array_foreach(rows, i, r)
-        {
-                if (strcmp(json_string_value(json_object_get(r, "source")), source) == 0) {
+        sample_summarize(g->xb, nb > 0 ? (size_t)nb : 0, &g->sum_b);
+        sample_summarize(g->xa, na > 0 ? (size_t)na : 0, &g->sum_a);
+        if (nb > 0 && na > 0) {
+                r = mann_whitney(g->xb, (size_t)nb, g->xa, (size_t)na, &g->mw);
+                if (r == -ENOMEM) {
                         return r;
                 }
+                g->have_test = r == 0;
         }
-        r = json_pack("{ss sf sn sn}", "source", source, "exact_share", 0.0, "ls_share",
-                      "ls_stderr");
-        json_array_append_new(rows, r);
+        return 0;
+}
+
+static void compare_gaps_json(json_t *entry, const CompareGaps *g)
+{
+        json_t *samples = json_pack("{s:I, s:I, s:o, s:o}", "before_interval_ns", (json_int_t)g->ib,
+                                    "after_interval_ns", (json_int_t)g->ia, "before",
+                                    summary_json(&g->sum_b), "after", summary_json(&g->sum_a));
+
+        json_object_set_new(entry, "interval_worst_gaps", samples);
+        if (g->have_test) {
+                json_object_set_new(entry, "mann_whitney",
+                                    json_pack("{s:f, s:f, s:f, s:f, s:f, s:b}", "u", g->mw.u,
+                                              "u_before", g->mw.u_a, "z", g->mw.z, "p", g->mw.p,
+                                              "alpha", MANN_WHITNEY_ALPHA, "significant",
+                                              g->mw.p < MANN_WHITNEY_ALPHA));
+        } else {
+                json_object_set_new(entry, "mann_whitney", json_null());
+        }
+}
+
+static void compare_gaps_print(const Ctl *ctl, const CompareGaps *g)
+{
+        const SampleSummary *sb = &g->sum_b, *sa = &g->sum_a;
+        uint64_t ib = g->ib, ia = g->ia;
+        bool same = intervals_same_resolution(ib, ia);
+
+        {
+                char len_b[FORMAT_MAX], len_a[FORMAT_MAX];
+
+                format_ns(len_b, sizeof(len_b), (double)ib);
+                format_ns(len_a, sizeof(len_a), (double)ia);
+                printf("  worst gap per interval (%s intervals%s%s%s):\n", len_b,
+                       same ? "" : " before, ", same ? "" : len_a, same ? "" : " after");
+        }
+        print_summary_row("n", (double)sb->n, (double)sa->n, false);
+        print_summary_row("min", sb->n ? sb->min : NAN, sa->n ? sa->min : NAN, true);
+        print_summary_row("max", sb->n ? sb->max : NAN, sa->n ? sa->max : NAN, true);
+        print_summary_row("mean", sb->n ? sb->mean : NAN, sa->n ? sa->mean : NAN, true);
+        print_summary_row("std. dev.", sb->n > 1 ? sb->stddev : NAN, sa->n > 1 ? sa->stddev : NAN,
+                          true);
+        if (ib > 0 && ia > 0 && !same) {
+                printf("  %swarning%s: the intervals differ in length, so their worst gaps are "
+                       "not the same quantity\n",
+                       ctl_color(ctl, CTL_YELLOW), ctl_color(ctl, CTL_RESET));
+        }
+        if (g->have_test) {
+                const MannWhitney *mw = &g->mw;
+                bool significant = mw->p < MANN_WHITNEY_ALPHA;
+                const char *color = !significant ? "" : mw->z > 0 ? CTL_GREEN : CTL_RED;
+
+                printf("  Mann-Whitney U = %.1f, z = %.3f, p = %.3g: %s%s%s (p %s %.2g)%s\n", mw->u,
+                       mw->z, mw->p, ctl_color(ctl, color),
+                       significant ? "significant" : "not significant", ctl_color(ctl, CTL_RESET),
+                       significant ? "<" : ">=", MANN_WHITNEY_ALPHA,
+                       !significant ? ""
+                       : mw->z > 0  ? ", after is lower"
+                                    : ", after is higher");
+        } else {
+                printf("  Mann-Whitney U: not enough intervals with samples to test\n");
+        }
+}
+
+/* Compares one CPU; adds its JSON to @out (when not NULL) or prints it. Returns 0 or -ENOMEM. */
+static int compare_cpu(const Ctl *ctl, json_int_t cpu, json_t *before, json_t *after, json_t *out)
+{
+        CompareGaps g = {0};
+        json_t *entry = NULL;
+        int r;
+
+        r = compare_rows(ctl, cpu, json_object_get(before, "stats"),
+                         json_object_get(after, "stats"), out, &entry);
+        if (r < 0) {
+                return r;
+        }
+        r = compare_gaps(before, after, &g);
+        if (r == 0 && out) {
+                compare_gaps_json(entry, &g);
+        } else if (r == 0) {
+                compare_gaps_print(ctl, &g);
+        }
+        free(g.xb);
+        free(g.xa);
         return r;
 }
 
-static void add_share(json_t *row, const char *key, double share)
+/* Long because it parses the options, reads both snapshots and compares each CPU present in both
+ */
+int cmd_compare(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 {
-        json_t *v = json_object_get(row, key);
-
-        json_object_set_new(row, key,
-                            json_real((json_is_number(v) ? json_number_value(v) : 0.0) + share));
-}
-
-/* The root of @counter in the union-find @parent (counter to counter). */
-static const char *root_of(json_t *parent, const char *counter)
-{
-        const char *up;
-
-        while ((up = json_string_value(json_object_get(parent, counter))) &&
-               strcmp(up, counter) != 0) {
-                counter = up;
-        }
-        return counter;
-}
-
-/* Puts counters @a and @b in one row of @parent (each counter is a key of it). */
-static void join(json_t *parent, const char *a, const char *b)
-{
-        const char *names[] = {a, b};
-        char *ra, *rb;
-
-        for (size_t i = 0; i < 2; i++) {
-                if (!json_object_get(parent, names[i])) {
-                        json_object_set_new(parent, names[i], json_string(names[i]));
-                }
-        }
-        ra = strdup(root_of(parent, a));
-        rb = strdup(root_of(parent, b));
-        if (ra && rb && strcmp(ra, rb) != 0) {
-                json_object_set_new(parent, rb, json_string(ra));
-        }
-        free(ra);
-        free(rb);
-}
-
-/* The occurrences of @counter in the window, from the GetStats entry @stats (numbered IRQs
- * summed for "irq:device"); 0 when the fit has none. */
-static uint64_t counter_count(json_t *stats, const char *counter)
-{
-        uint64_t sum = 0, n;
-        json_t *c;
+        static const struct option options[] = {
+                CTL_COMMON_OPTIONS,
+                {},
+        };
+        json_t *before = NULL, *after = NULL, *out = NULL, *e;
+        unsigned compared = 0;
         size_t i;
+        int c, r = CTL_EXIT_OK;
 
-        json_array_foreach(json_object_get(stats, "causes"), i, c)
-        {
-                if (strcmp(source_group(json_get_string(c, "source", "?")), counter) == 0 &&
-                    json_get_u64(c, "count", &n)) {
-                        sum += n;
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                r = ctl_parse_common(ctl, cmd, c);
+                if (r != CTL_CONTINUE) {
+                        return r;
                 }
         }
-        return sum;
-}
-
-static int cmp_names(const void *a, const void *b)
-{
-        return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* The row each counter is compared in: one per counter, but counters the fit groups (their
- * counts move together) share one, since only their total can be told, and so do the
- * probe's involuntary switches and the counter of an interrupt that lets tasks in with
- * EXPLAIN_WOKEN_MIN of the time lost @lost_ns, at EXPLAIN_WOKEN_FRACTION of its occurrences
- * in the fit or more (GetCauses' "woken_by" of @causes): the switch and its wake-up then move
- * together, and the fit may give the task's time to either. A row is named by all its
- * counters in alphabetical order ("ctxsw:involuntary + irq:RES"); numbered IRQs are
- * "irq:device". An object from counter to row name. */
-static json_t *row_names(json_t *stats, json_t *causes, uint64_t lost_ns)
-{
-        json_t *parent = json_object(), *names = json_object(), *c, *v;
-        const char *counter, **sorted;
-        size_t i, n;
-
-        json_array_foreach(json_object_get(stats, "causes"), i, c)
-        {
-                const char *source = source_group(json_get_string(c, "source", "?"));
-
-                join(parent, source, source_group(json_get_string(c, "group", source)));
+        if (argc - optind != 2) {
+                return ctl_usage_error(cmd, "expected two snapshot files");
         }
-        json_object_foreach(json_object_get(causes, "woken_by"), counter, v)
-        {
-                uint64_t ns = 0, count = 0, occurrences = counter_count(stats, counter);
-
-                json_get_u64(v, "ns", &ns);
-                json_get_u64(v, "count", &count);
-                if (lost_ns > 0 && occurrences > 0 &&
-                    (double)ns >= EXPLAIN_WOKEN_MIN * (double)lost_ns &&
-                    (double)count >= EXPLAIN_WOKEN_FRACTION * (double)occurrences) {
-                        join(parent, SWITCH_COUNTER, counter);
+        before = snapshot_load(argv[optind]);
+        after = before ? snapshot_load(argv[optind + 1]) : NULL;
+        if (!before || !after) {
+                json_decref(before);
+                return CTL_EXIT_FAILURE;
+        }
+        if (ctl->json) {
+                out = json_array();
+                if (!out) {
+                        r = ctl_fail("out of memory");
+                        goto out;
                 }
+        } else {
+                printf("before: %s (%s)\nafter:  %s (%s)\n"
+                       "change = (before - after) / before: positive is better\n",
+                       argv[optind], json_get_string(before, "created", "?"), argv[optind + 1],
+                       json_get_string(after, "created", "?"));
         }
-        n = json_object_size(parent);
-        sorted = calloc(n ? n : 1, sizeof(*sorted));
-        i = 0;
-        json_object_foreach(parent, counter, v)
+        json_array_foreach(json_object_get(before, "cpus"), i, e)
         {
-                if (sorted) {
-                        sorted[i++] = counter;
-                }
-        }
-        if (sorted) {
-                qsort(sorted, n, sizeof(*sorted), cmp_names);
-        }
-        for (i = 0; sorted && i < n; i++) {
-                const char *root = root_of(parent, sorted[i]);
-                json_t *name = json_object_get(names, root);
-                char buf[256];
+                json_t *c_after;
+                json_int_t cpu;
 
-                /* The root's entry holds the growing name until every member is in. */
-                snprintf(buf, sizeof(buf), "%s%s%s", name ? json_string_value(name) : "",
-                         name ? " + " : "", sorted[i]);
-                json_object_set_new(names, root, json_string(buf));
-        }
-        for (i = 0; sorted && i < n; i++) {
-                json_object_set(names, sorted[i],
-                                json_object_get(names, root_of(parent, sorted[i])));
-        }
-        free(sorted);
-        json_decref(parent);
-        return names;
-}
-
-/* The row of counter @source. */
-static json_t *row_for(json_t *rows, json_t *names, const char *source)
-{
-        const char *name = json_string_value(json_object_get(names, source));
-
-        return row_of(rows, name ? name : source);
-}
-
-/* Adds to @rows (in the row of @names of each counter) the least-squares shares of the
- * GetStats entry @stats, and the variance of each of the fit's groups in a row, once
- * ("ls_variance"; "ls_groups" the groups counted, "ls_unknown" when a group has no standard
- * error). Returns whether it has a fit. */
-static bool add_ls_shares(json_t *rows, json_t *names, json_t *stats)
-{
-        bool fit = false;
-        json_t *c;
-        size_t i;
-
-        json_array_foreach(json_object_get(stats, "causes"), i, c)
-        {
-                const char *source = source_group(json_get_string(c, "source", "?"));
-                const char *group = json_get_string(c, "group", source);
-                double ls, se;
-                json_t *row, *seen;
-
-                if (!json_get_double(c, "explains", &ls)) {
+                if (!json_is_integer(json_object_get(e, "cpu"))) {
                         continue;
                 }
-                fit = true;
-                row = row_for(rows, names, source);
-                add_share(row, "ls_share", ls);
-                /* Each of the fit's groups in the row adds the error of its total once (a
-                 * counter alone is a group of one); the groups' errors add as independent, in
-                 * quadrature. Unknown when one of them is. */
-                seen = json_object_get(row, "ls_groups");
-                if (!seen) {
-                        seen = json_object();
-                        json_object_set_new(row, "ls_groups", seen);
-                }
-                if (json_object_get(seen, group)) {
+                cpu = json_integer_value(json_object_get(e, "cpu"));
+                c_after = json_cpu_entry(after, cpu);
+                if (!c_after) {
+                        if (!out) {
+                                printf("\nCPU %lld: only in %s\n", (long long)cpu, argv[optind]);
+                        }
                         continue;
                 }
-                json_object_set_new(seen, group, json_true());
-                if (json_get_double(c, "group_explains_stderr", &se)) {
-                        add_share(row, "ls_variance", se * se);
-                } else {
-                        json_object_set_new(row, "ls_unknown", json_true());
+                if (!out) {
+                        fputc('\n', stdout);
+                }
+                if (compare_cpu(ctl, cpu, e, c_after, out) < 0) {
+                        r = ctl_fail("out of memory");
+                        goto out;
+                }
+                compared++;
+        }
+        json_array_foreach(json_object_get(after, "cpus"), i, e)
+        {
+                json_t *cpu = json_object_get(e, "cpu");
+
+                if (!out && json_is_integer(cpu) &&
+                    !json_cpu_entry(before, json_integer_value(cpu))) {
+                        printf("\nCPU %lld: only in %s\n", (long long)json_integer_value(cpu),
+                               argv[optind + 1]);
                 }
         }
-        return fit;
-}
-
-/* Whether a least-squares share known to within @ls_stderr (INFINITY: unknown) is a
- * cross-check of the exact one. */
-static bool is_cross_check(double ls_stderr)
-{
-        return ls_stderr < EXPLAIN_CROSS_CHECK_STDERR;
-}
-
-/* Sets the "ls_stderr" of each row with a least-squares share, from its variance (null where a
- * group in it has no standard error), and drops the working members of add_ls_shares(). */
-static void set_stderrs(json_t *rows)
-{
-        json_t *r;
-        size_t i;
-
-        json_array_foreach(rows, i, r)
-        {
-                double var = 0;
-
-                json_get_double(r, "ls_variance", &var);
-                if (json_is_true(json_object_get(r, "ls_unknown"))) {
-                        var = INFINITY;
-                }
-                json_object_del(r, "ls_variance");
-                json_object_del(r, "ls_unknown");
-                json_object_del(r, "ls_groups");
-                if (json_is_number(json_object_get(r, "ls_share"))) {
-                        json_object_set_new(r, "ls_stderr",
-                                            isfinite(var) ? json_real(sqrt(var)) : json_null());
-                }
-        }
-}
-
-/* Sets each row's "verdict" and "cross_check". */
-static void set_verdicts(json_t *rows, bool fit, double coverage)
-{
-        json_t *r;
-        size_t i;
-
-        json_array_foreach(rows, i, r)
-        {
-                double e = json_number_value(json_object_get(r, "exact_share")), ls, se = INFINITY;
-                const char *verdict;
-
-                json_get_double(r, "ls_stderr", &se);
-                if (!json_get_double(r, "ls_share", &ls)) {
-                        verdict = fit ? "trace only" : "no fit";
-                        se = INFINITY;
-                } else if (coverage < EXPLAIN_COVERAGE_MIN) {
-                        verdict = "no trace";
-                } else {
-                        verdict = explain_verdict(e, ls, se);
-                }
-                json_object_set_new(r, "verdict", json_string(verdict));
-                json_object_set_new(r, "cross_check", json_boolean(is_cross_check(se)));
-        }
-}
-
-/* A copy of the fit's background in the GetStats entry @stats with its "cross_check", or NULL
- * when it has none. */
-static json_t *background_of(json_t *stats)
-{
-        json_t *b = json_copy(json_object_get(stats, "background"));
-        double se = INFINITY;
-
-        if (b) {
-                json_get_double(b, "explains_stderr", &se);
-                json_object_set_new(b, "cross_check", json_boolean(is_cross_check(se)));
-        }
-        return b;
-}
-
-json_t *explain_compare_cpu(json_t *causes, json_t *stats)
-{
-        uint64_t lost = 0, ev = 0, ev_ns = 0, explained_ns = 0, unexplained = 0, other = 0;
-        json_t *exact = json_array(), *rows = json_array(), *names, *c, *out;
-        double coverage;
-        bool fit;
-        size_t i;
-
-        {
-                CpuStats st;
-
-                /* members it lacks stay 0 */
-                (void)cpu_stats_read(stats, &st);
-                lost = st.summary.lost_ns;
-                ev = st.summary.events;
-        }
-        names = row_names(stats, causes, lost);
-        json_get_u64(causes, "interruptions_ns", &ev_ns);
-        /* The time the trace saw, the interruptions with no record in it included (a daemon
-         * before the account says only explained_ns, which was that). */
-        if (!json_get_u64(causes, "traced_ns", &explained_ns)) {
-                json_get_u64(causes, "explained_ns", &explained_ns);
-        }
-        json_get_u64(causes, "unexplained_ns", &unexplained);
-        json_get_u64(causes, "other_ns", &other);
-        /* The history keeps the newest events_per_cpu interruptions: fewer than the window
-         * counted leave part of it without causes. */
-        coverage = ev_ns ? (double)explained_ns / (double)ev_ns : 0.0;
-        {
-                uint64_t kept = 0;
-
-                json_get_u64(causes, "interruptions", &kept);
-                if (ev > kept && ev > 0) {
-                        coverage *= (double)kept / (double)ev;
-                }
-        }
-        json_array_foreach(json_object_get(causes, "causes"), i, c)
-        {
-                const char *kind = json_get_string(c, "kind", "?");
-                const char *name = json_get_string(c, "name", "?");
-                const char *source = json_get_string(c, "counter", NULL);
-                uint64_t ns = 0;
-                double share;
-
-                json_get_u64(c, "ns", &ns);
-                share = lost ? (double)ns / (double)lost : 0.0;
-                json_array_append_new(exact,
-                                      json_pack("{ss ss sI sO sf}", "kind", kind, "name", name,
-                                                "ns", (json_int_t)ns, "count",
-                                                json_object_get(c, "count"), "share", share));
-                add_share(row_for(rows, names, source ? source : "(no counter)"), "exact_share",
-                          share);
-        }
-        fit = add_ls_shares(rows, names, stats);
-        json_decref(names);
-        set_stderrs(rows);
-        set_verdicts(rows, fit, coverage);
-        out = json_pack("{sO sO sI sI sI sI sI sI sf sb so so}", "cpu",
-                        json_object_get(causes, "cpu"), "window", json_object_get(causes, "window"),
-                        "lost_ns", (json_int_t)lost, "interruptions", (json_int_t)ev,
-                        "interruptions_ns", (json_int_t)ev_ns, "explained_ns",
-                        (json_int_t)explained_ns, "unexplained_ns", (json_int_t)unexplained,
-                        "other_ns", (json_int_t)other, "coverage", coverage, "fit", fit, "exact",
-                        exact, "compare", rows);
         if (out) {
-                json_object_set(out, "explained", json_object_get(causes, "explained"));
-                if (json_object_get(stats, "background")) {
-                        json_object_set_new(out, "background", background_of(stats));
-                }
-        }
-        return out;
-}
+                json_t *doc = json_pack("{s:O}", "cpus", out);
 
-/* Larger least-squares share first. */
-static int cmp_ls_share(const void *a, const void *b)
-{
-        double x = json_number_value(json_object_get(*(json_t *const *)a, "ls_share"));
-        double y = json_number_value(json_object_get(*(json_t *const *)b, "ls_share"));
-
-        return (x < y) - (x > y);
-}
-
-json_t *explain_estimate_cpu(json_t *stats)
-{
-        json_t *rows = json_array(), *names = row_names(stats, NULL, 0), *sorted = json_array();
-        json_t **order = NULL, *out = NULL, *r;
-        bool fit = false;
-        size_t i, n = 0;
-        CpuStats st;
-
-        if (!rows || !names || !sorted) {
-                goto out;
+                r = doc ? ctl_print_json(doc) : ctl_fail("out of memory");
+                json_decref(doc);
         }
-        /* members it lacks stay 0 */
-        (void)cpu_stats_read(stats, &st);
-        fit = add_ls_shares(rows, names, stats);
-        set_stderrs(rows);
-        order = calloc(json_array_size(rows) + 1, sizeof(*order));
-        if (!order) {
-                goto out;
-        }
-        json_array_foreach(rows, i, r)
-        {
-                json_object_del(r, "exact_share");
-                order[n++] = r;
-        }
-        qsort(order, n, sizeof(*order), cmp_ls_share);
-        for (i = 0; i < n; i++) {
-                json_array_append(sorted, order[i]);
-        }
-        out = json_pack("{sO? sO? sI sI sb sO}", "cpu", json_object_get(stats, "cpu"), "window",
-                        json_object_get(stats, "window"), "lost_ns", (json_int_t)st.summary.lost_ns,
-                        "interruptions", (json_int_t)st.summary.events, "fit", fit, "estimate",
-                        sorted);
-        if (out && json_object_get(stats, "background")) {
-                json_object_set(out, "background", json_object_get(stats, "background"));
+        if (r == CTL_EXIT_OK && compared == 0) {
+                r = ctl_fail("the snapshots have no CPU in common");
         }
 out:
-        free(order);
-        json_decref(rows);
-        json_decref(names);
-        json_decref(sorted);
-        return out;
+        json_decref(out);
+        json_decref(before);
+        json_decref(after);
+        return r;
 }

@@ -145,7 +145,7 @@ static int call_all(Ctl *ctl, const char *window, json_t *cpus, Replies *r)
 }
 
 /* Long because it parses the options, calls the daemon, reads the host and prints. */
-int jitterctl_doctor(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
+int cmd_doctor(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 {
         static const struct option options[] = {
                 {"window", required_argument, NULL, 'w'},

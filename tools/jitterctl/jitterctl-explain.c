@@ -2,14 +2,14 @@
  * window's interruptions (GetCauses), then the least-squares estimate of the attribution
  * (GetStats' causes) as a cross-check where it knows a row well enough, and where the two
  * disagree; with the trace off, the least-squares estimate in full. Text or JSON. The
- * comparison itself is jitterctl-compare.c's. */
+ * comparison itself is jitterctl-shares.c's. */
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "jitterctl-compare.h"
+#include "jitterctl-shares.h"
 #include "jitterctl-format.h"
 #include "jitterctl.h"
 #include "util.h"
@@ -325,7 +325,7 @@ static void print_cpu(json_t *o)
         }
 }
 
-/* Without the trace: one CPU's least-squares estimate (explain_estimate_cpu()), every row. */
+/* Without the trace: one CPU's least-squares estimate (shares_estimate_cpu()), every row. */
 static void print_estimate(json_t *o)
 {
         uint64_t lost = 0, ev = 0;
@@ -409,7 +409,7 @@ static int compare(json_t *causes, json_t *stats, json_t **ret)
                         json_decref(out);
                         return ctl_fail("GetStats and GetCauses list different CPUs");
                 }
-                if (json_array_append_new(out, explain_compare_cpu(o, s)) < 0) {
+                if (json_array_append_new(out, shares_compare_cpu(o, s)) < 0) {
                         json_decref(out);
                         return ctl_fail("out of memory");
                 }
@@ -428,7 +428,7 @@ static int estimate(json_t *stats, json_t **ret)
 
         json_array_foreach(json_object_get(stats, "cpus"), i, s)
         {
-                if (json_array_append_new(out, explain_estimate_cpu(s)) < 0) {
+                if (json_array_append_new(out, shares_estimate_cpu(s)) < 0) {
                         json_decref(out);
                         return ctl_fail("out of memory");
                 }
@@ -437,7 +437,7 @@ static int estimate(json_t *stats, json_t **ret)
         return CTL_EXIT_OK;
 }
 
-int jitterctl_explain(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
+int cmd_explain(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 {
         static const struct option options[] = {
                 {"window", required_argument, NULL, 'w'},

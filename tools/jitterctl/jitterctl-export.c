@@ -128,7 +128,7 @@ static void export_usage(FILE *f)
  * replies are malformed, CTL_EXIT_USAGE. */
 /* Long because it parses the options, makes the four calls the exposition needs and renders them
  */
-int jitterctl_export(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
+int cmd_export(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 {
         static const struct option options[] = {
                 {"format", required_argument, NULL, 'f'},

@@ -1,4 +1,5 @@
-/* jitterctl hist and report: histograms as bar charts, and the classic text report. */
+/* jitterctl report: the classic DIFF/DIFFDIFF text report, the one jitter-probe writes
+ * (report.h), from the daemon's statistics and histograms. */
 
 #include <errno.h>
 #include <math.h>
@@ -8,144 +9,10 @@
 
 #include "jitterctl-buckets.h"
 #include "jitterctl-format.h"
-#include "jitterctl-summary.h"
 #include "jitterctl.h"
 #include "report.h"
+#include "summary-json.h"
 #include "util.h"
-
-#define BAR_WIDTH 40
-
-/* The percentiles "hist" marks beside the rows they fall in. */
-static const struct {
-        double q;
-        const char *name;
-} markers[] = {
-        {0.5, "p50"},
-        {0.99, "p99"},
-        {0.9999, "p99.99"},
-};
-
-#define N_MARKERS ELEMENTSOF(markers)
-
-/* {"cpu": N, "window": W?, "kind": K} */
-static json_t *histogram_params(unsigned long long cpu, const char *window, const char *kind)
-{
-        json_t *p = json_pack("{s:I, s:s}", "cpu", (json_int_t)cpu, "kind", kind);
-
-        if (p && window) {
-                json_object_set_new(p, "window", json_string(window));
-        }
-        return p;
-}
-
-static void print_rows(const Ctl *ctl, const ReportBucket *b, size_t n)
-{
-        long marker_row[N_MARKERS];
-        uint64_t max = 0;
-
-        for (size_t k = 0; k < N_MARKERS; k++) {
-                marker_row[k] = buckets_quantile_index(b, n, markers[k].q);
-        }
-        for (size_t i = 0; i < n; i++) {
-                max = b[i].count > max ? b[i].count : max;
-        }
-        for (size_t i = 0; i < n; i++) {
-                char lo[FORMAT_MAX], hi[FORMAT_MAX];
-                int len = (int)lround(log10((double)b[i].count + 1) / log10((double)max + 1) *
-                                      BAR_WIDTH);
-                bool first = true;
-
-                format_ns(lo, sizeof(lo), (double)b[i].lower_ns);
-                format_ns(hi, sizeof(hi), (double)b[i].upper_ns);
-                fput_padded(stdout, lo, 11);
-                /* A bucket narrower than a nanosecond has one value in ns. */
-                printf(b[i].lower_ns == b[i].upper_ns ? "    " : " .. ");
-                fput_padded(stdout, b[i].lower_ns == b[i].upper_ns ? "" : hi, -10);
-                printf(" %12llu %s", (unsigned long long)b[i].count, ctl_color(ctl, CTL_CYAN));
-                for (int j = 0; j < (len < 1 ? 1 : len); j++) {
-                        fputc('#', stdout);
-                }
-                printf("%s", ctl_color(ctl, CTL_RESET));
-                for (size_t k = 0; k < N_MARKERS; k++) {
-                        if (marker_row[k] != (long)i) {
-                                continue;
-                        }
-                        printf("%s%*s%s%s", first ? "" : ",", first ? BAR_WIDTH + 1 - len : 0, "",
-                               ctl_color(ctl, CTL_YELLOW), markers[k].name);
-                        printf("%s", ctl_color(ctl, CTL_RESET));
-                        first = false;
-                }
-                fputc('\n', stdout);
-        }
-}
-
-int cmd_hist(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
-{
-        static const struct option options[] = {
-                {"window", required_argument, NULL, 'w'},
-                {"diffdiff", no_argument, NULL, 'd'},
-                CTL_COMMON_OPTIONS,
-                {},
-        };
-        const char *window = NULL, *kind = "gap";
-        unsigned long long cpu;
-        json_t *reply = NULL;
-        ReportBucket *b = NULL;
-        char min[FORMAT_MAX], max[FORMAT_MAX];
-        uint64_t total = 0;
-        double v;
-        int c, r, n;
-
-        while ((c = getopt_long(argc, argv, "w:dh", options, NULL)) >= 0) {
-                switch (c) {
-                case 'd':
-                        kind = "diffdiff";
-                        break;
-                default:
-                        r = ctl_parse_option(ctl, cmd, c, &window, NULL);
-                        if (r != CTL_CONTINUE) {
-                                return r;
-                        }
-                }
-        }
-        if (argc - optind != 1) {
-                return ctl_usage_error(cmd, "expected one CPU number");
-        }
-        if (ctl_parse_uint(argv[optind], INT32_MAX, &cpu) < 0) {
-                return ctl_usage_error(cmd, "invalid CPU \"%s\"", argv[optind]);
-        }
-        if (ctl_call(ctl, "GetHistogram", histogram_params(cpu, window, kind), &reply) < 0) {
-                return CTL_EXIT_FAILURE;
-        }
-        if (ctl->json) {
-                r = ctl_print_json(reply);
-                json_decref(reply);
-                return r;
-        }
-        n = buckets_from_json(json_object_get(reply, "buckets"), &b);
-        if (n < 0) {
-                json_decref(reply);
-                return ctl_fail("malformed histogram from jitterd: %s", strerror(-n));
-        }
-        n = (int)report_buckets_join(b, (size_t)n);
-        json_get_u64(reply, "total", &total);
-        format_ns(min, sizeof(min), json_get_double(reply, "min_ns", &v) ? v : NAN);
-        format_ns(max, sizeof(max), json_get_double(reply, "max_ns", &v) ? v : NAN);
-        printf("CPU %llu, window %s, %s: %llu samples, min %s, max %s\n", cpu,
-               json_get_string(reply, "window", window ? window : "1m"),
-               strcmp(kind, "gap") == 0 ? "gaps" : "difference of consecutive gaps",
-               (unsigned long long)total, min, max);
-        if (n == 0) {
-                printf("  (no samples)\n");
-        } else {
-                print_rows(ctl, b, (size_t)n);
-        }
-        free(b);
-        json_decref(reply);
-        return CTL_EXIT_OK;
-}
-
-/* ---- report ---- */
 
 /* The classic "rollover sanity check": the time the window covers by CLOCK_MONOTONIC against
  * the same time by the counter (the sum of every gap the probe measured). A counter whose
@@ -211,7 +78,7 @@ static int report_cpu(Ctl *ctl, json_t *stats, json_t *status, const char *windo
                format_uptime(duration, sizeof(duration), s.duration_ns), ctl_color(ctl, CTL_RESET));
         report_statistics(stdout, &s, threshold_ns);
 
-        if (ctl_call(ctl, "GetHistogram", histogram_params(cpu, window, "gap"), &hist) < 0) {
+        if (ctl_call(ctl, "GetHistogram", ctl_histogram_params(cpu, window, "gap"), &hist) < 0) {
                 return CTL_EXIT_FAILURE;
         }
         n = buckets_from_json(json_object_get(hist, "buckets"), &b);

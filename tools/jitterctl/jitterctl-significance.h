@@ -1,10 +1,14 @@
 #pragma once
 
 /* Whether two sets of per-interval samples (e.g. the worst gap of each interval before and
- * after a tuning change) differ: the Mann–Whitney U test, which assumes nothing about the
- * shape of the distributions, and the plain summary an operator reports beside it. */
+ * after a tuning change, as a timeline has them) differ: the Mann–Whitney U test, which assumes
+ * nothing about the shape of the distributions, and the plain summary an operator reports
+ * beside it. */
 
+#include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* n, min, max, mean and sample standard deviation of a set of values. */
 typedef struct SampleSummary {
@@ -35,3 +39,15 @@ void sample_summarize(const double *values, size_t n, SampleSummary *ret);
  * modified. When all values are equal, z = 0 and p = 1. Returns 0, -EINVAL when a sample is
  * empty or holds NaN, or -ENOMEM. */
 int mann_whitney(const double *a, size_t n_a, const double *b, size_t n_b, MannWhitney *ret);
+
+/* Whether two interval lengths (ns) are the same resolution: within 10 % of each other
+ * (harvests are never exactly on time). */
+bool intervals_same_resolution(uint64_t a, uint64_t b);
+
+/* Collects the per-interval worst gaps (ns) of a GetTimeline "points" array into a newly
+ * allocated array (free() it), from the intervals that had samples. Where the timeline mixes
+ * resolutions (fine recent intervals, coarse older ones), only the intervals of the most
+ * frequent length are taken, since a 1 min worst gap and a 1 s one are not the same quantity;
+ * that length is stored in @ret_interval_ns (0 when there are no samples). Returns the number
+ * of values, -EINVAL for a malformed array, or -ENOMEM. */
+int timeline_worst_gaps(json_t *points, double **ret, uint64_t *ret_interval_ns);

@@ -735,13 +735,9 @@ int cmd_watch(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                 json_decref(cpus);
                 return ctl_usage_error(cmd, "unexpected argument \"%s\"", argv[optind]);
         }
-        params = json_object();
+        params = ctl_window_params(NULL, cpus);
         if (!params) {
-                json_decref(cpus);
                 return ctl_fail("out of memory");
-        }
-        if (cpus) {
-                json_object_set_new(params, "cpus", cpus);
         }
         /* The daemon answers every interval; the interval is configurable. Each reply is
          * awaited for one interval and the timeout, so a daemon that stops sending is noticed,

@@ -1,5 +1,5 @@
-/* jitterctl: the query tool of jitterd. Global options, the command table, the connection to
- * the daemon and the raw "call" command; the other commands live in jitterctl-*.c. */
+/* jitterctl: the query tool of jitterd. Global options, the command table and the dispatch to
+ * the command; each command lives in jitterctl-NAME.c, what they share in jitterctl-common.c. */
 
 #include "jitterctl.h"
 
@@ -18,8 +18,6 @@
 #include "duration.h"
 #include "jitterctl-format.h"
 #include "util.h"
-
-static int cmd_call(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 
 static const CtlCommand commands[] = {
         {"status", cmd_status, "", "daemon version, uptime, counter and probes", NULL},
@@ -72,23 +70,23 @@ static const CtlCommand commands[] = {
          "  -r, --root DIR     audit locally, reading /proc and /sys below DIR\n"
          "  -C, --cpus LIST    audit locally, these CPUs (default with --root: all online)\n"
          "  -P, --priority N   local audit: the probes' SCHED_FIFO priority (0: SCHED_OTHER)\n"},
-        {"explain", jitterctl_explain, "[--window W] [--cpu LIST]",
+        {"explain", cmd_explain, "[--window W] [--cpu LIST]",
          "traced causes' share of time lost, least squares where it can tell (all: trace off)",
          "  -w, --window W     window: 10s, 1m (default), 5m, 1h, 24h or all\n"
          "  -c, --cpu LIST     only these CPUs\n"
          "  (the least-squares estimate: from GetWindow, on the daemon's housekeeping CPUs\n"
          "  at nice 10, or 19 where a probe shares them)\n"},
-        {"doctor", jitterctl_doctor, "[--window W] [--cpus LIST] [--all]",
+        {"doctor", cmd_doctor, "[--window W] [--cpus LIST] [--all]",
          "what took the CPUs, ranked, with the setting and the command that moves each away",
          "  -w, --window W     window: 10s, 1m (default), 5m, 1h, 24h or all\n"
          "  -c, --cpus, --cpu LIST\n"
          "                     only these CPUs\n"
          "  -a, --all          list every cause, not only those above 0.1 % of the time\n"},
-        {"clocks", jitterctl_clocks, "[--cpu N] [--samples N]",
+        {"clocks", cmd_clocks, "[--cpu N] [--samples N]",
          "cost of every way to read time, measured locally",
          "  -c, --cpu N        measure on CPU N (default: the last allowed CPU)\n"
          "  -n, --samples N    trials per clock (default: as many as fit in about 1 s)\n"},
-        {"export", jitterctl_export, "[--format prometheus]",
+        {"export", cmd_export, "[--format prometheus]",
          "the Prometheus exposition the daemon writes as its textfile",
          "  -f, --format F     the format: prometheus (the default and only one)\n"},
         {"call", cmd_call, "METHOD [JSON]", "raw Varlink call, prints the reply as JSON",
@@ -110,118 +108,6 @@ static void usage(FILE *f)
                 "\nGlobal options (before or after the command):\n%s\n"
                 "\"jitterctl COMMAND --help\" describes each command.\n",
                 ctl_common_help);
-}
-
-static void print_error(const char *method, const char *error, json_t *params)
-{
-        char *text = json_is_object(params) && json_object_size(params) > 0
-                             ? json_dumps(params, JSON_COMPACT)
-                             : NULL;
-
-        fprintf(stderr, "jitterctl: %s: %s%s%s\n", method, error, text ? " " : "",
-                text ? text : "");
-        free(text);
-}
-
-typedef struct CallStream {
-        const char *method;
-        bool failed;
-} CallStream;
-
-static int call_stream_reply(json_t *params, const char *error_name, bool continues, void *userdata)
-{
-        CallStream *s = userdata;
-
-        if (error_name) {
-                print_error(s->method, error_name, params);
-                s->failed = true;
-                return 0;
-        }
-        /* One compact object per line, flushed, so that a pipe sees each reply as it comes. */
-        if (json_dumpf(params, stdout, JSON_COMPACT) < 0 || fputc('\n', stdout) == EOF ||
-            fflush(stdout) != 0) {
-                fprintf(stderr, "jitterctl: cannot write to standard output: %s\n",
-                        strerror(errno));
-                return -EIO;
-        }
-        return 0;
-}
-
-static int cmd_call(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
-{
-        static const struct option options[] = {
-                {"more", no_argument, NULL, 'm'},
-                CTL_COMMON_OPTIONS,
-                {},
-        };
-        char full[256];
-        json_t *params = NULL, *reply = NULL, *error_params = NULL;
-        bool more = false;
-        char *error = NULL;
-        int c, r;
-
-        while ((c = getopt_long(argc, argv, "mh", options, NULL)) >= 0) {
-                if (c == 'm') {
-                        more = true;
-                        continue;
-                }
-                r = ctl_parse_common(ctl, cmd, c);
-                if (r != CTL_CONTINUE) {
-                        return r;
-                }
-        }
-        if (optind >= argc || argc - optind > 2) {
-                return ctl_usage_error(cmd, "expected a method and at most one JSON object");
-        }
-        if (optind + 1 < argc) {
-                json_error_t e;
-
-                params = json_loads(argv[optind + 1], JSON_REJECT_DUPLICATES, &e);
-                if (!params) {
-                        return ctl_usage_error(cmd, "the parameters are not JSON: %s", e.text);
-                }
-                if (!json_is_object(params)) {
-                        json_decref(params);
-                        return ctl_usage_error(cmd, "the parameters must be a JSON object");
-                }
-        }
-        snprintf(full, sizeof(full), "%s%s", strchr(argv[optind], '.') ? "" : "io.jitterd.",
-                 argv[optind]);
-        if (!more) {
-                r = ctl_call_full(ctl, full, params, &reply, &error, &error_params, true);
-                if (r == -EREMOTEIO) {
-                        /* The raw interface prints the error as the daemon sent it. */
-                        print_error(full, error, error_params);
-                        free(error);
-                        json_decref(error_params);
-                        return CTL_EXIT_FAILURE;
-                }
-                if (r < 0) {
-                        return CTL_EXIT_FAILURE;
-                }
-                r = ctl_print_json(reply);
-                json_decref(reply);
-                return r;
-        }
-        r = ctl_connect(ctl);
-        if (r >= 0) {
-                CallStream stream = {.method = full};
-
-                char why[128];
-
-                /* The timeout bounds the wait for each reply: a stream whose replies are further
-                 * apart than that needs a longer --timeout. */
-                r = varlink_client_call_more(ctl->client, full, params, call_stream_reply, &stream);
-                if (r < 0 && r != -EREMOTEIO && r != -EIO) {
-                        fprintf(stderr, "jitterctl: %s failed: %s\n", full,
-                                ctl_call_strerror(ctl, r, why, sizeof(why)));
-                }
-                if (r >= 0 && stream.failed) {
-                        r = -EREMOTEIO;
-                }
-        }
-        json_decref(params);
-        return r < 0 ? CTL_EXIT_FAILURE : CTL_EXIT_OK;
 }
 
 static const CtlCommand *command_find(const char *name)

@@ -1,9 +1,9 @@
 #pragma once
 
 /* jitterctl: what the command files share. main() in jitterctl.c parses the global options and
- * dispatches from a table to one handler per command (jitterctl-*.c); what they share is in
- * jitterctl-common.c. Each handler parses its own options with ctl_parse_common() for the
- * global ones and returns the exit status. */
+ * dispatches from a table to one handler per command NAME, cmd_NAME() in jitterctl-NAME.c; what
+ * they share is in jitterctl-common.c. Each handler parses its own options with ctl_parse_common()
+ * for the global ones and returns the exit status. */
 
 #include <getopt.h>
 #include <jansson.h>
@@ -138,6 +138,15 @@ int ctl_call(Ctl *ctl, const char *method, json_t *params, json_t **ret);
  * nice 10 (19 where a probe shares them). Returns 0, or a negative errno after saying why. */
 int ctl_get_stats(Ctl *ctl, json_t *params, bool analyses, json_t **ret);
 
+/* The parameters of a call over a window: {"window": W, "cpus": [...]}, each only when given
+ * (@window NULL: the daemon's default; @cpus, stolen, NULL: every CPU). NULL when out of
+ * memory. */
+json_t *ctl_window_params(const char *window, json_t *cpus);
+
+/* The parameters of GetHistogram: {"cpu": @cpu, "window": @window (only when not NULL), "kind":
+ * @kind}. NULL when out of memory. */
+json_t *ctl_histogram_params(unsigned long long cpu, const char *window, const char *kind);
+
 /* Prints @v as indented JSON and a newline to stdout. Returns CTL_EXIT_OK, or CTL_EXIT_FAILURE
  * if stdout could not be written. */
 int ctl_print_json(json_t *v);
@@ -155,7 +164,13 @@ const char *ctl_color(const Ctl *ctl, const char *escape);
 #define CTL_DIM "\033[2m"
 #define CTL_RESET "\033[0m"
 
-/* The command handlers. */
+/* Reads the snapshot file @path that `jitterctl snapshot` wrote: its document, or NULL after
+ * saying why not (unreadable, not JSON, not a snapshot, or a format version newer than this
+ * jitterctl reads). */
+json_t *snapshot_load(const char *path);
+
+/* The command handlers, one per command NAME, each in jitterctl-NAME.c: each parses the
+ * command's options and arguments (argv[0] is "jitterctl NAME") and returns the exit status. */
 int cmd_status(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 int cmd_stats(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 int cmd_hist(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
@@ -167,19 +182,8 @@ int cmd_snapshot(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 int cmd_compare(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 int cmd_plot(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 int cmd_audit(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
-
-/* Commands in their own files: clock costs (jitterctl-clocks.c) and the Prometheus exposition
- * (jitterctl-export.c). Each returns the exit status. */
-int jitterctl_clocks(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
-int jitterctl_export(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
-
-/* The trace causes' shares next to the least-squares estimate (jitterctl-explain.c). */
-int jitterctl_explain(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
-
-/* `events --records`: calls GetCaptures with @params (taken) and prints the trace kept around
- * each interruption at least @min_ns long, as a timeline (jitterctl-captures.c). Returns the
- * exit status. */
-int jitterctl_event_records(Ctl *ctl, json_t *params, uint64_t min_ns);
-
-/* What took the probed CPUs, ranked, with the fix of each (jitterctl-doctor.c). */
-int jitterctl_doctor(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
+int cmd_explain(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
+int cmd_doctor(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
+int cmd_clocks(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
+int cmd_export(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
+int cmd_call(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);

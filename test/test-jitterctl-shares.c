@@ -17,7 +17,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "jitterctl-compare.h"
+#include "jitterctl-shares.h"
 #include "util.h"
 
 /* The time lost in every window here: 1 s. */
@@ -127,7 +127,7 @@ static json_t *stats_of(void)
 static void test_woken_row(void **state)
 {
         json_t *causes = causes_of(100, 600000000), *stats = stats_of();
-        json_t *out = explain_compare_cpu(causes, stats);
+        json_t *out = shares_compare_cpu(causes, stats);
 
         (void)state;
         assert_non_null(out);
@@ -150,7 +150,7 @@ static void test_woken_row(void **state)
 static void test_woken_too_rarely(void **state)
 {
         json_t *causes = causes_of(40, 600000000), *stats = stats_of();
-        json_t *out = explain_compare_cpu(causes, stats);
+        json_t *out = shares_compare_cpu(causes, stats);
 
         (void)state;
         assert_non_null(out);
@@ -166,7 +166,7 @@ static void test_woken_too_rarely(void **state)
 static void test_too_little_trace(void **state)
 {
         json_t *causes = causes_of(100, 480000000), *stats = stats_of();
-        json_t *out = explain_compare_cpu(causes, stats);
+        json_t *out = shares_compare_cpu(causes, stats);
 
         (void)state;
         assert_non_null(out);
@@ -212,7 +212,7 @@ static void test_groups_in_a_row(void **state)
                      "  {\"source\": \"irq:12\", \"count\": 5, \"explains\": 0.03,"
                      "   \"explains_stderr\": 0.008, \"group\": \"irq:12\","
                      "   \"group_explains_stderr\": 0.008}]}");
-        json_t *out = explain_compare_cpu(causes, stats), *nofit;
+        json_t *out = shares_compare_cpu(causes, stats), *nofit;
         json_t *r;
         size_t i;
 
@@ -228,7 +228,7 @@ static void test_groups_in_a_row(void **state)
         {
                 json_object_del(r, "explains");
         }
-        nofit = explain_compare_cpu(causes, stats);
+        nofit = shares_compare_cpu(causes, stats);
         assert_non_null(nofit);
         assert_false(json_is_true(json_object_get(nofit, "fit")));
         json_array_foreach(json_object_get(nofit, "compare"), i, r)
@@ -302,7 +302,7 @@ static void test_cross_check(void **state)
                 size_t shown = 0;
 
                 cross_check_input(background_se[b], &causes, &stats);
-                out = explain_compare_cpu(causes, stats);
+                out = shares_compare_cpu(causes, stats);
                 assert_non_null(out);
                 for (size_t i = 0; i < ELEMENTSOF(cross_check_rows); i++) {
                         double se = cross_check_rows[i].se;
@@ -351,7 +351,7 @@ static void test_estimate(void **state)
 
         (void)state;
         cross_check_input(0.07, &causes, &stats);
-        out = explain_estimate_cpu(stats);
+        out = shares_estimate_cpu(stats);
         assert_non_null(out);
         assert_true(json_is_true(json_object_get(out, "fit")));
         assert_int_equal(json_integer_value(json_object_get(out, "cpu")), 1);
@@ -393,7 +393,7 @@ static void test_estimate(void **state)
                 json_object_del(r, "explains");
         }
         json_object_del(stats, "background");
-        out = explain_estimate_cpu(stats);
+        out = shares_estimate_cpu(stats);
         assert_non_null(out);
         assert_false(json_is_true(json_object_get(out, "fit")));
         assert_int_equal(json_array_size(json_object_get(out, "estimate")), 0);

@@ -42,10 +42,10 @@
  * "source", "exact_share", "ls_share", "ls_stderr", "verdict", and "cross_check": whether
  * ls_stderr is known and under EXPLAIN_CROSS_CHECK_STDERR), "coverage", "fit" and the fit's
  * "background" (with its own "cross_check"); NULL when out of memory. */
-json_t *explain_compare_cpu(json_t *causes, json_t *stats);
+json_t *shares_compare_cpu(json_t *causes, json_t *stats);
 
 /* The least-squares estimate of one CPU alone, for a window without trace: @stats its GetStats
  * entry. An object with "cpu", "window", "lost_ns", "interruptions", "fit", "estimate" (per
  * row of counters, as the comparison has them, the largest share first: "source", "ls_share",
  * "ls_stderr") and the fit's "background"; NULL when out of memory. */
-json_t *explain_estimate_cpu(json_t *stats);
+json_t *shares_estimate_cpu(json_t *stats);

@@ -1,0 +1,280 @@
+/* jitterctl events: the recorded interruptions (GetEvents), each with its main cause when the
+ * trace gave one; with --records, the trace kept around the long ones (GetCaptures), as a
+ * timeline per interruption, each record's time relative to the interruption's start. */
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "duration.h"
+#include "jitterctl-format.h"
+#include "jitterctl.h"
+
+/* The records of a capture within this of an interruption are shown with it, as the daemon
+ * keeps them (CAPTURE_MARGIN_NS). */
+#define MARGIN_NS 10000000LL
+
+/* "+1.25ms", "-9.80ms", "+0ns". */
+static const char *format_offset(char *buf, size_t size, int64_t ns)
+{
+        char v[FORMAT_MAX];
+
+        snprintf(buf, size, "%s%s", ns < 0 ? "-" : "+",
+                 format_ns(v, sizeof(v), (double)(ns < 0 ? -ns : ns)));
+        return buf;
+}
+
+/* One interruption @in of capture @cap: a heading, then the capture's records from MARGIN_NS
+ * before its start to MARGIN_NS after its end. */
+static void print_interruption(const Ctl *ctl, json_t *cap, json_t *in)
+{
+        uint64_t cpu = 0, start = 0, dur = 0, from = 0, to = 0, dropped = 0;
+        char d[FORMAT_MAX], off[FORMAT_MAX + 2];
+        json_t *rec;
+        size_t i, shown = 0;
+
+        json_get_u64(in, "cpu", &cpu);
+        json_get_u64(in, "start_ns", &start);
+        json_get_u64(in, "duration_ns", &dur);
+        json_get_u64(cap, "from_ns", &from);
+        json_get_u64(cap, "to_ns", &to);
+        json_get_u64(cap, "records_dropped", &dropped);
+        printf("%sCPU %" PRIu64 " interrupted for %s, capture %s (%s%s)%s\n",
+               ctl_color(ctl, CTL_BOLD), cpu, format_ns(d, sizeof(d), (double)dur),
+               json_get_string(cap, "realtime", "?"),
+               format_offset(off, sizeof(off), (int64_t)(from - start)),
+               json_is_false(json_object_get(cap, "complete")) ? ", incomplete" : "",
+               ctl_color(ctl, CTL_RESET));
+        printf("  %10s  %4s  %-12s  %-34s  %10s\n", "OFFSET", "CPU", "KIND", "NAME", "DURATION");
+        json_array_foreach(json_object_get(cap, "records"), i, rec)
+        {
+                uint64_t ns = 0, rcpu = 0, rd = 0;
+                int64_t rel;
+
+                json_get_u64(rec, "ns", &ns);
+                rel = (int64_t)(ns - start);
+                if (rel < -MARGIN_NS || rel > (int64_t)dur + MARGIN_NS) {
+                        continue;
+                }
+                json_get_u64(rec, "cpu", &rcpu);
+                /* Padded by width, not bytes: "µs" is two bytes and one column. */
+                fputs("  ", stdout);
+                fput_padded(stdout, format_offset(off, sizeof(off), rel), 10);
+                printf("  %4" PRIu64 "  %-12s  %-34s  ", rcpu, json_get_string(rec, "kind", "?"),
+                       json_get_string(rec, "name", "?"));
+                fput_padded(stdout,
+                            json_get_u64(rec, "duration_ns", &rd)
+                                    ? format_ns(d, sizeof(d), (double)rd)
+                                    : "-",
+                            10);
+                fputc('\n', stdout);
+                shown++;
+        }
+        if (shown == 0) {
+                printf("  (no trace record within 10 ms of it)\n");
+        }
+        if (dropped) {
+                printf("  (%" PRIu64 " records of the capture farthest from its interruptions "
+                       "were not kept)\n",
+                       dropped);
+        }
+        fputc('\n', stdout);
+}
+
+/* `events --records`: calls GetCaptures with @params (taken) and prints the trace kept around
+ * each interruption at least @min_ns long, as a timeline. Returns the exit status. */
+static int event_records(Ctl *ctl, json_t *params, uint64_t min_ns)
+{
+        json_t *reply = NULL, *captures, *cap, *in;
+        size_t i, j, n = 0;
+        uint64_t more = 0;
+
+        if (ctl_call(ctl, "GetCaptures", params, &reply) < 0) {
+                return CTL_EXIT_FAILURE;
+        }
+        captures = json_object_get(reply, "captures");
+        if (ctl->json) {
+                int r = ctl_print_json(reply);
+
+                json_decref(reply);
+                return r;
+        }
+        json_array_foreach(captures, i, cap)
+        {
+                json_array_foreach(json_object_get(cap, "interruptions"), j, in)
+                {
+                        uint64_t dur = 0;
+
+                        if (json_get_u64(in, "duration_ns", &dur) && dur >= min_ns) {
+                                print_interruption(ctl, cap, in);
+                                n++;
+                        }
+                }
+                if (json_get_u64(cap, "more_interruptions", &more) && more > 0) {
+                        printf("(%" PRIu64 " more interruptions in the capture %s)\n\n", more,
+                               json_get_string(cap, "file", "?"));
+                }
+        }
+        if (n == 0) {
+                printf("(no trace captures kept%s; see [trace] keep_above in jitterd.conf(5))\n",
+                       json_array_size(captures) ? " that match" : "");
+        }
+        if (json_is_true(json_object_get(reply, "truncated"))) {
+                printf("(older captures left out: use --since or --limit)\n");
+        }
+        json_decref(reply);
+        return CTL_EXIT_OK;
+}
+
+#define CAUSE_TEXT_MAX 96
+
+/* The main cause of @e with the entry and exit charged to it ("task thief:4242 812us + 4.1us
+ * in/out"), "(no record: hardware, firmware or hypervisor)" when no trace record lies inside
+ * it, "(unexplained)" when the records name nothing; "" when the trace gave none. */
+static const char *main_cause(json_t *e, char *buf, size_t size)
+{
+        json_t *causes = json_object_get(e, "causes"), *c = json_array_get(causes, 0);
+        bool lost = json_is_true(json_object_get(e, "trace_lost"));
+        char ns[FORMAT_MAX], in_out[FORMAT_MAX + 16] = "";
+        uint64_t v = 0, overhead = 0;
+
+        if (!json_is_array(causes)) {
+                buf[0] = 0;
+                return buf;
+        }
+        if (!c) {
+                snprintf(buf, size, "%s%s",
+                         json_get_u64(e, "no_record_ns", &v) && v > 0
+                                 ? "(no record: hardware, firmware or hypervisor)"
+                                 : "(unexplained)",
+                         lost ? ", records lost" : "");
+                return buf;
+        }
+        json_get_u64(c, "ns", &v);
+        if (json_get_u64(c, "overhead_ns", &overhead) && overhead > 0) {
+                snprintf(in_out, sizeof(in_out), " + %s in/out",
+                         format_ns(ns, sizeof(ns), (double)overhead));
+        }
+        snprintf(buf, size, "%s %s %s%s%s", json_get_string(c, "kind", "?"),
+                 json_get_string(c, "name", "?"), format_ns(ns, sizeof(ns), (double)v), in_out,
+                 lost ? ", records lost" : "");
+        return buf;
+}
+
+/* Long because it parses the command's options and prints its table, one column after another. */
+int cmd_events(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
+{
+        static const struct option options[] = {
+                {"cpu", required_argument, NULL, 'c'},
+                {"since", required_argument, NULL, 's'},
+                {"min", required_argument, NULL, 'm'},
+                {"limit", required_argument, NULL, 'n'},
+                {"records", no_argument, NULL, 'r'},
+                CTL_COMMON_OPTIONS,
+                {},
+        };
+        const char *since = NULL, *min = NULL;
+        json_t *cpus = NULL, *params, *reply = NULL, *events, *e;
+        unsigned long long limit = 0;
+        bool have_limit = false, traced = false, records = false;
+        uint64_t ns, min_ns = 0;
+        size_t i;
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "c:s:m:n:rh", options, NULL)) >= 0) {
+                switch (c) {
+                case 's':
+                case 'm':
+                        if (duration_parse(optarg, 1000000000ULL, &ns) < 0) {
+                                json_decref(cpus);
+                                return ctl_usage_error(cmd, "invalid duration \"%s\" (e.g. %s)",
+                                                       optarg, c == 's' ? "10m" : "50us");
+                        }
+                        *(c == 's' ? &since : &min) = optarg;
+                        min_ns = c == 'm' ? ns : min_ns;
+                        break;
+                case 'r':
+                        records = true;
+                        break;
+                case 'n':
+                        if (ctl_parse_uint(optarg, INT32_MAX, &limit) < 0 || limit == 0) {
+                                json_decref(cpus);
+                                return ctl_usage_error(cmd, "invalid limit \"%s\"", optarg);
+                        }
+                        have_limit = true;
+                        break;
+                default:
+                        r = ctl_parse_option(ctl, cmd, c, NULL, &cpus);
+                        if (r != CTL_CONTINUE) {
+                                json_decref(cpus);
+                                return r;
+                        }
+                }
+        }
+        if (optind < argc) {
+                json_decref(cpus);
+                return ctl_usage_error(cmd, "unexpected argument \"%s\"", argv[optind]);
+        }
+        params = ctl_window_params(NULL, cpus);
+        if (!params) {
+                return ctl_fail("out of memory");
+        }
+        if (since) {
+                json_object_set_new(params, "since", json_string(since));
+        }
+        if (min && !records) {
+                json_object_set_new(params, "min_duration", json_string(min));
+        }
+        if (have_limit) {
+                /* GetCaptures answers at most 100 captures. */
+                json_object_set_new(
+                        params, "limit",
+                        json_integer((json_int_t)(records && limit > 100 ? 100 : limit)));
+        }
+        if (records) {
+                return event_records(ctl, params, min_ns);
+        }
+        if (ctl_call(ctl, "GetEvents", params, &reply) < 0) {
+                return CTL_EXIT_FAILURE;
+        }
+        events = json_object_get(reply, "events");
+        if (ctl->json) {
+                r = ctl_print_json(json_is_array(events) ? events : reply);
+                json_decref(reply);
+                return r;
+        }
+        if (json_array_size(events) == 0) {
+                printf("(no interruptions recorded%s)\n", since || min ? " that match" : "");
+                json_decref(reply);
+                return CTL_EXIT_OK;
+        }
+        json_array_foreach(events, i, e)
+        {
+                traced |= json_is_array(json_object_get(e, "causes"));
+        }
+        printf("%sTIME                        CPU    DURATION%s%s\n", ctl_color(ctl, CTL_BOLD),
+               traced ? "  MAIN CAUSE" : "", ctl_color(ctl, CTL_RESET));
+        json_array_foreach(events, i, e)
+        {
+                char when[FORMAT_MAX], dur[FORMAT_MAX], cause[CAUSE_TEXT_MAX];
+                struct timespec ts;
+                uint64_t cpu = 0, d = 0;
+
+                json_get_u64(e, "cpu", &cpu);
+                json_get_u64(e, "duration_ns", &d);
+                if (iso8601_parse(json_get_string(e, "realtime", NULL), &ts) == 0) {
+                        format_local_time(when, sizeof(when), &ts, true);
+                } else {
+                        snprintf(when, sizeof(when), "%s", json_get_string(e, "realtime", "?"));
+                }
+                printf("%-26s %4llu", when, (unsigned long long)cpu);
+                fput_padded(stdout, format_ns(dur, sizeof(dur), (double)d), 12);
+                if (traced) {
+                        printf("  %s", main_cause(e, cause, sizeof(cause)));
+                }
+                fputc('\n', stdout);
+        }
+        json_decref(reply);
+        return CTL_EXIT_OK;
+}
