@@ -60,6 +60,7 @@ struct Manager {
         sd_event *event;
         sd_event_source *tick_source;
         sd_event_source *harvest_source;
+        sd_event_source *drain_source; /* manager_drain_start() */
         sd_event_source *ready_source;
         sd_event_source *checkpoint_source;
         Notifier *notifier;
@@ -154,6 +155,16 @@ void manager_trace_harvested(Manager *m);
  * their trace causes when recording (at each harvest, and between harvests after a read of a
  * busy trace, while the recorder's window still holds their records). */
 void manager_drain_events(Manager *m, ProbeCtl *p);
+
+/* The same until CLOCK_MONOTONIC reaches @deadline_ns, checked every few interruptions.
+ * Returns whether @p's ring was emptied. */
+bool manager_drain_events_until(Manager *m, ProbeCtl *p, uint64_t deadline_ns);
+
+/* Drains the probes' interruptions in slices of MANAGER_DRAIN_SLICE_NS, each a dispatch of
+ * its own at a priority below the clients' (manager.c): started at each tick, so that the
+ * harvest that follows finds little left, and a call waits for a slice at most. */
+#define MANAGER_DRAIN_SLICE_NS 200000ULL
+void manager_drain_start(Manager *m);
 
 /* --- trace captures (manager-capture.c) --- */
 

@@ -91,9 +91,7 @@ static void unwatch(Manager *m)
 static void read_between_harvests(Manager *m)
 {
         manager_trace_read(m);
-        for (size_t i = 0; i < m->n_probes; i++) {
-                manager_drain_events(m, &m->probes[i]);
-        }
+        manager_drain_start(m);
         manager_capture_flush(m);
 }
 
@@ -120,6 +118,10 @@ static int arm_read(Manager *m, uint64_t period_ns)
         if (!m->trace_read_source) {
                 r = sd_event_add_time(m->event, &m->trace_read_source, CLOCK_MONOTONIC, UINT64_MAX,
                                       1000, on_trace_read, m);
+                if (r >= 0) {
+                        r = sd_event_source_set_priority(m->trace_read_source,
+                                                         SD_EVENT_PRIORITY_NORMAL + 1);
+                }
         }
         if (r >= 0) {
                 r = sd_event_source_set_time(m->trace_read_source,
@@ -172,6 +174,11 @@ static void watch(Manager *m)
                         break;
                 }
                 m->n_trace_watch_sources = i + 1;
+                r = sd_event_source_set_priority(m->trace_watch_sources[i],
+                                                 SD_EVENT_PRIORITY_NORMAL + 1);
+                if (r < 0) {
+                        break;
+                }
         }
         if (r < 0) {
                 log_notice("cannot wait for the trace buffers' watermark (%s); reading the trace "
@@ -333,19 +340,66 @@ static void trace_explain(Manager *m, const ProbeCtl *p, uint64_t start_ticks,
                               &m->counter.conv);
 }
 
-void manager_drain_events(Manager *m, ProbeCtl *p)
+bool manager_drain_events_until(Manager *m, ProbeCtl *p, uint64_t deadline_ns)
 {
-        uint64_t start, dur;
-
-        while (ring_pop(probe_ring(p->probe), &p->reader, &start, &dur) == 1) {
+        for (unsigned n = 1;; n++) {
                 HistoryEvent ev = {.cpu = p->cpu};
+                uint64_t start, dur;
 
+                /* The clock is looked at every eighth interruption: explaining one takes a
+                 * few microseconds. */
+                if (n % 8 == 0 && now_ns(CLOCK_MONOTONIC) >= deadline_ns) {
+                        return false;
+                }
+                if (ring_pop(probe_ring(p->probe), &p->reader, &start, &dur) != 1) {
+                        return true;
+                }
                 clock_pair_map(&m->clock_ref, &m->counter.conv, start, &ev.start_ns,
                                &ev.start_real_ns);
                 ev.duration_ns = tickconv_to_ns(&m->counter.conv, dur);
                 (void)history_add_event(m->history, &ev);
                 trace_explain(m, p, start, dur, ev.start_ns, ev.duration_ns);
                 manager_capture_note(m, p->cpu, ev.start_ns, ev.duration_ns);
+        }
+}
+
+void manager_drain_events(Manager *m, ProbeCtl *p)
+{
+        (void)manager_drain_events_until(m, p, UINT64_MAX);
+}
+
+static int on_drain(sd_event_source *s, void *userdata)
+{
+        Manager *m = userdata;
+        uint64_t deadline = now_ns(CLOCK_MONOTONIC) + MANAGER_DRAIN_SLICE_NS;
+        bool done = true;
+
+        for (size_t i = 0; i < m->n_probes && done; i++) {
+                done = manager_drain_events_until(m, &m->probes[i], deadline);
+        }
+        if (!done) {
+                (void)sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        }
+        return 0;
+}
+
+void manager_drain_start(Manager *m)
+{
+        int r = 0;
+
+        if (!m->drain_source) {
+                r = sd_event_add_defer(m->event, &m->drain_source, on_drain, m);
+                if (r >= 0) {
+                        r = sd_event_source_set_priority(m->drain_source,
+                                                         SD_EVENT_PRIORITY_NORMAL + 1);
+                }
+        }
+        if (r >= 0) {
+                r = sd_event_source_set_enabled(m->drain_source, SD_EVENT_ONESHOT);
+        }
+        if (r < 0) {
+                /* The harvest drains what is left, whole. */
+                m->drain_source = sd_event_source_disable_unref(m->drain_source);
         }
 }
 

@@ -621,6 +621,7 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata)
         Manager *m = userdata;
 
         tick(m);
+        manager_drain_start(m);
         sd_event_source_set_time(s, usec + m->config.history_interval_ns / 1000);
         /* The harvest takes, once, what the probes acknowledged by then; a late one is taken at
          * the next. */
@@ -1297,6 +1298,7 @@ Manager *manager_free(Manager *m)
         varlink_server_free(m->server);
         sd_event_source_unref(m->tick_source);
         sd_event_source_unref(m->harvest_source);
+        sd_event_source_disable_unref(m->drain_source);
         sd_event_source_unref(m->ready_source);
         sd_event_source_unref(m->checkpoint_source);
         notifier_free(m->notifier);

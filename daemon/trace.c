@@ -1294,13 +1294,15 @@ static void patch_names(TraceRecorder *t)
         }
 }
 
-static int read_cpu(TraceRecorder *t, TraceCpu *c)
+/* Reads @c's kernel buffer into its window, at most @max_pages sub-buffers. Returns the records
+ * added, or a negative errno. */
+static int read_cpu(TraceRecorder *t, TraceCpu *c, unsigned max_pages)
 {
         uint64_t horizon = counter_read(t->counter);
         uint64_t added = t->stats.records;
         unsigned pages;
 
-        for (pages = 0; pages < t->max_pages; pages++) {
+        for (pages = 0; pages < max_pages; pages++) {
                 unsigned long long ts;
                 bool first = true;
                 void *data;
@@ -1339,9 +1341,12 @@ static int read_cpu(TraceRecorder *t, TraceCpu *c)
                 }
         }
         /* Stopped by the bound: what was read ends at the last record. */
-        c->horizon = pages < t->max_pages ? horizon : c->have_last ? c->last_ticks : c->horizon;
+        c->horizon = pages < max_pages ? horizon : c->have_last ? c->last_ticks : c->horizon;
         return (int)(t->stats.records - added);
 }
+
+/* Sub-buffers read at a time to reach the end of an interruption being explained. */
+#define EXPLAIN_READ_PAGES 4u
 
 /* From the sub-buffers the busiest CPU filled since the last read: how long until its kernel
  * buffer is a quarter full again at that rate, within the bounds. While the watermark wakes
@@ -1384,7 +1389,7 @@ int trace_recorder_read(TraceRecorder *t)
         refresh_mapping(t);
         t->reason[0] = 0;
         for (size_t i = 0; i < t->n_cpus; i++) {
-                int r = read_cpu(t, &t->cpus[i]);
+                int r = read_cpu(t, &t->cpus[i], t->max_pages);
 
                 if (r < 0) {
                         total = r;
@@ -1426,8 +1431,17 @@ int trace_recorder_explain(TraceRecorder *t, int cpu, int probe_pid, uint64_t st
         if (!c) {
                 return -ENOENT;
         }
+        /* A few sub-buffers at a time, until the interruption's end is read: interruptions come
+         * in time order, so a caller that explains them a few at a time reads the trace a
+         * little at a time too, never the whole backlog at once. */
         if (end > c->horizon) {
-                (void)read_cpu(t, c);
+                while (end > c->horizon) {
+                        uint64_t before = c->horizon;
+
+                        if (read_cpu(t, c, EXPLAIN_READ_PAGES) < 0 || c->horizon == before) {
+                                break;
+                        }
+                }
                 if (t->ksyms && ksyms_resolve(t->ksyms) > 0) {
                         patch_names(t);
                 }
