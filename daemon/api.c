@@ -323,10 +323,6 @@ static int get_cpus_window(Manager *m, VarlinkCallCtx *call, json_t *params, cpu
         return 0;
 }
 
-/* GetStats used to carry "causes", "background" and "periods", searched for in the daemon.
- * They are worked out by the client now (from GetWindow), and a client that still reads them
- * must not take their absence for "none": a call that does not say it expects none
- * ("without_analyses": true) is answered io.jitterd.AnalysesMoved. */
 /* Writes @cpu's GetStats entry over @window into @t. */
 static void write_stats_entry(Api *a, int cpu, const char *window, JsonText *t)
 {
@@ -385,6 +381,10 @@ static void append_stats_entry(Api *a, int cpu, const char *window, uint64_t now
         }
 }
 
+/* GetStats used to carry "causes", "background" and "periods", searched for in the daemon.
+ * They are worked out by the client now (from GetWindow), and a client that still reads them
+ * must not take their absence for "none": a call that does not say it expects none
+ * ("without_analyses": true) is answered io.jitterd.AnalysesMoved. */
 static int method_get_stats(VarlinkCallCtx *call, json_t *params, void *userdata)
 {
         static const VarlinkField fields[] = {
@@ -874,7 +874,10 @@ static int method_get_status(VarlinkCallCtx *call, json_t *params, void *userdat
         a->status_asked_ns = now_ns(CLOCK_MONOTONIC);
         reply = api_status(m, isolation_cache_get(&a->isolation, NULL, a->status_asked_ns,
                                                   2 * isolation_max_age_ns(m)));
-        if (!reply || json_object_set_new(reply, "trace", manager_trace_status(m)) < 0) {
+        if (!reply || json_object_set_new(reply, "trace", manager_trace_status(m)) < 0 ||
+            json_object_set_new(
+                    reply, "reply_cache_bytes",
+                    json_integer((json_int_t)reply_cache_memory_bytes(a->stats_cache))) < 0) {
                 json_decref(reply);
                 return -ENOMEM;
         }
@@ -1157,12 +1160,11 @@ json_t *api_stats(Manager *m, const cpu_set_t *cpus, const char *window)
 void api_interval(Api *a)
 {
         uint64_t now = now_ns(CLOCK_MONOTONIC);
+        uint64_t keep = 2 * manager_config(a->manager)->history_interval_ns;
 
         notify_monitors(a);
         reply_cache_invalidate(a->stats_cache);
-        reply_cache_refresh(a->stats_cache,
-                            now > REPLY_CACHE_KEEP_NS ? now - REPLY_CACHE_KEEP_NS : 0,
-                            refresh_stats_entry, a);
+        reply_cache_refresh(a->stats_cache, now > keep ? now - keep : 0, refresh_stats_entry, a);
         /* A tenth off the age, so that a harvest an interval after the last one reads again;
          * watched as long as a call would still find the reading young enough. */
         if (a->status_asked_ns &&

@@ -156,13 +156,12 @@ void manager_trace_harvested(Manager *m);
  * busy trace, while the recorder's window still holds their records). */
 void manager_drain_events(Manager *m, ProbeCtl *p);
 
-/* The same until CLOCK_MONOTONIC reaches @deadline_ns, checked every few interruptions.
- * Returns whether @p's ring was emptied. */
-bool manager_drain_events_until(Manager *m, ProbeCtl *p, uint64_t deadline_ns);
-
 /* Drains the probes' interruptions in slices of MANAGER_DRAIN_SLICE_NS, each a dispatch of
- * its own at a priority below the clients' (manager.c): started at each tick, so that the
- * harvest that follows finds little left, and a call waits for a slice at most. */
+ * its own at a priority below the clients' (manager.c): started at each tick and after each
+ * read of the trace between harvests, so that the harvest finds little left. A call waits for
+ * a slice, and the reading of the trace up to the end of the interruption being explained
+ * when the slice's time runs out (the reads between harvests keep that below a quarter of a
+ * CPU's trace buffer). The captures due are written once the probes' rings are empty. */
 #define MANAGER_DRAIN_SLICE_NS 200000ULL
 void manager_drain_start(Manager *m);
 

@@ -86,8 +86,8 @@ static void unwatch(Manager *m)
         m->n_trace_watch_sources = 0;
 }
 
-/* A read between harvests: the interruptions it explains are taken now too, while the
- * recorder's window still holds their records. */
+/* A read between harvests; the interruptions are then drained in slices (manager_drain_start()),
+ * while the recorder's window still holds their records. */
 static void read_between_harvests(Manager *m)
 {
         manager_trace_read(m);
@@ -118,10 +118,6 @@ static int arm_read(Manager *m, uint64_t period_ns)
         if (!m->trace_read_source) {
                 r = sd_event_add_time(m->event, &m->trace_read_source, CLOCK_MONOTONIC, UINT64_MAX,
                                       1000, on_trace_read, m);
-                if (r >= 0) {
-                        r = sd_event_source_set_priority(m->trace_read_source,
-                                                         SD_EVENT_PRIORITY_NORMAL + 1);
-                }
         }
         if (r >= 0) {
                 r = sd_event_source_set_time(m->trace_read_source,
@@ -143,6 +139,9 @@ static int on_trace_watch(sd_event_source *s, int fd, uint32_t revents, void *us
         (void)s;
         (void)fd;
         (void)revents;
+        if (m->trace) {
+                trace_recorder_woken(m->trace);
+        }
         read_between_harvests(m);
         if (m->n_trace_watch_sources == 0) {
                 return 0;
@@ -174,11 +173,6 @@ static void watch(Manager *m)
                         break;
                 }
                 m->n_trace_watch_sources = i + 1;
-                r = sd_event_source_set_priority(m->trace_watch_sources[i],
-                                                 SD_EVENT_PRIORITY_NORMAL + 1);
-                if (r < 0) {
-                        break;
-                }
         }
         if (r < 0) {
                 log_notice("cannot wait for the trace buffers' watermark (%s); reading the trace "
@@ -197,10 +191,12 @@ static void plan_trace_read(Manager *m)
         int r;
 
         if (m->n_trace_watch_sources > 0 && !trace_recorder_watching(m->trace)) {
-                log_notice("the kernel did not wake the trace reader at its buffers' watermark; "
-                           "reading the trace at least every %llu ms instead",
+                log_notice("the kernel does not wake the trace reader at its buffers' watermark "
+                           "(too late, or at the first record); reading the trace at least "
+                           "every %llu ms instead",
                            TRACE_READ_PERIOD_MAX_NS / 1000000ULL);
                 unwatch(m);
+                trace_recorder_unwatch(m->trace);
         }
         if (m->n_trace_watch_sources > 0) {
                 set_watching(m, SD_EVENT_ON);
@@ -340,7 +336,9 @@ static void trace_explain(Manager *m, const ProbeCtl *p, uint64_t start_ticks,
                               &m->counter.conv);
 }
 
-bool manager_drain_events_until(Manager *m, ProbeCtl *p, uint64_t deadline_ns)
+/* Takes @p's interruptions as manager_drain_events() does, until CLOCK_MONOTONIC reaches
+ * @deadline_ns (looked at every few interruptions). Returns whether the ring was emptied. */
+static bool drain_events_until(Manager *m, ProbeCtl *p, uint64_t deadline_ns)
 {
         for (unsigned n = 1;; n++) {
                 HistoryEvent ev = {.cpu = p->cpu};
@@ -365,7 +363,7 @@ bool manager_drain_events_until(Manager *m, ProbeCtl *p, uint64_t deadline_ns)
 
 void manager_drain_events(Manager *m, ProbeCtl *p)
 {
-        (void)manager_drain_events_until(m, p, UINT64_MAX);
+        (void)drain_events_until(m, p, UINT64_MAX);
 }
 
 static int on_drain(sd_event_source *s, void *userdata)
@@ -375,10 +373,14 @@ static int on_drain(sd_event_source *s, void *userdata)
         bool done = true;
 
         for (size_t i = 0; i < m->n_probes && done; i++) {
-                done = manager_drain_events_until(m, &m->probes[i], deadline);
+                done = drain_events_until(m, &m->probes[i], deadline);
         }
         if (!done) {
                 (void)sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        } else {
+                /* The captures of the interruptions just noted, while the recorder's window
+                 * still holds their records. */
+                manager_capture_flush(m);
         }
         return 0;
 }

@@ -16,7 +16,7 @@ typedef struct CpuEntries {
 } CpuEntries;
 
 struct ReplyCache {
-        CpuEntries *cpus[CPU_SETSIZE]; /* allocated at a CPU's first text */
+        CpuEntries *cpus[CPU_SETSIZE]; /* allocated when a CPU is first asked for */
         uint64_t generation;
         size_t bytes;
 };

@@ -2,18 +2,17 @@
 
 /* The text of replies' parts that change only at a harvest, kept per (CPU, standard window):
  * GetStats' entry of a CPU for "10s" ... "all". A text is current until the next harvest
- * (reply_cache_invalidate()); the harvest writes anew those asked for in the last
- * REPLY_CACHE_KEEP_NS, so that a call finds them written whatever the time it comes, and
- * frees the others. The cache holds only the texts of what was asked for lately: at most one
- * per probed CPU and window, about 1.5 KiB each. */
+ * (reply_cache_invalidate()); the harvest writes anew those asked for since the harvest before
+ * last (reply_cache_refresh()), so that a client calling at least once an interval finds them
+ * written whenever it comes, and frees the others: the harvest writes no more entries than
+ * clients asked for in the last two intervals, and a text is written at a call only when it
+ * was not. The cache holds only the texts of what was asked for lately: at most one per
+ * probed CPU and window, about 1.5 KiB each. */
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "history.h"
-
-/* How long a text asked for is kept written at each harvest. */
-#define REPLY_CACHE_KEEP_NS (60ULL * 1000000000ULL)
 
 typedef struct ReplyCache ReplyCache;
 
@@ -37,5 +36,5 @@ void reply_cache_put(ReplyCache *c, int cpu, HistorySpan span, char *text, size_
 void reply_cache_refresh(ReplyCache *c, uint64_t since_ns,
                          void (*write)(int cpu, HistorySpan span, void *userdata), void *userdata);
 
-/* Bytes the cache holds. */
+/* Bytes the cache holds (GetStatus' reply_cache_bytes). */
 size_t reply_cache_memory_bytes(const ReplyCache *c);

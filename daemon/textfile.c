@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -18,8 +19,9 @@
 
 struct Textfile {
         Manager *manager;
-        bool failing;        /* an error was logged; log again only once it recovers */
-        uint64_t written_ns; /* CLOCK_MONOTONIC of the last write; 0: none yet */
+        bool failing;               /* an error was logged; log again only once it recovers */
+        uint64_t written_ns;        /* CLOCK_MONOTONIC of the last write; 0: none yet */
+        char path[CONFIG_PATH_MAX]; /* where it was last written */
 };
 
 typedef struct NewestPoint {
@@ -162,8 +164,8 @@ int textfile_write(Textfile *t)
                 return 0;
         }
         r = export_write_atomic(m, path);
-        /* Logged once per episode: the file is rewritten every interval, and measuring goes on
-         * whether or not it can be. */
+        /* Logged once per episode: the file is rewritten every prometheus_textfile_interval,
+         * and measuring goes on whether or not it can be. */
         if (r < 0 && !t->failing) {
                 log_error("cannot write the Prometheus textfile %s: %s", path, strerror(-r));
                 t->failing = true;
@@ -174,14 +176,15 @@ int textfile_write(Textfile *t)
         return r;
 }
 
-/* Whether the harvest at @now_ns writes the textfile: the first one does, then one each
- * prometheus_textfile_interval. Half an interval of slack keeps the writes from slipping a
- * whole interval when the harvests come a little early. */
-static bool textfile_due(const Textfile *t, uint64_t now_ns)
+/* Whether the harvest at @now_ns writes the textfile: the first one does, and the first one
+ * after a reload that changed the path, then one each prometheus_textfile_interval. Half an
+ * interval of slack keeps the writes from slipping a whole interval when the harvests come a
+ * little early. */
+static bool textfile_due(const Textfile *t, const char *path, uint64_t now_ns)
 {
         const Config *c = manager_config(t->manager);
 
-        return t->written_ns == 0 ||
+        return t->written_ns == 0 || strcmp(path, t->path) != 0 ||
                now_ns + c->history_interval_ns / 2 >=
                        t->written_ns + c->export_prometheus_textfile_interval_ns;
 }
@@ -189,13 +192,14 @@ static bool textfile_due(const Textfile *t, uint64_t now_ns)
 static void on_harvest(Manager *m, void *userdata)
 {
         Textfile *t = userdata;
+        const char *path = manager_config(m)->export_prometheus_textfile;
         uint64_t now = now_ns(CLOCK_MONOTONIC);
 
-        (void)m;
-        if (!textfile_due(t, now)) {
+        if (!path[0] || !textfile_due(t, path, now)) {
                 return;
         }
         t->written_ns = now;
+        snprintf(t->path, sizeof(t->path), "%s", path);
         (void)textfile_write(t);
 }
 

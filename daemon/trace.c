@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <mntent.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,7 +147,9 @@ struct TraceRecorder {
         uint64_t last_read_ns;   /* CLOCK_MONOTONIC of the last trace_recorder_read() */
         uint64_t read_period_ns; /* trace_recorder_read_period_ns() */
         bool watching;           /* the watch descriptors wake the reader (watermark) */
-        unsigned watch_misses;   /* reads in a row that found a buffer past it, unwoken */
+        bool woken;              /* this read was woken by a watch descriptor */
+        unsigned watch_misses;   /* reads in a row that found a buffer far past it, unwoken */
+        unsigned watch_early;    /* woken reads in a row that found it far from full */
         Ksyms *ksyms;            /* NULL: functions are named by address */
         bool own_ksyms;
 
@@ -876,8 +879,9 @@ static int open_watch(TraceRecorder *t, int cpu)
 }
 
 /* Sets the watermark at which a watch descriptor polls readable, and says whether it was
- * taken: a kernel without buffer_percent (before 5.1) wakes its pollers at the first record,
- * which would be a wake-up per record. */
+ * taken. A kernel without buffer_percent (before 5.1) has no watermark; one before 6.1 has it
+ * but its poll() ignores it and wakes at the first record: plan_next_read() finds that out
+ * from the reads it wakes. */
 static bool set_watermark(TraceRecorder *t)
 {
         char value[16];
@@ -1348,31 +1352,64 @@ static int read_cpu(TraceRecorder *t, TraceCpu *c, unsigned max_pages)
 /* Sub-buffers read at a time to reach the end of an interruption being explained. */
 #define EXPLAIN_READ_PAGES 4u
 
+/* Whether the kernel has made a watch descriptor readable: then it did wake the reader,
+ * whatever kept the reader from reading. */
+static bool watch_readable(const TraceRecorder *t)
+{
+        for (size_t i = 0; i < t->n_cpus; i++) {
+                struct pollfd p = {.fd = t->cpus[i].watch_fd, .events = POLLIN};
+
+                if (p.fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & POLLIN)) {
+                        return true;
+                }
+        }
+        return false;
+}
+
+/* Whether the watermark still holds, from what this read found: the kernel's wake-ups must
+ * come neither far too late nor far too early. Three reads in a row that find a buffer three
+ * quarters full, long after the last read, while no descriptor is readable, mean that the
+ * kernel does not wake the reader; three woken reads in a row that find every buffer less than
+ * an eighth full mean that it wakes at the first record (poll() before 6.1 ignores the
+ * watermark). Either ends the watching: the reads are timed again. @most: the most sub-buffers
+ * one CPU filled since the last read; @quarter: the watermark in sub-buffers; @readable: a
+ * descriptor was readable before this read. */
+static void judge_watermark(TraceRecorder *t, unsigned most, unsigned quarter, bool long_after,
+                            bool readable)
+{
+        bool late = long_after && most >= 3 * quarter && !readable;
+        bool early = t->woken && 2 * most < quarter;
+
+        t->watch_misses = late ? t->watch_misses + 1 : 0;
+        t->watch_early = early ? t->watch_early + 1 : t->woken ? 0 : t->watch_early;
+        t->woken = false;
+        if (t->watch_misses >= 3 || t->watch_early >= 3) {
+                /* The descriptors stay open until trace_recorder_unwatch(): the caller's event
+                 * loop may still have them. */
+                t->watching = false;
+        }
+}
+
 /* From the sub-buffers the busiest CPU filled since the last read: how long until its kernel
  * buffer is a quarter full again at that rate, within the bounds. While the watermark wakes
- * the reader, no timed read is needed; but a read that finds a buffer three times past the
- * watermark, long after the last read, means the kernel did not wake the reader: after three
- * such reads in a row the reads are timed again. */
-static void plan_next_read(TraceRecorder *t, uint64_t now)
+ * the reader, no timed read is needed (judge_watermark() checks that it does). */
+static void plan_next_read(TraceRecorder *t, uint64_t now, bool readable)
 {
         unsigned most = 0, quarter = t->buffer_kb * 1024u / (unsigned)t->page_size / 4;
         double period = TRACE_READ_PERIOD_MAX_NS;
         bool long_after =
                 t->last_read_ns > 0 && now > t->last_read_ns + 4 * TRACE_READ_PERIOD_MIN_NS;
 
+        quarter = quarter ? quarter : 1;
         for (size_t i = 0; i < t->n_cpus; i++) {
                 most = t->cpus[i].pages_since > most ? t->cpus[i].pages_since : most;
                 t->cpus[i].pages_since = 0;
         }
         if (t->watching) {
-                t->watch_misses =
-                        long_after && most >= 3 * (quarter ? quarter : 1) ? t->watch_misses + 1 : 0;
-                if (t->watch_misses >= 3) {
-                        close_watches(t);
-                }
+                judge_watermark(t, most, quarter, long_after, readable);
         }
         if (most > 0 && t->last_read_ns > 0 && now > t->last_read_ns) {
-                period = (double)(now - t->last_read_ns) * (quarter ? quarter : 1) / most;
+                period = (double)(now - t->last_read_ns) * quarter / most;
         }
         t->read_period_ns = t->watching                         ? UINT64_MAX
                             : period < TRACE_READ_PERIOD_MIN_NS ? TRACE_READ_PERIOD_MIN_NS
@@ -1384,6 +1421,8 @@ static void plan_next_read(TraceRecorder *t, uint64_t now)
 int trace_recorder_read(TraceRecorder *t)
 {
         uint64_t t0 = now_ns(CLOCK_MONOTONIC), dt;
+        /* Looked at before the read, which takes the buffers below the watermark again. */
+        bool readable = t->watching && watch_readable(t);
         int total = 0;
 
         refresh_mapping(t);
@@ -1400,7 +1439,7 @@ int trace_recorder_read(TraceRecorder *t)
         if (t->ksyms && ksyms_resolve(t->ksyms) > 0) {
                 patch_names(t);
         }
-        plan_next_read(t, t0);
+        plan_next_read(t, t0, readable);
         dt = now_ns(CLOCK_MONOTONIC) - t0;
         t->stats.reads++;
         t->stats.read_ns += dt;
@@ -1482,6 +1521,11 @@ uint64_t trace_recorder_read_period_ns(const TraceRecorder *t)
 bool trace_recorder_watching(const TraceRecorder *t)
 {
         return t->watching;
+}
+
+void trace_recorder_woken(TraceRecorder *t)
+{
+        t->woken = true;
 }
 
 int trace_recorder_watch_fd(const TraceRecorder *t, size_t i)

@@ -124,18 +124,27 @@ int trace_recorder_read(TraceRecorder *t);
 uint64_t trace_recorder_read_period_ns(const TraceRecorder *t);
 
 /* Whether the watch descriptors wake the reader. Set at creation where the kernel takes the
- * watermark; cleared, for good, by trace_recorder_unwatch() or when three reads in a row find
- * a buffer far past the watermark without a wake-up (the descriptors are then closed, and
- * trace_recorder_read_period_ns() times the reads). */
+ * watermark; cleared, for good, by trace_recorder_unwatch(), or by a read that finds the
+ * kernel's wake-ups wrong: three reads in a row that find a buffer three quarters full long
+ * after the last read while no descriptor is readable (the kernel does not wake the reader),
+ * or three woken reads in a row that find every buffer less than an eighth full (the kernel
+ * wakes at the first record, as poll() before 6.1 does). The caller then stops polling and
+ * calls trace_recorder_unwatch(); trace_recorder_read_period_ns() times the reads. */
 bool trace_recorder_watching(const TraceRecorder *t);
+
+/* The caller's next read was woken by a watch descriptor. */
+void trace_recorder_woken(TraceRecorder *t);
 
 /* The descriptor to poll for EPOLLIN for the @i-th probed CPU (0 <= @i <
  * trace_recorder_n_cpus()): readable once its buffer is TRACE_WATERMARK_PERCENT full. Only
  * polled, never read: trace_recorder_read() reads. -1 while not watching. */
 int trace_recorder_watch_fd(const TraceRecorder *t, size_t i);
+
+/* How many CPUs @t records. */
 size_t trace_recorder_n_cpus(const TraceRecorder *t);
 
-/* Closes the watch descriptors, for a caller that cannot poll them: the reads are timed. */
+/* Closes the watch descriptors, once the caller no longer polls them (it cannot, or
+ * trace_recorder_watching() turned false): the reads are timed. */
 void trace_recorder_unwatch(TraceRecorder *t);
 
 /* Explains the interruption of @cpu that began at @start_ticks and lasted @duration_ticks,

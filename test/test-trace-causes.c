@@ -12,8 +12,8 @@
  * - IPIs sent from CPU 0: a futex wake of a thread on CPU 1 (reschedule, or call-function
  *   with the scheduler's wake-up function), and membarrier(), which interrupts every CPU that
  *   runs a thread of this process (call-function).
- * The probe's interruptions are explained as the daemon does: the trace is read every 100 ms
- * and each interruption taken from the ring is matched against the trace of its CPU. A part
+ * The probe's interruptions are explained as the daemon explains them: the trace is read every
+ * 100 ms and each interruption taken from the ring is matched against the trace of its CPU. A part
  * that misses its criteria (another task's burst of milliseconds on CPU 1 can hide a theft or
  * a wake-up, and prints as such) runs again, at most three times in all. */
 
@@ -379,10 +379,9 @@ static bool thief_attempt(void)
                 double err;
 
                 if (!e) {
-                        printf("  theft %d (%" PRIu64 " us on CPU %d to %d) is not covered by an "
-                               "interruption\n",
-                               k, len / 1000, th.thefts[k].cpu_start, th.thefts[k].cpu_end);
-                        continue;
+                        fail_msg("theft %d (%" PRIu64 " us on CPU %d to %d) is not covered by an "
+                                 "interruption",
+                                 k, len / 1000, th.thefts[k].cpu_start, th.thefts[k].cpu_end);
                 }
                 inside++;
                 if (!c) {
@@ -414,7 +413,7 @@ static bool thief_attempt(void)
                "%%)\n",
                name, named, inside, worst * 100);
         run_stop(&run);
-        return inside == THEFTS && named * 100 >= inside * 95;
+        return named * 100 >= inside * 95;
 }
 
 static void test_thief_named(void **state)
