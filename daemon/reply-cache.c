@@ -61,12 +61,14 @@ void reply_cache_invalidate(ReplyCache *c)
         c->generation++;
 }
 
-static Entry *entry(ReplyCache *c, int cpu, HistorySpan span, bool create)
+/* The entry of (@cpu, @span), its CPU's entries allocated at the first; NULL out of range or
+ * memory. */
+static Entry *entry(ReplyCache *c, int cpu, HistorySpan span)
 {
         if (cpu < 0 || cpu >= CPU_SETSIZE || (unsigned)span >= HISTORY_SPAN_MAX) {
                 return NULL;
         }
-        if (!c->cpus[cpu] && create) {
+        if (!c->cpus[cpu]) {
                 c->cpus[cpu] = calloc(1, sizeof(CpuEntries));
                 c->bytes += c->cpus[cpu] ? sizeof(CpuEntries) : 0;
         }
@@ -76,7 +78,7 @@ static Entry *entry(ReplyCache *c, int cpu, HistorySpan span, bool create)
 const char *reply_cache_get(ReplyCache *c, int cpu, HistorySpan span, uint64_t now_ns,
                             size_t *ret_len)
 {
-        Entry *e = entry(c, cpu, span, true);
+        Entry *e = entry(c, cpu, span);
 
         if (!e) {
                 return NULL;
@@ -91,7 +93,7 @@ const char *reply_cache_get(ReplyCache *c, int cpu, HistorySpan span, uint64_t n
 
 void reply_cache_put(ReplyCache *c, int cpu, HistorySpan span, char *text, size_t len)
 {
-        Entry *e = entry(c, cpu, span, true);
+        Entry *e = entry(c, cpu, span);
 
         if (!text) {
                 return;
