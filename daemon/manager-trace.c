@@ -91,8 +91,7 @@ static void unwatch(Manager *m)
 static void read_between_harvests(Manager *m)
 {
         manager_trace_read(m);
-        manager_drain_start(m);
-        manager_capture_flush(m);
+        manager_drain_start(m); /* which writes the captures due once it ends */
 }
 
 static int on_trace_read(sd_event_source *s, uint64_t usec, void *userdata)
