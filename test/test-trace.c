@@ -448,7 +448,10 @@ static bool readable(int fd, int ms)
         return poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
 }
 
-#define WATCHED_BUFFER (64 * 1024)
+/* The daemon's default: a quarter is 16 sub-buffers, far from the one or two that a few markers
+ * and the host's own records fill between two reads (with 64 KiB, a quarter was 4, and two were
+ * already half of it). */
+#define WATCHED_BUFFER (256 * 1024)
 
 /* A recorder of CPU with a buffer of WATCHED_BUFFER bytes whose reads the watermark wakes; skips
  * the test on a kernel that does not take it. */
