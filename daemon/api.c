@@ -141,7 +141,7 @@ static void read_window(Manager *m, int cpu, const char *window, HistoryWindow *
         if (api_window(window, &from, &to, &all) < 0 ||
             history_query(h, cpu, from, to, all, w) < 0) {
                 memset(w, 0, sizeof(*w));
-                probe_slot_clear(&w->slot);
+                slot_clear(&w->slot);
                 w->hist_sub_bits = HIST_SUB_BITS;
         }
 }

@@ -289,7 +289,7 @@ typedef struct BlobHeader {
         SignedStats dd;
 } BlobHeader;
 
-/* Whether an interval with header @b takes part in a merge: probe_slot_merge() skips a slot
+/* Whether an interval with header @b takes part in a merge: slot_merge() skips a slot
  * with neither samples nor events, and so does every sum here, both ways. */
 static inline bool header_has_data(const BlobHeader *b)
 {
@@ -1922,7 +1922,7 @@ int history_query(History *h, int cpu, uint64_t from_ns, uint64_t to_ns, bool al
                 return 0;
         }
         /* A sum whose histograms are the reply's: merged in place, nothing allocated. */
-        probe_slot_clear(&ret->slot);
+        slot_clear(&ret->slot);
         sum = (Sum){
                 .res = RES_FINE,
                 .attrib = attrib,

@@ -324,7 +324,7 @@ static void harvest(Run *run)
                         break;
                 }
                 if (r == 0) {
-                        probe_slot_merge(&run->total, &slot);
+                        slot_merge(&run->total, &slot);
                 }
                 run->harvest_epoch++;
         }
@@ -375,7 +375,7 @@ static int start_fresh(Run *run)
         run->advanced_ns = now_ns(CLOCK_MONOTONIC);
         run->migrations_at_start = probe_migrations(run->probe);
         harvest(run);
-        probe_slot_clear(&run->total);
+        slot_clear(&run->total);
         return 0;
 }
 
@@ -612,7 +612,7 @@ static int start_probe(Session *s, int cpu)
 
         run->cpu = cpu;
         run->harvest_epoch = 1;
-        probe_slot_clear(&run->total);
+        slot_clear(&run->total);
 #ifdef JITTER_PROBE_TEST_HOOKS
         test_hooks_bind(&s->test, &run->test, &run->hooks);
         pc.hooks = &run->hooks;

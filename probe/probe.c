@@ -31,33 +31,6 @@ const char *probe_state_name(ProbeState s)
         return (unsigned)s < ELEMENTSOF(names) ? names[s] : "unknown";
 }
 
-void probe_slot_clear(ProbeSlot *s)
-{
-        memset(s, 0, sizeof(*s));
-        stats_init(&s->gap);
-        signed_stats_init(&s->dd);
-}
-
-void probe_slot_merge(ProbeSlot *dst, const ProbeSlot *src)
-{
-        if (src->gap.count == 0 && src->events == 0) {
-                return;
-        }
-        if (dst->start_ticks == 0 ||
-            (src->start_ticks != 0 && src->start_ticks < dst->start_ticks)) {
-                dst->start_ticks = src->start_ticks;
-        }
-        if (src->end_ticks > dst->end_ticks) {
-                dst->end_ticks = src->end_ticks;
-        }
-        dst->lost_ticks += src->lost_ticks;
-        dst->events += src->events;
-        stats_merge(&dst->gap, &src->gap);
-        signed_stats_merge(&dst->dd, &src->dd);
-        histogram_merge(&dst->gap_hist, &src->gap_hist);
-        signed_histogram_merge(&dst->dd_hist, &src->dd_hist);
-}
-
 static const ProbeHooks *test_hooks;
 
 void probe_set_test_hooks(const ProbeHooks *hooks)
@@ -89,9 +62,9 @@ int probe_new(const ProbeConfig *cfg, Probe **ret)
         p->own.threshold_ticks = tickconv_from_ns(&cfg->counter.conv, cfg->threshold_ns);
         atomic_store(&p->ctl.epoch, 1);
         atomic_store(&p->status.migrated_to, -1);
-        probe_slot_clear(&p->preheat);
+        slot_clear(&p->preheat);
         for (unsigned i = 0; i < PROBE_SLOTS; i++) {
-                probe_slot_clear(&p->slots[i]);
+                slot_clear(&p->slots[i]);
         }
         r = ring_init(&p->ring, cfg->ring_capacity ? cfg->ring_capacity : 4096);
         if (r < 0) {
@@ -615,7 +588,7 @@ static void *probe_thread(void *userdata)
                 int kernel_cpu;
 
                 set_state(p, PROBE_PREHEATING);
-                probe_slot_clear(&p->preheat);
+                slot_clear(&p->preheat);
                 memset(p->preheat_pairs, 0, sizeof(p->preheat_pairs));
                 deadline = counter_now(p);
                 if (!p->own.started) {
@@ -847,7 +820,7 @@ int probe_harvest(Probe *p, uint64_t epoch, ProbeSlot *ret)
         s = &p->slots[epoch % PROBE_SLOTS];
         /* Slots of skipped epochs (owner harvested out of order) are simply dropped. */
         *ret = *s;
-        probe_slot_clear(s);
+        slot_clear(s);
         fold_pairs(ret, p->pairs[epoch % PROBE_SLOTS]);
         slot_finalize(ret);
         p->owner.harvested_epoch = epoch;

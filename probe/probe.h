@@ -5,9 +5,8 @@
 #include <stdint.h>
 
 #include "counter.h"
-#include "histogram.h"
 #include "ring.h"
-#include "stats.h"
+#include "slot.h"
 
 /* One probe: a thread pinned to one CPU that does nothing but read the counter, and records
  * every gap and diff-of-diff into the slot of the current epoch.
@@ -20,22 +19,6 @@
 
 #define PROBE_SLOTS 4u
 #define PROBE_CHECK_EVERY 1024u /* samples between looks at the epoch word and the CPU number */
-
-/* What one interval recorded. Also the unit the daemon's history is built from. Its size is a
- * whole number of cache lines (probe.c asserts it), so that the probe's slots, which start on
- * a line, share none: the owner clears one while the probe fills the next. The type keeps the
- * alignment of its members, so copies may live anywhere (malloc'd, in other structs). */
-typedef struct ProbeSlot {
-        uint64_t start_ticks; /* counter at the first sample of the slot */
-        uint64_t end_ticks;   /* counter at the last sample */
-        uint64_t lost_ticks;  /* Σ (gap − floor) over gaps at or above the noise band */
-        uint64_t events;      /* gaps at or above the event threshold */
-        uint64_t line_pad[4]; /* always zero: makes the header one cache line */
-        Stats gap;
-        SignedStats dd;
-        Histogram gap_hist;
-        SignedHistogram dd_hist;
-} ProbeSlot;
 
 typedef enum ProbeState {
         PROBE_STARTING,
@@ -212,10 +195,3 @@ EventRing *probe_ring(Probe *p);
 /* Bytes of memory @p holds, all of it locked: the probe with its slots and pair tables, and
  * its event ring. */
 size_t probe_memory_bytes(const Probe *p);
-
-/* Empties @s. */
-void probe_slot_clear(ProbeSlot *s);
-
-/* Adds @src into @dst (for building intervals into windows). The time span grows to cover
- * both. */
-void probe_slot_merge(ProbeSlot *dst, const ProbeSlot *src);

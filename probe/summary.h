@@ -4,7 +4,7 @@
 #include <stdint.h>
 
 #include "counter.h"
-#include "probe.h"
+#include "slot.h"
 
 /* The numbers an operator reads, in nanoseconds, computed from a ProbeSlot (one interval or a
  * merge of many). Shared by jitter-probe, the daemon and jitterctl so they all agree. */

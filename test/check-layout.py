@@ -8,10 +8,11 @@
 2. With BUILD_DIR: no call cycle between the object files of the libraries and programs
    (what `nm` says each object defines and uses), so a header cannot hide a call that goes
    back up the flow.
-3. The layers: a library folder includes nothing from the layers above it (probe/ nothing of
-   daemon/ or tools/, daemon/varlink/ and daemon/analysis/ nothing of the service, jitterctl
-   nothing of the service, nor the headers that start probes or serve: probe.h, whose
-   ProbeSlot it sees only through the summaries, varlink-server.h, manager.h).
+3. The layers: a library folder includes nothing, directly or through another header, from the layers above it (the engine at the
+   root of probe/ nothing of its subfolders, of daemon/ or tools/; probe/varlink/ nothing of
+   the engine, the formats or the analyses; probe/analysis/ nothing of the service; jitterctl
+   nothing of the service, nor probe.h, which starts probes and whose ProbeSlot it sees only
+   through the summaries).
 4. struct Manager and struct ProbeCtl are defined in daemon/manager-private.h only, which only
    the manager's own files and white-box tests include.
 5. No test includes a jitterctl .c file.
@@ -31,14 +32,13 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 # Folder (its own files, not its subfolders') -> what it must not include: folders by prefix,
 # or "FOLDER/*" for the files directly in FOLDER (the service at the daemon/ root).
 FORBIDDEN = {
-    "probe": ["probe/format/", "daemon/", "tools/"],
-    "probe/format": ["daemon/", "tools/"],
-    "daemon/varlink": ["daemon/analysis/", "daemon/*", "probe/", "tools/"],
-    "daemon/analysis": ["daemon/varlink/", "daemon/*", "tools/"],
+    "probe": ["probe/format/", "probe/varlink/", "probe/analysis/", "daemon/", "tools/"],
+    "probe/format": ["probe/varlink/", "probe/analysis/", "daemon/", "tools/"],
+    "probe/varlink": ["probe/*", "probe/format/", "probe/analysis/", "daemon/", "tools/"],
+    "probe/analysis": ["probe/varlink/", "daemon/", "tools/"],
     "tools/jitterctl": [
-        "daemon/*",  # the service, manager.h among it
+        "daemon/",  # the service, manager.h and varlink-server.h among it
         "probe/probe.h",
-        "daemon/varlink/varlink-server.h",
         "tools/benchmarks/",
     ],
 }
@@ -126,19 +126,34 @@ def check_includes(root, problems):
     by_base = {}
     for f in files:
         by_base.setdefault(os.path.basename(f), []).append(f)
-    graph = {}
+    graph, includes = {}, {}
     for src in files:
         with open(os.path.join(root, src), encoding="utf-8") as fh:
             text = fh.read()
         graph.setdefault(module(src), set())
+        includes[src] = []
         for name in INCLUDE.findall(text):
             dst = resolve(root, src, name, by_base)
             if dst is None:
                 continue
-            if forbidden(src, dst):
-                problems.append(f"layer: {src} includes {dst}, which its layer must not see")
+            includes[src].append(dst)
             if module(dst) != module(src):
                 graph[module(src)].add(module(dst))
+    for src in files:
+        # What src sees: its includes and, through them, theirs.
+        seen, todo = {}, [(dst, []) for dst in includes[src]]
+        while todo:
+            dst, via = todo.pop()
+            if dst in seen:
+                continue
+            seen[dst] = via
+            todo.extend((nxt, via + [dst]) for nxt in includes.get(dst, ()))
+        for dst, via in sorted(seen.items()):
+            if forbidden(src, dst):
+                through = f" through {' -> '.join(via)}" if via else ""
+                problems.append(
+                    f"layer: {src} includes {dst}{through}, which its layer must not see"
+                )
     for cycle in find_cycles(graph):
         problems.append("include cycle: " + " -> ".join(cycle))
     return len(files)

@@ -1,4 +1,4 @@
-/* Unit tests of daemon/analysis/prometheus.c: the Prometheus exposition rendered from fixed Varlink
+/* Unit tests of probe/analysis/prometheus.c: the Prometheus exposition rendered from fixed Varlink
  * replies. The output is parsed back and checked against the format's rules (HELP and TYPE before
  * the samples of each family, one block per family, no duplicate series, escaped label values), the
  * naming rules (jitter_ prefix, _total counters, seconds) and the histogram's invariants

@@ -105,7 +105,7 @@ static void make_interval(Added *a, uint64_t start_ns, uint64_t duration_ns, boo
         a->duration_ns = duration_ns;
         a->stalled = stalled;
         a->n_runs = 0;
-        probe_slot_clear(s);
+        slot_clear(s);
         a->attrib.n = 0;
         if (stalled) {
                 return;
@@ -170,7 +170,7 @@ static void assert_slot_equal(const ProbeSlot *x, const ProbeSlot *y)
 /* ---- the reference ------------------------------------------------------------------------ */
 
 /* What a window must hold, computed from the runs of gaps alone with none of the engine's
- * code (no probe_slot_merge, histogram_index or stats functions). Sums are taken modulo 2^128
+ * code (no slot_merge, histogram_index or stats functions). Sums are taken modulo 2^128
  * as the engine's are, so an extreme gap wraps the sum of squares the same way. */
 #define REF_SOURCES 16
 

@@ -1,4 +1,4 @@
-/* Unit tests of daemon/varlink/json-text.c, against jansson as the reference reader and writer:
+/* Unit tests of probe/varlink/json-text.c, against jansson as the reference reader and writer:
  * every string written, whatever its bytes, parses back as JSON to what the test expects (itself
  * for valid UTF-8, U+FFFD in place of each byte that is not), and ASCII is written byte for byte as
  * jansson writes it; integers at their edges are the decimal text printf gives; times are

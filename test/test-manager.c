@@ -378,7 +378,7 @@ static void test_histogram_coarse_edges(void **state)
                 ProbeSlot *slot = malloc(sizeof(*slot));
 
                 assert_non_null(slot);
-                probe_slot_clear(slot);
+                slot_clear(slot);
                 for (size_t k = 0; k < ELEMENTSOF(gaps); k++) {
                         stats_add(&slot->gap, (uint64_t)gaps[k]);
                         histogram_add(&slot->gap_hist, (uint64_t)gaps[k]);
@@ -409,7 +409,7 @@ static void add_counted(Manager *m, unsigned n, uint64_t end_ns)
 
         assert_non_null(slot);
         for (unsigned i = 0; i < n; i++) {
-                probe_slot_clear(slot);
+                slot_clear(slot);
                 for (unsigned k = 0; k <= i; k++) {
                         stats_add(&slot->gap, 1000 + i);
                         histogram_add(&slot->gap_hist, 1000 + i);

@@ -329,7 +329,7 @@ static void harvest_ready(Probe *p, uint64_t *next, ProbeSlot *tmp, ProbeSlot *t
 {
         while (*next < probe_epoch(p) && probe_harvest(p, *next, tmp) == 0) {
                 if (total) {
-                        probe_slot_merge(total, tmp);
+                        slot_merge(total, tmp);
                 }
                 (*next)++;
         }
@@ -364,7 +364,7 @@ static void record_with_thief(Probe *p, Recording *rec)
         memset(rec, 0, sizeof(*rec));
         rec->events = calloc(MAX_EVENTS, sizeof(*rec->events));
         assert_non_null(rec->events);
-        probe_slot_clear(&rec->total);
+        slot_clear(&rec->total);
         t_adv = now_ns(CLOCK_MONOTONIC);
         e = probe_advance(p);
         assert_true(e > 1);

@@ -1,4 +1,4 @@
-/* Unit tests of daemon/varlink/sockaddr-un.c: a file path keeps its terminator within sun_path,
+/* Unit tests of probe/varlink/sockaddr-un.c: a file path keeps its terminator within sun_path,
  * an abstract "@name" may fill all of it, and what does not fit is refused; the addresses made
  * bind and connect. */
 

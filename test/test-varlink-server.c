@@ -1,4 +1,4 @@
-/* Unit tests of daemon/varlink/varlink-server.c and daemon/varlink/varlink-client.c: a server on
+/* Unit tests of daemon/varlink-server.c and probe/varlink/varlink-client.c: a server on
  * sd-event with a toy interface, driven with sd_event_run() against raw sockets (to see the exact
  * bytes and to misbehave), and the blocking client against a server running in a second thread. */
 

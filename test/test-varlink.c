@@ -1,4 +1,4 @@
-/* Unit tests of daemon/varlink/varlink.c: framing (split and merged reads, limits, junk), strict
+/* Unit tests of probe/varlink/varlink.c: framing (split and merged reads, limits, junk), strict
  * call and reply parsing, message builders, and table-driven parameter validation. */
 
 #include <errno.h>

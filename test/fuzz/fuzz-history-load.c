@@ -139,7 +139,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         len += 4;
 
         /* Something the history holds already, to see that a refused file leaves it alone. */
-        probe_slot_clear(&slot);
+        slot_clear(&slot);
         stats_add(&slot.gap, 25);
         histogram_add(&slot.gap_hist, 25);
         if (history_add_interval(h, 3, 1000000000ULL, 1000000000ULL, &slot, false, NULL) < 0) {

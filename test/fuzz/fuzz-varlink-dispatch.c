@@ -56,7 +56,7 @@ static void dispatch_make_slot(unsigned i, ProbeSlot *s, AttribDelta *d, const u
 {
         int64_t prev = -1;
 
-        probe_slot_clear(s);
+        slot_clear(s);
         for (unsigned j = 0; j < 64; j++) {
                 uint64_t v = 20 + (j * 7 + i) % 13;
 

@@ -183,7 +183,7 @@ static inline int shape_interval(const Shape *s, size_t i, uint64_t base_ticks, 
 {
         ShapeReader r = {s->data + s->offsets[i], s->data + s->size, false};
 
-        probe_slot_clear(slot);
+        slot_clear(slot);
         slot->start_ticks = base_ticks + shape_get64(&r);
         slot->end_ticks = slot->start_ticks + shape_get64(&r);
         slot->lost_ticks = shape_get64(&r);

@@ -1,5 +1,5 @@
 /* jitterctl clocks: what every way to read time costs on this host, measured locally (no
- * daemon), as a table or JSON. The measurement is daemon/analysis/clocks.c; this file is its
+ * daemon), as a table or JSON. The measurement is clocks.c; this file is its
  * options and its output. */
 
 #include <errno.h>

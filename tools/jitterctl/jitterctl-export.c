@@ -1,5 +1,5 @@
 /* jitterctl export: the daemon's measurements in the Prometheus text format, the same
- * exposition the daemon writes to its node_exporter textfile (daemon/analysis/prometheus.h
+ * exposition the daemon writes to its node_exporter textfile (probe/analysis/prometheus.h
  * renders both). */
 
 #include <errno.h>
