@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "util.h"
 #include "atomic-file.h"
 
 static char dir[64];
@@ -83,7 +84,7 @@ static void test_replaces_whole(void **state)
         static const AtomicSync syncs[] = {ATOMIC_SYNC_NONE, ATOMIC_SYNC_FILE,
                                            ATOMIC_SYNC_FILE_AND_DIR};
 
-        for (size_t i = 0; i < sizeof(syncs) / sizeof(*syncs); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(syncs); i++) {
                 struct stat st;
                 char *text;
 

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "util.h"
 #include "duration.h"
 #include "json-text.h"
 #include "rng.h"
@@ -119,7 +120,7 @@ static void test_realtime(void **state)
         };
 
         (void)state;
-        for (size_t k = 0; k < sizeof(ns) / sizeof(*ns); k++) {
+        for (size_t k = 0; k < ELEMENTSOF(ns); k++) {
                 char want[64], quoted[70], *got;
                 JsonText t = {0};
                 size_t len;
@@ -167,7 +168,7 @@ static void test_integers(void **state)
         char want[32];
 
         (void)state;
-        for (size_t k = 0; k < sizeof(u) / sizeof(*u); k++) {
+        for (size_t k = 0; k < ELEMENTSOF(u); k++) {
                 JsonText t = {0};
                 size_t len;
                 char *text;
@@ -178,7 +179,7 @@ static void test_integers(void **state)
                 assert_string_equal(text, want);
                 free(text);
         }
-        for (size_t k = 0; k < sizeof(i) / sizeof(*i); k++) {
+        for (size_t k = 0; k < ELEMENTSOF(i); k++) {
                 JsonText t = {0};
                 json_t *v;
 
@@ -249,7 +250,7 @@ static double random_real(void)
         } x;
 
         if (rng_next() % 3 == 0) {
-                return edges[rng_next() % (sizeof(edges) / sizeof(*edges))];
+                return edges[rng_next() % ELEMENTSOF(edges)];
         }
         do {
                 x.u = rng_next();
