@@ -212,7 +212,7 @@ static int set_test_hooks(void)
                 return 2;
         }
         test_hooks_bind(&t, &state, &hooks);
-        probe_set_test_hooks(&hooks);
+        probe_set_hooks(&hooks);
         return 0;
 }
 #endif

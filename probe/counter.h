@@ -1,5 +1,6 @@
 #pragma once
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -94,6 +95,20 @@ static inline uint64_t counter_read(CounterSource source)
         }
 #endif
         return counter_clock_read();
+}
+
+/* TSC_AUX & 0xfff, read with rdtscp; UINT_MAX where there is no rdtscp. The same conditions as
+ * counter_hw_read_cpu(): only where counter_have_rdtscp() says yes. */
+static inline unsigned counter_read_tsc_aux(void)
+{
+#if defined(__x86_64__)
+        unsigned cpu;
+
+        (void)counter_hw_read_cpu(&cpu);
+        return cpu;
+#else
+        return UINT_MAX;
+#endif
 }
 
 /* Converts @ticks to nanoseconds (rounded down). */

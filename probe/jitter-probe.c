@@ -615,7 +615,6 @@ static int start_probe(Session *s, int cpu)
         slot_clear(&run->total);
 #ifdef JITTER_PROBE_TEST_HOOKS
         test_hooks_bind(&s->test, &run->test, &run->hooks);
-        pc.hooks = &run->hooks;
 #endif
         run->events = calloc(MAX_EVENTS_KEPT, sizeof(Event));
         r = run->events ? probe_new(&pc, &run->probe) : -ENOMEM;
@@ -631,6 +630,7 @@ static int start_probe(Session *s, int cpu)
         s->n++;
 #ifdef JITTER_PROBE_TEST_HOOKS
         run->test.probe = run->probe;
+        probe_set_hooks(&run->hooks);
 #endif
         r = probe_start(run->probe);
         if (r < 0 && *probe_failure(run->probe)) {

@@ -77,7 +77,6 @@ struct Probe {
         /* Set before the thread starts, read by both, written by neither afterwards. */
         struct {
                 _Alignas(64) ProbeConfig cfg;
-                ProbeHooks hooks;
         } fixed;
 
         EventRing ring; /* its head on a line of its own (ring.h) */

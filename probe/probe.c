@@ -1,8 +1,12 @@
 #include "probe-private.h"
 #include "util.h"
+/* The hardware the loop reads. The tests' build of the engine, probe-hooks.c, includes this
+ * file with stand-ins of its own. */
+#ifndef PROBE_HW_STANDINS
+#include "probe-hw.h"
+#endif
 
 #include <errno.h>
-#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -17,9 +21,6 @@
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
-/* The counters the loop is specialised for: counter.h's two, and a test's scripted readings. */
-typedef enum LoopCounter { LOOP_COUNTER_HW, LOOP_COUNTER_CLOCK, LOOP_COUNTER_HOOK } LoopCounter;
-
 const char *probe_state_name(ProbeState s)
 {
         static const char *const names[] = {
@@ -31,16 +32,8 @@ const char *probe_state_name(ProbeState s)
         return (unsigned)s < ELEMENTSOF(names) ? names[s] : "unknown";
 }
 
-static const ProbeHooks *test_hooks;
-
-void probe_set_test_hooks(const ProbeHooks *hooks)
-{
-        test_hooks = hooks;
-}
-
 int probe_new(const ProbeConfig *cfg, Probe **ret)
 {
-        const ProbeHooks *hooks = cfg->hooks ? cfg->hooks : test_hooks;
         Probe *p;
         int r;
 
@@ -54,10 +47,6 @@ int probe_new(const ProbeConfig *cfg, Probe **ret)
         /* memset touches every page, so the loop never takes a page fault. */
         memset(p, 0, sizeof(*p));
         p->fixed.cfg = *cfg;
-        if (hooks) {
-                p->fixed.hooks = *hooks;
-        }
-        p->fixed.cfg.hooks = hooks ? &p->fixed.hooks : NULL;
         /* Rounded up, so at least one tick: a threshold is never undercut. */
         p->own.threshold_ticks = tickconv_from_ns(&cfg->counter.conv, cfg->threshold_ns);
         atomic_store(&p->ctl.epoch, 1);
@@ -110,43 +99,12 @@ static void sleep_ns(long ns)
         nanosleep(&ts, NULL);
 }
 
-/* Whether rdtscp may run, as CPUID says or a test dictates. A test's "present" lets its own
- * TSC_AUX stand-in be used, never the instruction on a CPU without it. */
-static bool have_rdtscp(const Probe *p)
-{
-        switch (p->fixed.hooks.rdtscp) {
-        case PROBE_RDTSCP_ABSENT:
-                return false;
-        case PROBE_RDTSCP_PRESENT:
-                return p->fixed.hooks.tsc_aux || counter_have_rdtscp();
-        case PROBE_RDTSCP_ASK_CPUID:
-        default:
-                return counter_have_rdtscp();
-        }
-}
-
-/* TSC_AUX & 0xfff, or a test's stand-in for it. Only called once have_rdtscp() said yes. */
-static unsigned read_tsc_aux(const Probe *p)
-{
-        if (p->fixed.hooks.tsc_aux) {
-                return p->fixed.hooks.tsc_aux(p->fixed.hooks.userdata);
-        }
-#if defined(__x86_64__)
-        unsigned cpu;
-
-        (void)counter_hw_read_cpu(&cpu);
-        return cpu;
-#else
-        return UINT_MAX;
-#endif
-}
-
 /* Which CPU are we on, from the source choose_cpu_source() picked. Once per
  * PROBE_CHECK_EVERY samples, so a branch and a call cost nothing that shows. */
 static int current_cpu(const Probe *p)
 {
         if (p->own.cpu_source == PROBE_CPU_SOURCE_TSC_AUX) {
-                return (int)read_tsc_aux(p);
+                return (int)probe_hw_tsc_aux();
         }
         return sched_getcpu();
 }
@@ -167,14 +125,14 @@ static void choose_cpu_source(Probe *p)
         const size_t n = sizeof(p->status.cpu_note);
 
         p->own.cpu_source = PROBE_CPU_SOURCE_GETCPU;
-        if (!have_rdtscp(p)) {
+        if (!probe_hw_have_rdtscp()) {
                 snprintf(note, n,
                          "CPU %d: sched_getcpu(); the CPU has no rdtscp (CPUID 0x80000001 EDX "
                          "bit 27)",
                          cpu);
         } else {
                 for (int i = 0; i < TSC_AUX_CHECKS; i++) {
-                        unsigned aux = read_tsc_aux(p);
+                        unsigned aux = probe_hw_tsc_aux();
                         int kernel = sched_getcpu();
 
                         if (aux != (unsigned)cpu || kernel != cpu) {
@@ -280,14 +238,6 @@ static inline __attribute__((always_inline)) void record_slow(Probe *p, ProbeSlo
         }
 }
 
-static inline __attribute__((always_inline)) uint64_t loop_read(const Probe *p, const LoopCounter c)
-{
-        if (c == LOOP_COUNTER_HOOK) {
-                return p->fixed.hooks.read_counter(p->fixed.hooks.userdata);
-        }
-        return counter_read(c == LOOP_COUNTER_HW ? COUNTER_HW : COUNTER_CLOCK);
-}
-
 /* The hot loop. Per sample: one counter read, one subtraction, one compare that sends the rare
  * large values to record_slow(), and one increment in the pair table, which records the gap
  * and the diff-of-diff at once. It never sleeps and makes no syscall: any time the CPU is
@@ -299,9 +249,9 @@ static inline __attribute__((always_inline)) uint64_t loop_read(const Probe *p, 
  *
  * What one sample costs (x86-64, gcc 12 -O2, objdump of the rdtsc recording loop): the rdtsc
  * and 18 instructions: six register moves (two take rdtsc's edx:eax, four carry values to the
- * next sample; renamed away), shl + or to join the halves, sub for the gap, or + cmp + jae
+ * next sample; renamed away), shl + or to join the halves, sub for the gap, or + cmp + branch
  * against the fast path's bound, shl + lea for the next cell and a lea of its address for the
- * checks, the increment (one add to memory: load, add, store), and sub + jne of the countdown.
+ * checks, the increment (one add to memory: load, add, store), and sub + branch of the countdown.
  * The only chain from one sample to the next is rdtsc -> sub -> or/cmp, so the loop runs as
  * fast as rdtsc lets it. The increment is one sample late on purpose: it goes to the previous
  * sample's cell, whose address is known long before. Incrementing the cell of the gap just
@@ -317,7 +267,7 @@ static inline __attribute__((always_inline)) uint64_t loop_read(const Probe *p, 
  * in a register instead was slower here (86 M/s): the gaps alternate between 26 and 52 ticks,
  * so runs are short and the branch that ends them is mispredicted. */
 static inline __attribute__((always_inline)) enum loop_exit
-probe_loop(Probe *p, const LoopCounter src, const bool preheat, uint64_t deadline_ticks)
+probe_loop(Probe *p, const CounterSource src, const bool preheat, uint64_t deadline_ticks)
 {
         const uint64_t band = preheat ? UINT64_MAX : atomic_load(&p->status.band_ticks);
         const uint64_t floor = atomic_load(&p->status.floor_ticks);
@@ -332,15 +282,15 @@ probe_loop(Probe *p, const LoopCounter src, const bool preheat, uint64_t deadlin
 
         atomic_store_explicit(&p->status.acked_epoch, epoch, memory_order_release);
         /* Two reads first, so the first recorded gap already has a predecessor. */
-        chunk_prev = loop_read(p, src);
-        prev = loop_read(p, src);
+        chunk_prev = probe_hw_read(src);
+        prev = probe_hw_read(src);
         chunk_prev_gap = prev_gap = prev - chunk_prev;
         chunk_prev = prev;
         if (slot->start_ticks == 0) {
                 slot->start_ticks = prev;
         }
         for (;;) {
-                const uint64_t now = loop_read(p, src);
+                const uint64_t now = probe_hw_read(src);
                 const uint64_t gap = now - prev;
 
                 prev = now;
@@ -400,30 +350,20 @@ probe_loop(Probe *p, const LoopCounter src, const bool preheat, uint64_t deadlin
 
 static enum loop_exit run_preheat(Probe *p, uint64_t deadline)
 {
-        if (p->fixed.hooks.read_counter) {
-                return probe_loop(p, LOOP_COUNTER_HOOK, true, deadline);
-        }
         return p->fixed.cfg.counter.source == COUNTER_HW
-                       ? probe_loop(p, LOOP_COUNTER_HW, true, deadline)
-                       : probe_loop(p, LOOP_COUNTER_CLOCK, true, deadline);
+                       ? probe_loop(p, COUNTER_HW, true, deadline)
+                       : probe_loop(p, COUNTER_CLOCK, true, deadline);
 }
 
 static enum loop_exit run_record(Probe *p)
 {
-        if (p->fixed.hooks.read_counter) {
-                return probe_loop(p, LOOP_COUNTER_HOOK, false, 0);
-        }
-        return p->fixed.cfg.counter.source == COUNTER_HW
-                       ? probe_loop(p, LOOP_COUNTER_HW, false, 0)
-                       : probe_loop(p, LOOP_COUNTER_CLOCK, false, 0);
+        return p->fixed.cfg.counter.source == COUNTER_HW ? probe_loop(p, COUNTER_HW, false, 0)
+                                                         : probe_loop(p, COUNTER_CLOCK, false, 0);
 }
 
 static uint64_t counter_now(const Probe *p)
 {
-        if (p->fixed.hooks.read_counter) {
-                return p->fixed.hooks.read_counter(p->fixed.hooks.userdata);
-        }
-        return counter_read(p->fixed.cfg.counter.source);
+        return probe_hw_read(p->fixed.cfg.counter.source);
 }
 
 /* Sets the loop's floor from what preheat saw. Gaps at or above floor + max(floor, 100 ns)

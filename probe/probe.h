@@ -36,33 +36,6 @@ typedef enum ProbeCpuSource {
         PROBE_CPU_SOURCE_GETCPU,  /* sched_getcpu(): the rseq area, no syscall */
 } ProbeCpuSource;
 
-/* CPUID's answer to "has this CPU rdtscp", as a test may dictate it. */
-typedef enum ProbeRdtscp {
-        PROBE_RDTSCP_ASK_CPUID, /* the real answer */
-        PROBE_RDTSCP_ABSENT,
-        PROBE_RDTSCP_PRESENT, /* the real rdtscp still runs only where CPUID has it */
-} ProbeRdtscp;
-
-/* Stand-ins for the hardware, for tests: a scripted counter, a TSC_AUX that lies, a CPU without
- * rdtscp. Production code leaves ProbeConfig.hooks NULL. Each hook runs in the probe thread;
- * the loop reading a scripted counter is a specialisation of its own, so the loops that read
- * the real counter are not slowed by it. */
-typedef struct ProbeHooks {
-        /* Replaces every counter reading, in ticks of ProbeConfig.counter.hz. */
-        uint64_t (*read_counter)(void *userdata);
-        /* Replaces TSC_AUX & 0xfff (what rdtscp would say the CPU is): checked at start and
-         * used by the loop exactly like TSC_AUX. */
-        unsigned (*tsc_aux)(void *userdata);
-        ProbeRdtscp rdtscp;
-        void *userdata;
-} ProbeHooks;
-
-/* Tests only: the hooks of every probe made from now on whose ProbeConfig has none, for the
- * test build of a program that makes its probes where a test cannot reach them
- * (jitterd-test-hooks). @hooks must outlive those probes; NULL, the default, for none. The
- * programs that are installed never call it. */
-void probe_set_test_hooks(const ProbeHooks *hooks);
-
 typedef struct ProbeConfig {
         int cpu;
         int priority; /* 0: SCHED_OTHER; 1..99: SCHED_FIFO at that priority */
@@ -74,7 +47,6 @@ typedef struct ProbeConfig {
          * daemon drops the thread's capabilities and blocks its signals there. May be NULL. */
         void (*thread_init)(void *userdata);
         void *thread_init_userdata;
-        const ProbeHooks *hooks; /* tests only; copied by probe_new() */
 } ProbeConfig;
 
 typedef struct Probe Probe;

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "probe.h"
+#include "probe-internal.h"
 
 /* Stand-ins for hosts the tests cannot run on, for the test builds of jitter-probe and jitterd
  * (jitter-probe-test-hooks, jitterd-test-hooks; never installed, and not part of libjitter). An

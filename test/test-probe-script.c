@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "probe.c"
+#include "probe-hooks.c"
 #include "util.h"
 
 #define CHUNK PROBE_CHECK_EVERY
@@ -373,13 +373,13 @@ static Probe *play_script(Run *run, Script *sc)
         sc->rec = calloc(n_rec, sizeof(*sc->rec));
         assert_true(sc->pre && sc->rec);
         memcpy(sc->advance_at, run->advance_at, sizeof(sc->advance_at));
-        pc.hooks = &hooks;
         pc.counter.source = COUNTER_HW;
         pc.counter.hz = run->hz;
         tickconv_init(&pc.counter.conv, run->hz);
 
         assert_int_equal(probe_new(&pc, &p), 0);
         sc->p = p;
+        probe_set_hooks(&hooks);
 #ifdef JITTERD_TEST_EMULATED
         {
                 cpu_set_t mine;

@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "probe.h"
+#include "probe-internal.h"
 #include "need-cpu1.h"
 #include "thief.h"
 
@@ -33,13 +33,14 @@ static void sleep_ms(long ms)
 
 static Probe *start_probe_hooked(CounterSource src, const ProbeHooks *hooks)
 {
-        ProbeConfig pc = {
-                .cpu = probe_cpu(), .threshold_ns = 10000, .preheat_ns = 20000000, .hooks = hooks};
+        ProbeConfig pc = {.cpu = probe_cpu(), .threshold_ns = 10000, .preheat_ns = 20000000};
         Probe *p;
 
         assert_int_equal(counter_info_init(src, 10, 2000, &pc.counter), 0);
         assert_int_equal(probe_new(&pc, &p), 0);
+        probe_set_hooks(hooks);
         assert_int_equal(probe_start(p), 0);
+        probe_set_hooks(NULL);
         for (int i = 0; i < 500 && probe_state(p) != PROBE_RUNNING; i++) {
                 sleep_ms(10);
         }
@@ -681,10 +682,8 @@ static Probe *run_liar(Liar *l, const double *lies_s, size_t n)
                             .rdtscp = PROBE_RDTSCP_PRESENT,
                             .userdata = l};
         /* No gap of the script is an event: only the CPU number matters here. */
-        ProbeConfig pc = {.cpu = probe_cpu(),
-                          .threshold_ns = 1000000000ULL,
-                          .preheat_ns = LIAR_PREHEAT_NS,
-                          .hooks = &hooks};
+        ProbeConfig pc = {
+                .cpu = probe_cpu(), .threshold_ns = 1000000000ULL, .preheat_ns = LIAR_PREHEAT_NS};
         uint64_t t0 = now_ns(CLOCK_MONOTONIC), end;
         Probe *p;
 
@@ -700,7 +699,9 @@ static Probe *run_liar(Liar *l, const double *lies_s, size_t n)
         pc.counter.hz = LIAR_HZ;
         tickconv_init(&pc.counter.conv, LIAR_HZ);
         assert_int_equal(probe_new(&pc, &p), 0);
+        probe_set_hooks(&hooks);
         assert_int_equal(probe_start(p), 0);
+        probe_set_hooks(NULL);
         while (probe_state(p) != PROBE_FAILED && atomic_load(&l->t) < end &&
                now_ns(CLOCK_MONOTONIC) - t0 < 20000000000ULL) {
                 sleep_ms(1);
