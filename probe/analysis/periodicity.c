@@ -512,103 +512,118 @@ static double tol_max(double period)
         return rel > TOL_ABS_NS ? rel : TOL_ABS_NS;
 }
 
-/* The period and tolerance a candidate's differences point to: the median of the differences
- * around the peak, and twice the half-width in which they stand out most above the flat
- * background (the outer half of the range tells how dense the background is). False when
- * nothing stands out. */
-/* Long because the golden-section search and its bracketing share their state. */
+/* Where a candidate's differences are densest: the middle of the three adjacent fine bins of
+ * its window that hold most, then the median of the differences there. The median of the whole
+ * window is pulled towards its middle by the background. */
+static double densest_period(const Work *w, const Candidate *c)
+{
+        enum { MODE_BINS = 64 };
+        uint32_t fine[MODE_BINS] = {0};
+        double width = (c->hi - c->lo) / MODE_BINS, period = (c->lo + c->hi) / 2;
+        size_t best = 0, best_sum = 0, k = collect_diffs(w, c->lo, c->hi, c->triples);
+
+        if (k == 0) {
+                return period;
+        }
+        for (size_t i = 0; i < k; i++) {
+                size_t b = (size_t)((w->diffs[i] - c->lo) / width);
+
+                fine[b < MODE_BINS ? b : MODE_BINS - 1]++;
+        }
+        for (size_t b = 1; b + 1 < MODE_BINS; b++) {
+                size_t sum = fine[b - 1] + fine[b] + fine[b + 1];
+
+                if (sum > best_sum) {
+                        best_sum = sum;
+                        best = b;
+                }
+        }
+        period = c->lo + ((double)best + 0.5) * width;
+        k = collect_diffs(w, period - 1.5 * width, period + 1.5 * width, c->triples);
+        return k > 0 ? median(w->diffs, k) : period;
+}
+
+/* How a candidate's differences stand out around a period, above the flat background. */
+typedef struct Standout {
+        double half;   /* the half-width where they stand out most */
+        double snr;    /* by how many sigma they do there */
+        double excess; /* and by how many differences */
+} Standout;
+
+/* Where the differences around @period stand out most above the flat background: the outer
+ * half of the range tells how dense the background is. For a precise timer a few us, even
+ * when the background outnumbers it. */
+static Standout stand_out(const Work *w, const Candidate *c, double period)
+{
+        enum { DEV_BINS_MIN = 200, DEV_BINS = 2048 };
+        uint32_t dev[DEV_BINS] = {0};
+        double tmax = tol_max(period), bg, cum = 0, bin_ns;
+        size_t outer = 0, nb = (size_t)ceil(tmax / DEV_BIN_NS), k;
+        Standout s = {.half = tmax};
+
+        /* Bins of DEV_BIN_NS, or fewer when the range is wide: a precise timer among much
+         * noise stands out only within a few us, which coarser bins would miss (a 137 ms
+         * theft's 1 % range of 1.4 ms has bins of 7 us in 200). */
+        nb = nb < DEV_BINS_MIN ? DEV_BINS_MIN : nb > DEV_BINS ? DEV_BINS : nb;
+        bin_ns = tmax / (double)nb;
+        k = collect_diffs(w, period - tmax, period + tmax, c->triples);
+        for (size_t i = 0; i < k; i++) {
+                size_t b = (size_t)(fabs(w->diffs[i] - period) / bin_ns);
+
+                dev[b < nb ? b : nb - 1]++;
+        }
+        for (size_t b = nb / 2; b < nb; b++) {
+                outer += dev[b];
+        }
+        bg = (double)outer / (double)(nb - nb / 2); /* per bin */
+        for (size_t b = 0; b < nb / 2; b++) {
+                double excess, snr;
+
+                cum += dev[b];
+                excess = cum - bg * (double)(b + 1);
+                snr = excess / sqrt(bg * (double)(b + 1) + 1);
+                if (snr > s.snr) {
+                        s.snr = snr;
+                        s.excess = excess;
+                        s.half = (double)(b + 1) * bin_ns;
+                }
+        }
+        return s;
+}
+
+/* The period and tolerance a candidate's differences point to: where they are densest,
+ * re-centred on what stands out (stand_out()), and twice the half-width in which they stand
+ * out most. False when nothing stands out. */
 static bool refine(const Work *w, const Candidate *c, size_t min_events, double *ret_period,
                    double *ret_tol)
 {
-        enum { MODE_BINS = 64, DEV_BINS_MIN = 200, DEV_BINS = 2048, ROUNDS = 3 };
-        double period, half = 0, tol, best_snr = 0, best_excess = 0;
-        size_t k;
-
-        /* Start from the densest part of the peak window, in finer bins: the median of the
-         * whole window is pulled towards its middle by the background. */
-        k = collect_diffs(w, c->lo, c->hi, c->triples);
-        period = (c->lo + c->hi) / 2;
-        if (k > 0) {
-                uint32_t fine[MODE_BINS] = {0};
-                double width = (c->hi - c->lo) / MODE_BINS;
-                size_t best = 0, best_sum = 0;
-
-                for (size_t i = 0; i < k; i++) {
-                        size_t b = (size_t)((w->diffs[i] - c->lo) / width);
-
-                        fine[b < MODE_BINS ? b : MODE_BINS - 1]++;
-                }
-                for (size_t b = 1; b + 1 < MODE_BINS; b++) {
-                        size_t sum = fine[b - 1] + fine[b] + fine[b + 1];
-
-                        if (sum > best_sum) {
-                                best_sum = sum;
-                                best = b;
-                        }
-                }
-                period = c->lo + ((double)best + 0.5) * width;
-                k = collect_diffs(w, period - 1.5 * width, period + 1.5 * width, c->triples);
-                if (k > 0) {
-                        period = median(w->diffs, k);
-                }
-        }
+        enum { ROUNDS = 3 };
+        double period = densest_period(w, c), tol;
+        Standout s = {0};
 
         for (unsigned round = 0; round < ROUNDS; round++) {
-                uint32_t dev[DEV_BINS] = {0};
-                double tmax = tol_max(period), bg, cum = 0, bin_ns;
-                size_t outer = 0, nb = (size_t)ceil(tmax / DEV_BIN_NS);
+                size_t k;
 
-                /* Bins of DEV_BIN_NS, or fewer when the range is wide: a precise timer among
-                 * much noise stands out only within a few us, which coarser bins would miss
-                 * (a 137 ms theft's 1 % range of 1.4 ms has bins of 7 us in 200). */
-                nb = nb < DEV_BINS_MIN ? DEV_BINS_MIN : nb > DEV_BINS ? DEV_BINS : nb;
-                bin_ns = tmax / (double)nb;
-                k = collect_diffs(w, period - tmax, period + tmax, c->triples);
-                for (size_t i = 0; i < k; i++) {
-                        size_t b = (size_t)(fabs(w->diffs[i] - period) / bin_ns);
-
-                        dev[b < nb ? b : nb - 1]++;
-                }
-                for (size_t b = nb / 2; b < nb; b++) {
-                        outer += dev[b];
-                }
-                bg = (double)outer / (double)(nb - nb / 2); /* per bin */
-                /* The half-width where the excess over the background stands out most: for a
-                 * precise timer a few us even when the background outnumbers it. */
-                best_snr = 0;
-                best_excess = 0;
-                half = tmax;
-                for (size_t b = 0; b < nb / 2; b++) {
-                        double excess, snr;
-
-                        cum += dev[b];
-                        excess = cum - bg * (double)(b + 1);
-                        snr = excess / sqrt(bg * (double)(b + 1) + 1);
-                        if (snr > best_snr) {
-                                best_snr = snr;
-                                best_excess = excess;
-                                half = (double)(b + 1) * bin_ns;
-                        }
-                }
-                if (round + 1 == ROUNDS || best_snr < PEAK_SIGMA) {
+                s = stand_out(w, c, period);
+                if (round + 1 == ROUNDS || s.snr < PEAK_SIGMA) {
                         break;
                 }
                 /* Centre on what stands out: the median of the whole peak window is pulled
                  * towards the window's middle by the background. */
-                k = collect_diffs(w, period - half, period + half, c->triples);
+                k = collect_diffs(w, period - s.half, period + s.half, c->triples);
                 if (k == 0) {
                         break;
                 }
                 period = median(w->diffs, k);
         }
-        tol = 2 * half;
+        tol = 2 * s.half;
         if (tol < TOL_MIN_NS) {
                 tol = TOL_MIN_NS;
         }
         *ret_period = period;
         *ret_tol = tol < tol_max(period) ? tol : tol_max(period);
         /* Among the events left, do the differences cluster around the period at all? */
-        return best_excess >= (double)min_events && best_snr >= PEAK_SIGMA;
+        return s.excess >= (double)min_events && s.snr >= PEAK_SIGMA;
 }
 
 /* How far the link from event @i to its successor lies from the lattice. */
@@ -759,18 +774,12 @@ static size_t in_phase(Work *w, double period, double tol, bool mark, double *re
         return count;
 }
 
-/* Follows the lattice of @period: links every event to the event nearest to one of the next
- * @skip multiples of @period after it (the first multiple that has one within the tolerance),
- * and marks in w->on the events on chains with at least CHAIN_MIN - 1 links to the very next
- * multiple. */
-/* Long because the phase statistics of one candidate period are computed in one pass over the
- * starts. */
-static Eval evaluate(Work *w, double period, double tol, unsigned skip)
+/* Links every event to the event nearest to one of the next @skip multiples of @period after
+ * it (the first multiple that has one within the tolerance, which widens with the multiple):
+ * w->succ and w->mult. */
+static void link_events(Work *w, double period, double tol, unsigned skip)
 {
         size_t ptr[SKIP_MAX + 1] = {0};
-        Eval e = {.period = period};
-        double *lengths = w->diffs;
-        size_t nl = 0;
 
         for (size_t i = 0; i < w->n; i++) {
                 double ti = (double)w->t[i];
@@ -798,10 +807,13 @@ static Eval evaluate(Work *w, double period, double tol, unsigned skip)
                         }
                 }
         }
-        /* One event per lattice point: where several events link to the same one (a burst
-         * of events, or an event and its echo), only the link nearest to the lattice stays,
-         * so that a burst does not put all its events on a chance period. w->len holds the
-         * best predecessor + 1 meanwhile. */
+}
+
+/* One event per lattice point: where several events link to the same one (a burst of events,
+ * or an event and its echo), only the link nearest to the lattice stays, so that a burst does
+ * not put all its events on a chance period. w->len holds the best predecessor + 1 meanwhile. */
+static void keep_nearest_links(Work *w, double period)
+{
         for (size_t i = 0; i < w->n; i++) {
                 w->len[i] = 0;
         }
@@ -822,12 +834,15 @@ static Eval evaluate(Work *w, double period, double tol, unsigned skip)
                         w->mult[i] = 0;
                 }
         }
-        /* A chain counts when at least CHAIN_MIN - 1 of its links go to the very next
-         * multiple: a chain of two links, one of which bridges, is how events that follow
-         * another source at fixed offsets (a theft, 2.48 ms later, 10 ms later) fall on a
-         * lattice that divides those offsets (2.5 ms). w->dep holds how many such links come
-         * before an event on its chain (each event has one predecessor at most now), w->len
-         * how many from it on. */
+}
+
+/* A chain counts when at least CHAIN_MIN - 1 of its links go to the very next multiple: a
+ * chain of two links, one of which bridges, is how events that follow another source at fixed
+ * offsets (a theft, 2.48 ms later, 10 ms later) fall on a lattice that divides those offsets
+ * (2.5 ms). Sets w->dep to how many such links come before an event on its chain (each event
+ * has one predecessor at most now), w->len to how many from it on. */
+static void count_next_links(Work *w)
+{
         for (size_t i = 0; i < w->n; i++) {
                 w->dep[i] = 0;
         }
@@ -839,12 +854,16 @@ static Eval evaluate(Work *w, double period, double tol, unsigned skip)
         for (size_t i = w->n; i-- > 0;) {
                 w->len[i] = w->succ[i] >= 0 ? (w->mult[i] == 1) + w->len[w->succ[i]] : 0;
         }
-        /* Bridging a missed event is what a real source needs now and then, not all along: a
-         * chain of 20 ms links is the lattice of 20 ms, not of 4 ms (a 10 ms theft bridges
-         * to itself every 20 ms, five periods of a 4 ms tick), even when a chance event
-         * somewhere links one of its events to the very next multiple. So an event counts
-         * only within BRIDGE_MAX links of a link to the very next multiple: w->on holds how
-         * many links back the nearest such link is, w->fwd how many links ahead (255: none). */
+}
+
+/* Bridging a missed event is what a real source needs now and then, not all along: a chain of
+ * 20 ms links is the lattice of 20 ms, not of 4 ms (a 10 ms theft bridges to itself every
+ * 20 ms, five periods of a 4 ms tick), even when a chance event somewhere links one of its
+ * events to the very next multiple. So an event counts only within BRIDGE_MAX links of a link
+ * to the very next multiple: sets w->on to how many links back the nearest such link is, w->fwd
+ * to how many links ahead (255: none). */
+static void count_bridges(Work *w)
+{
         for (size_t i = 0; i < w->n; i++) {
                 w->on[i] = UINT8_MAX;
         }
@@ -863,6 +882,21 @@ static Eval evaluate(Work *w, double period, double tol, unsigned skip)
                             : next < UINT8_MAX ? (uint8_t)(next + 1)
                                                : UINT8_MAX;
         }
+}
+
+/* Follows the lattice of @period: links every event to its successor on it (link_events(),
+ * one per point), and marks in w->on the events on chains with at least CHAIN_MIN - 1 links to
+ * the very next multiple, within BRIDGE_MAX links of one. */
+static Eval evaluate(Work *w, double period, double tol, unsigned skip)
+{
+        Eval e = {.period = period};
+        double *lengths = w->diffs;
+        size_t nl = 0;
+
+        link_events(w, period, tol, skip);
+        keep_nearest_links(w, period);
+        count_next_links(w);
+        count_bridges(w);
         for (size_t i = 0; i < w->n; i++) {
                 w->on[i] = (w->on[i] <= BRIDGE_MAX || w->fwd[i] <= BRIDGE_MAX) &&
                            w->dep[i] + w->len[i] >= CHAIN_MIN - 1;
@@ -1067,18 +1101,130 @@ static bool beyond_chance(const PeriodicityOptions *opt, size_t on, size_t null)
         return on >= 3 * null && on - null >= opt->min_events;
 }
 
+/* Is this a multiple of a shorter period its events are on? A period too weak to be reported
+ * gains chance events on a multiple's wider tolerance and must not be reported as that
+ * multiple. Largest k first: the fundamental. Moves @period, @tol, @skip and @e to the
+ * fundamental found, if any; leaves w->on_cand and w->on with the events of what it keeps. */
+static void prefer_fundamental(Work *w, double *period, double *tol, unsigned *skip, Eval *e)
+{
+        memcpy(w->on_cand, w->on, w->n);
+        for (unsigned k = FUNDAMENTAL_MAX; k >= 2; k--) {
+                double sub = *period / k, sub_tol = *tol < tol_max(sub) ? *tol : tol_max(sub);
+                size_t common = 0;
+                Eval f;
+
+                if (sub < w->min_period) {
+                        continue;
+                }
+                f = evaluate(w, sub, sub_tol, skip_for(w, sub_tol));
+                for (size_t i = 0; i < w->n; i++) {
+                        common += w->on[i] && w->on_cand[i];
+                }
+                if (f.links_first * 2 >= f.links && common * 5 >= e->on * 4) {
+                        *period = f.period;
+                        *tol = sub_tol;
+                        *skip = skip_for(w, *tol);
+                        *e = evaluate(w, *period, *tol, *skip);
+                        memcpy(w->on_cand, w->on, w->n);
+                        break;
+                }
+        }
+        memcpy(w->on, w->on_cand, w->n);
+}
+
+/* Two sources on one lattice: a 1 ms theft and a 4 ms tick half a millisecond after it put
+ * events on every point of a 500 us lattice, but the points between the theft's hold one event
+ * in four. The theft's period is judged on its own. Evaluates @period again into @e first: the
+ * links of the sub-periods tried are replaced by the period's own. */
+static bool two_sources(Work *w, double period, double tol, unsigned skip, Eval *e)
+{
+        *e = evaluate(w, period, tol, skip);
+        for (unsigned k = 2; k <= FUNDAMENTAL_MAX; k++) {
+                if (one_class(w, k)) {
+                        return true;
+                }
+        }
+        return (w->fill ? e->in_phase : in_phase(w, period, tol, false, NULL)) > 0 &&
+               lattice_one_class(w, tol);
+}
+
+/* Clearly more than chance: at least three times as many events as on any of the periods
+ * nearby that mean nothing (in a burst of interruptions a few hundred us apart, any lattice
+ * finds chains). A period reported for how it fills its lattice is compared by the events on
+ * that one lattice: in heavy noise every lattice holds chance chains at many phases, as many as
+ * a 137 ms theft has events. Leaves w->on as w->on_cand. */
+static bool beyond_null(Work *w, const PeriodicityOptions *opt, double period, double tol,
+                        unsigned skip, const Eval *e)
+{
+        size_t null_on = 0, null_phase = 0;
+        unsigned why;
+
+        for (size_t k = 0; k < ELEMENTSOF(null_ratios); k++) {
+                Eval z = evaluate(w, period * null_ratios[k], tol, skip);
+
+                null_on = z.on > null_on ? z.on : null_on;
+                null_phase = z.in_phase > null_phase ? z.in_phase : null_phase;
+        }
+        memcpy(w->on, w->on_cand, w->n);
+        why = relevance(w, opt, period, e);
+        return ((why & BY_SHARE) && beyond_chance(opt, e->on, null_on)) ||
+               ((why & BY_FILL) && beyond_chance(opt, e->in_phase, null_phase));
+}
+
+/* A period already kept is kept again only as a second source of its own, at another phase,
+ * whose one lattice holds a share of all the events analysed (a host's 1 ms tick next to a
+ * 1 ms theft), and once: turned away, it would leave its events to the multiples of the
+ * period, one after another; kept for a few chance events, or again and again, it would fill
+ * the list. A kept period with fewer events than this one does not ask a share of it: it was a
+ * chance one, as a 136 ms chain of a noisy host's ticks is next to a 137 ms theft, and must not
+ * stand in the way of the source. True when @period with @events is to be turned away. */
+static bool kept_already(const Work *w, const PeriodicityOptions *opt,
+                         const PeriodicityPeriod *kept, size_t nkept, double period, size_t events)
+{
+        unsigned near = 0; /* periods kept within 1 % of this one */
+        unsigned same = 0; /* those of them with at least as many events */
+
+        for (size_t k = 0; k < nkept; k++) {
+                double kp = (double)kept[k].period_ns;
+
+                if (fabs(period - kp) <= 0.01 * kp) {
+                        near++;
+                        same += kept[k].events >= events;
+                }
+        }
+        return near > 1 || (same && (opt->min_share <= 0 || events < opt->min_events ||
+                                     (double)events < opt->min_share * (double)w->analysed));
+}
+
+/* A small multiple of a kept period (2 to FUNDAMENTAL_MAX times it, within the tolerance) is
+ * reported only when it recurs on half its points over the window, as a tick of its own does
+ * (a 4 ms one next to a 1 ms theft): short of that, its events are the stragglers of the kept
+ * source, which its jitter put off its lattice, and chance chains of them make 2, 3, 4, 8 ms
+ * "periods" of a dozen events each. True when @period is such a multiple. */
+static bool stragglers_multiple(const Work *w, const PeriodicityPeriod *kept, size_t nkept,
+                                double period, double tol, size_t events)
+{
+        for (size_t k = 0; k < nkept; k++) {
+                double m = round(period / (double)kept[k].period_ns);
+
+                if (m >= 2 && m <= FUNDAMENTAL_MAX &&
+                    fabs(period - m * (double)kept[k].period_ns) <= tol &&
+                    !fills_lattice(w, events, period)) {
+                        return true;
+                }
+        }
+        return false;
+}
+
 /* Judges one candidate among the events left in @w: true when it is a period to report,
- * with its period, tolerance and events in @ret and its events marked in w->on. */
-/* Long because each test against chance a candidate must pass is one block, in the order they are
- * applied. */
+ * with its period, tolerance and events in @ret and its events marked in w->on. Each test
+ * against chance is one step, in the order they are applied. */
 static bool judge_candidate(Work *w, const Candidate *cand, const PeriodicityOptions *opt,
                             const PeriodicityPeriod *kept, size_t nkept, PeriodicityPeriod *ret)
 {
         double period, tol;
-        unsigned skip, why;
-        unsigned near = 0; /* periods kept within 1 % of this one */
-        unsigned same = 0; /* those of them with at least as many events */
-        size_t null_on = 0, null_phase = 0, events;
+        unsigned skip;
+        size_t events;
         Eval e;
 
         if (!refine(w, cand, opt->min_events, &period, &tol)) {
@@ -1094,34 +1240,7 @@ static bool judge_candidate(Work *w, const Candidate *cand, const PeriodicityOpt
         if (!relevance(w, opt, period, &e)) {
                 return false;
         }
-
-        /* Is this a multiple of a shorter period its events are on? A period too weak to be
-         * reported gains chance events on a multiple's wider tolerance and must not be reported
-         * as that multiple. Largest k first: the fundamental. */
-        memcpy(w->on_cand, w->on, w->n);
-        for (unsigned k = FUNDAMENTAL_MAX; k >= 2; k--) {
-                double sub = period / k, sub_tol = tol < tol_max(sub) ? tol : tol_max(sub);
-                size_t common = 0;
-                Eval f;
-
-                if (sub < w->min_period) {
-                        continue;
-                }
-                f = evaluate(w, sub, sub_tol, skip_for(w, sub_tol));
-                for (size_t i = 0; i < w->n; i++) {
-                        common += w->on[i] && w->on_cand[i];
-                }
-                if (f.links_first * 2 >= f.links && common * 5 >= e.on * 4) {
-                        period = f.period;
-                        tol = sub_tol;
-                        skip = skip_for(w, tol);
-                        e = evaluate(w, period, tol, skip);
-                        memcpy(w->on_cand, w->on, w->n);
-                        break;
-                }
-        }
-        memcpy(w->on, w->on_cand, w->n);
-
+        prefer_fundamental(w, &period, &tol, &skip, &e);
         if (!relevance(w, opt, period, &e)) {
                 return false;
         }
@@ -1129,35 +1248,7 @@ static bool judge_candidate(Work *w, const Candidate *cand, const PeriodicityOpt
         if (e.links_first * 4 < e.links) {
                 return false;
         }
-        /* Or two sources on one lattice: a 1 ms theft and a 4 ms tick half a millisecond after
-         * it put events on every point of a 500 us lattice, but the points between the
-         * theft's hold one event in four. The theft's period is judged on its own. (The links
-         * of the sub-periods tried above are replaced by the period's own first.) */
-        e = evaluate(w, period, tol, skip);
-        for (unsigned k = 2; k <= FUNDAMENTAL_MAX; k++) {
-                if (one_class(w, k)) {
-                        return false;
-                }
-        }
-        if ((w->fill ? e.in_phase : in_phase(w, period, tol, false, NULL)) > 0 &&
-            lattice_one_class(w, tol)) {
-                return false;
-        }
-        /* Clearly more than chance: at least three times as many events as on any of the
-         * periods nearby that mean nothing (in a burst of interruptions a few hundred us
-         * apart, any lattice finds chains). A period reported for how it fills its lattice
-         * is compared by the events on that one lattice: in heavy noise every lattice holds
-         * chance chains at many phases, as many as a 137 ms theft has events. */
-        for (size_t k = 0; k < ELEMENTSOF(null_ratios); k++) {
-                Eval z = evaluate(w, period * null_ratios[k], tol, skip);
-
-                null_on = z.on > null_on ? z.on : null_on;
-                null_phase = z.in_phase > null_phase ? z.in_phase : null_phase;
-        }
-        memcpy(w->on, w->on_cand, w->n);
-        why = relevance(w, opt, period, &e);
-        if (!((why & BY_SHARE) && beyond_chance(opt, e.on, null_on)) &&
-            !((why & BY_FILL) && beyond_chance(opt, e.in_phase, null_phase))) {
+        if (two_sources(w, period, tol, skip, &e) || !beyond_null(w, opt, period, tol, skip, &e)) {
                 return false;
         }
         /* Only the one lattice's events are the period's, one per point: the chance chains at
@@ -1165,38 +1256,9 @@ static bool judge_candidate(Work *w, const Candidate *cand, const PeriodicityOpt
          * events than its lattice has points). */
         evaluate(w, period, tol, skip);
         events = in_phase(w, period, tol, true, &period);
-        /* A period already kept is kept again only as a second source of its own, at another
-         * phase, whose one lattice holds a share of all the events analysed (a host's 1 ms tick
-         * next to a 1 ms theft), and once: turned away, it would leave its events to the
-         * multiples of the period, one after another; kept for a few chance events, or again
-         * and again, it would fill the list. A kept period with fewer events than this one does
-         * not ask a share of it: it was a chance one, as a 136 ms chain of a noisy host's ticks
-         * is next to a 137 ms theft, and must not stand in the way of the source. */
-        for (size_t k = 0; k < nkept; k++) {
-                double kp = (double)kept[k].period_ns;
-
-                if (fabs(period - kp) <= 0.01 * kp) {
-                        near++;
-                        same += kept[k].events >= events;
-                }
-        }
-        if (near > 1 || (same && (opt->min_share <= 0 || events < opt->min_events ||
-                                  (double)events < opt->min_share * (double)w->analysed))) {
+        if (kept_already(w, opt, kept, nkept, period, events) ||
+            stragglers_multiple(w, kept, nkept, period, tol, events)) {
                 return false;
-        }
-        /* A small multiple of a kept period (2 to FUNDAMENTAL_MAX times it, within the
-         * tolerance) is reported only when it recurs on half its points over the window, as a
-         * tick of its own does (a 4 ms one next to a 1 ms theft): short of that, its events are
-         * the stragglers of the kept source, which its jitter put off its lattice, and chance
-         * chains of them make 2, 3, 4, 8 ms "periods" of a dozen events each. */
-        for (size_t k = 0; k < nkept; k++) {
-                double m = round(period / (double)kept[k].period_ns);
-
-                if (m >= 2 && m <= FUNDAMENTAL_MAX &&
-                    fabs(period - m * (double)kept[k].period_ns) <= tol &&
-                    !fills_lattice(w, events, period)) {
-                        return false;
-                }
         }
         *ret = (PeriodicityPeriod){
                 .period_ns = (uint64_t)llround(period),
@@ -1269,34 +1331,134 @@ static bool keep_first(Work *w, Candidate *cand, size_t ncand, const Periodicity
         return false;
 }
 
-/* Long because the search is one sequence (candidates, refinement, judgement, explained share)
- * sharing its buffers; the steps are marked. */
+static bool valid_input(const uint64_t *start_ns, size_t n, const PeriodicityOptions *opt,
+                        const PeriodicityResult *ret)
+{
+        if (!ret || (n > 0 && !start_ns) || !(opt->min_share >= 0 && opt->min_share <= 1) ||
+            !(opt->min_fill >= 0 && opt->min_fill <= 1) || opt->max_events < 3 ||
+            opt->max_events > PERIODICITY_EVENTS_LIMIT || opt->min_period_ns == 0 ||
+            opt->max_period_ns <= opt->min_period_ns) {
+                return false;
+        }
+        for (size_t i = 1; i < n; i++) {
+                if (start_ns[i] < start_ns[i - 1]) {
+                        return false;
+                }
+        }
+        return true;
+}
+
+/* Sets up @w for the @n events @t over @span_ns. Returns the longest period to look for. */
+static double work_init(Work *w, const PeriodicityOptions *opt, const uint64_t *t, size_t n,
+                        uint64_t span_ns)
+{
+        double max_period;
+
+        w->span_ns = (double)span_ns;
+        w->analysed = n;
+        w->fill = opt->min_fill > 0;
+        set_events(w, t, n);
+        /* A period with share s has about 1/s - 1 other events between two of its own; look
+         * far enough to step over them. */
+        w->neighbours = opt->min_share > 0 ? (size_t)ceil(4 / opt->min_share) + 8 : 64;
+        if (w->neighbours > 64) {
+                w->neighbours = 64;
+        }
+        w->min_period = (double)opt->min_period_ns;
+        w->log_min = log(w->min_period);
+        /* A period must repeat at least CHAIN_MIN - 1 times within the window. */
+        max_period = (double)opt->max_period_ns;
+        if (max_period > (double)span_ns / (CHAIN_MIN - 1)) {
+                max_period = (double)span_ns / (CHAIN_MIN - 1);
+        }
+        return max_period;
+}
+
+/* Allocates the histograms up to @max_period and the buffers of @w's n events. Returns 0 or
+ * -ENOMEM; work_free() frees what it allocated either way. */
+static int work_alloc(Work *w, double max_period)
+{
+        const size_t n = w->n;
+
+        w->npeaks = 0;
+        for (size_t h = 0; h < 2; h++) {
+                Hist *hist = &w->hist[h];
+
+                hist->log_width = log1p(h == 0 ? BIN_WIDTH : FINE_BIN_WIDTH);
+                hist->nbins = (size_t)ceil(log(max_period / w->min_period) / hist->log_width) + 1;
+                hist->count = calloc(hist->nbins, sizeof(*hist->count));
+                w->npeaks += hist->nbins / 3 + 1;
+        }
+        w->triples.log_width = log1p(TRIPLE_BIN_WIDTH);
+        w->triples.nbins = (size_t)ceil(log(max_period / w->min_period) / w->triples.log_width) + 1;
+        w->triples.count = calloc(w->triples.nbins, sizeof(*w->triples.count));
+        if (w->triples.nbins / 3 + 1 > w->npeaks) {
+                w->npeaks = w->triples.nbins / 3 + 1;
+        }
+        w->diffs = calloc(DIFFS_MAX, sizeof(*w->diffs));
+        w->succ = calloc(n, sizeof(*w->succ));
+        w->mult = calloc(n, sizeof(*w->mult));
+        w->dep = calloc(n, sizeof(*w->dep));
+        w->len = calloc(n, sizeof(*w->len));
+        w->on = calloc(n, sizeof(*w->on));
+        w->fwd = calloc(n, sizeof(*w->fwd));
+        w->on_cand = calloc(n, sizeof(*w->on_cand));
+        w->rest = calloc(n, sizeof(*w->rest));
+        w->peaks = calloc(w->npeaks, sizeof(*w->peaks));
+        if (!w->peaks || !w->hist[0].count || !w->hist[1].count || !w->triples.count || !w->diffs ||
+            !w->succ || !w->mult || !w->dep || !w->len || !w->on || !w->fwd || !w->on_cand ||
+            !w->rest) {
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* Finds the periods among the events of @w, into @found. Returns how many. Each time a period
+ * is kept and its events taken out, the differences are counted again among the events left:
+ * they are fewer, so that their next few events reach further (a 137 ms theft next to a visible
+ * 250 Hz tick), and peaks that the kept period's events buried stand out. The triples, which
+ * cost more, are counted only when the differences show nothing more to keep: by then the
+ * strong sources are out. */
+static size_t find_periods(Work *w, const PeriodicityOptions *opt, double max_period,
+                           PeriodicityPeriod *found)
+{
+        Candidate cand[CANDIDATES_MAX > TRIPLE_CANDIDATES_MAX ? CANDIDATES_MAX
+                                                              : TRIPLE_CANDIDATES_MAX];
+        size_t nkept = 0;
+
+        while (nkept < KEPT_MAX && w->n >= CHAIN_MIN) {
+                size_t ncand;
+
+                build_histograms(w, max_period);
+                ncand = find_candidates(w, opt->min_events, cand, CANDIDATES_MAX);
+                if (keep_first(w, cand, ncand, opt, found, &nkept)) {
+                        continue;
+                }
+                build_triples(w, max_period);
+                ncand = find_triple_candidates(w, opt->min_events, cand, TRIPLE_CANDIDATES_MAX);
+                if (!keep_first(w, cand, ncand, opt, found, &nkept)) {
+                        break;
+                }
+        }
+        return nkept;
+}
+
 int periodicity_find(const uint64_t *start_ns, size_t n, const PeriodicityOptions *opt,
                      PeriodicityResult *ret)
 {
         PeriodicityOptions defaults;
-        Candidate cand[CANDIDATES_MAX > TRIPLE_CANDIDATES_MAX ? CANDIDATES_MAX
-                                                              : TRIPLE_CANDIDATES_MAX];
         PeriodicityPeriod found[KEPT_MAX];
         double max_period;
-        size_t nkept = 0;
+        size_t nkept;
         Work w = {0};
-        int r = 0;
+        int r;
 
         if (!opt) {
                 periodicity_options_init(&defaults);
                 opt = &defaults;
         }
-        if (!ret || (n > 0 && !start_ns) || !(opt->min_share >= 0 && opt->min_share <= 1) ||
-            !(opt->min_fill >= 0 && opt->min_fill <= 1) || opt->max_events < 3 ||
-            opt->max_events > PERIODICITY_EVENTS_LIMIT || opt->min_period_ns == 0 ||
-            opt->max_period_ns <= opt->min_period_ns) {
+        if (!valid_input(start_ns, n, opt, ret)) {
                 return -EINVAL;
-        }
-        for (size_t i = 1; i < n; i++) {
-                if (start_ns[i] < start_ns[i - 1]) {
-                        return -EINVAL;
-                }
         }
         memset(ret, 0, sizeof(*ret));
         if (n > opt->max_events) {
@@ -1308,86 +1470,23 @@ int periodicity_find(const uint64_t *start_ns, size_t n, const PeriodicityOption
         if (n < CHAIN_MIN || ret->span_ns == 0) {
                 return 0;
         }
-
-        w.span_ns = (double)ret->span_ns;
-        w.analysed = n;
-        w.fill = opt->min_fill > 0;
-        set_events(&w, start_ns, n);
-        /* A period with share s has about 1/s - 1 other events between two of its own; look
-         * far enough to step over them. */
-        w.neighbours = opt->min_share > 0 ? (size_t)ceil(4 / opt->min_share) + 8 : 64;
-        if (w.neighbours > 64) {
-                w.neighbours = 64;
-        }
-        w.min_period = (double)opt->min_period_ns;
-        w.log_min = log(w.min_period);
-        /* A period must repeat at least CHAIN_MIN - 1 times within the window. */
-        max_period = (double)opt->max_period_ns;
-        if (max_period > (double)ret->span_ns / (CHAIN_MIN - 1)) {
-                max_period = (double)ret->span_ns / (CHAIN_MIN - 1);
-        }
+        max_period = work_init(&w, opt, start_ns, n, ret->span_ns);
         if (max_period <= w.min_period) {
                 return 0;
         }
-        w.npeaks = 0;
-        for (size_t h = 0; h < 2; h++) {
-                Hist *hist = &w.hist[h];
-
-                hist->log_width = log1p(h == 0 ? BIN_WIDTH : FINE_BIN_WIDTH);
-                hist->nbins = (size_t)ceil(log(max_period / w.min_period) / hist->log_width) + 1;
-                hist->count = calloc(hist->nbins, sizeof(*hist->count));
-                w.npeaks += hist->nbins / 3 + 1;
-        }
-        w.triples.log_width = log1p(TRIPLE_BIN_WIDTH);
-        w.triples.nbins = (size_t)ceil(log(max_period / w.min_period) / w.triples.log_width) + 1;
-        w.triples.count = calloc(w.triples.nbins, sizeof(*w.triples.count));
-        if (w.triples.nbins / 3 + 1 > w.npeaks) {
-                w.npeaks = w.triples.nbins / 3 + 1;
-        }
-        w.diffs = calloc(DIFFS_MAX, sizeof(*w.diffs));
-        w.succ = calloc(n, sizeof(*w.succ));
-        w.mult = calloc(n, sizeof(*w.mult));
-        w.dep = calloc(n, sizeof(*w.dep));
-        w.len = calloc(n, sizeof(*w.len));
-        w.on = calloc(n, sizeof(*w.on));
-        w.fwd = calloc(n, sizeof(*w.fwd));
-        w.on_cand = calloc(n, sizeof(*w.on_cand));
-        w.rest = calloc(n, sizeof(*w.rest));
-        w.peaks = calloc(w.npeaks, sizeof(*w.peaks));
-        if (!w.peaks || !w.hist[0].count || !w.hist[1].count || !w.triples.count || !w.diffs ||
-            !w.succ || !w.mult || !w.dep || !w.len || !w.on || !w.fwd || !w.on_cand || !w.rest) {
-                r = -ENOMEM;
-                goto out;
-        }
-
-        /* Each time a period is kept and its events taken out, the differences are counted
-         * again among the events left: they are fewer, so that their next few events reach
-         * further (a 137 ms theft next to a visible 250 Hz tick), and peaks that the kept
-         * period's events buried stand out. The triples, which cost more, are counted only when
-         * the differences show nothing more to keep: by then the strong sources are out. */
-        while (nkept < KEPT_MAX && w.n >= CHAIN_MIN) {
-                size_t ncand;
-
-                build_histograms(&w, max_period);
-                ncand = find_candidates(&w, opt->min_events, cand, CANDIDATES_MAX);
-                if (keep_first(&w, cand, ncand, opt, found, &nkept)) {
-                        continue;
+        r = work_alloc(&w, max_period);
+        if (r == 0) {
+                nkept = find_periods(&w, opt, max_period, found);
+                for (size_t k = 0; k < nkept; k++) {
+                        found[k].share = (double)found[k].events / (double)n;
                 }
-                build_triples(&w, max_period);
-                ncand = find_triple_candidates(&w, opt->min_events, cand, TRIPLE_CANDIDATES_MAX);
-                if (!keep_first(&w, cand, ncand, opt, found, &nkept)) {
-                        break;
-                }
+                /* The periods with the most events: shorter ones were judged first, and weak
+                 * ones among them must not take the place of a longer period that explains
+                 * more. */
+                qsort(found, nkept, sizeof(found[0]), cmp_period);
+                ret->n = nkept < PERIODICITY_MAX_PERIODS ? nkept : PERIODICITY_MAX_PERIODS;
+                memcpy(ret->periods, found, ret->n * sizeof(found[0]));
         }
-        for (size_t k = 0; k < nkept; k++) {
-                found[k].share = (double)found[k].events / (double)n;
-        }
-        /* The periods with the most events: shorter ones were judged first, and weak ones among
-         * them must not take the place of a longer period that explains more. */
-        qsort(found, nkept, sizeof(found[0]), cmp_period);
-        ret->n = nkept < PERIODICITY_MAX_PERIODS ? nkept : PERIODICITY_MAX_PERIODS;
-        memcpy(ret->periods, found, ret->n * sizeof(found[0]));
-out:
         work_free(&w);
         return r;
 }
