@@ -1,4 +1,5 @@
 #include "histogram.h"
+#include "histogram-internal.h"
 
 #include <assert.h>
 #include <errno.h>

@@ -57,24 +57,8 @@ static inline void signed_histogram_add(SignedHistogram *h, int64_t v)
 /* Lowest value counted in bucket @index. */
 uint64_t histogram_bucket_lower(unsigned index);
 
-/* Highest value counted in bucket @index (inclusive). */
-uint64_t histogram_bucket_upper(unsigned index);
-
-/* Zeroes @h. */
-void histogram_clear(Histogram *h);
-
-/* Adds @count occurrences of @v. */
-void histogram_add_n(Histogram *h, uint64_t v, uint64_t count);
-
-/* Total number of values counted. */
-uint64_t histogram_total(const Histogram *h);
-
 /* Adds every count of @src into @dst. */
 void histogram_merge(Histogram *dst, const Histogram *src);
-
-/* Removes the counts of @src from @dst (for sliding windows: total minus what fell out).
- * Returns 0, or -ERANGE (leaving @dst unchanged) when @src is not contained in @dst. */
-int histogram_subtract(Histogram *dst, const Histogram *src);
 
 /* Value at quantile @q (0..1): the upper edge of the bucket that holds the ceil(q * total)-th
  * smallest value, so the true value is never above it by more than the bucket width. Returns 0
@@ -85,10 +69,6 @@ uint64_t histogram_quantile(const Histogram *h, double q);
  * @q must be in increasing order (asserted). Zeros for an empty histogram. */
 void histogram_quantiles(const Histogram *h, const double *q, size_t n, uint64_t *ret);
 
-/* Number of values >= @v, counting whole buckets: exact when @v is a bucket's lower edge,
- * otherwise it includes the bucket that holds @v. */
-uint64_t histogram_count_at_or_above(const Histogram *h, uint64_t v);
-
 /* Calls @fn for every non-empty bucket in increasing order; stops early when @fn returns
  * non-zero and returns that value. The buckets are those of resolution @sub_bits (0 to
  * HIST_SUB_BITS sub-buckets per power of two, log2): HIST_SUB_BITS gives each bucket as it is;
@@ -98,15 +78,8 @@ int histogram_foreach(const Histogram *h, unsigned sub_bits,
                       int (*fn)(uint64_t lower, uint64_t upper, uint64_t count, void *userdata),
                       void *userdata);
 
-/* Signed histogram counterparts. */
-void signed_histogram_clear(SignedHistogram *h);
-uint64_t signed_histogram_total(const SignedHistogram *h);
+/* Adds every count of @src into @dst. */
 void signed_histogram_merge(SignedHistogram *dst, const SignedHistogram *src);
-int signed_histogram_subtract(SignedHistogram *dst, const SignedHistogram *src);
-
-/* Value at quantile @q, as a signed number: the edge of its bucket towards +infinity, as for
- * the unsigned histogram, so the reported value is never below the true one. */
-int64_t signed_histogram_quantile(const SignedHistogram *h, double q);
 
 /* signed_histogram_quantile() of each of the @n quantiles @q (in increasing order, asserted)
  * into @ret, in one pass. Zeros for an empty histogram. */

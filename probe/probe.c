@@ -649,11 +649,6 @@ void probe_free(Probe *p)
         free(p);
 }
 
-const ProbeConfig *probe_config(const Probe *p)
-{
-        return &p->fixed.cfg;
-}
-
 ProbeState probe_state(const Probe *p)
 {
         return atomic_load_explicit(&((Probe *)p)->status.state, memory_order_acquire);

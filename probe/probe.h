@@ -84,9 +84,6 @@ void probe_request_stop(Probe *p);
 /* Stops the probe if needed and frees it; accepts NULL. */
 void probe_free(Probe *p);
 
-/* The configuration the probe was made with. */
-const ProbeConfig *probe_config(const Probe *p);
-
 ProbeState probe_state(const Probe *p);
 
 /* Returns "starting", "preheating", "running", "migrated", "stopped" or "failed". */

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "causes-internal.h"
 #include "cause-store.h"
 #include "rng.h"
 

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "causes-internal.h"
 #include "causes.h"
 #include "util.h"
 

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <math.h>
 
+#include "histogram-internal.h"
 #include "counter.h"
 #include "histogram.h"
 #include "util.h"

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fit-internal.h"
 #include "fit.h"
 #include "rng.h"
 

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <math.h>
 
+#include "histogram-internal.h"
 #include "histogram.h"
 #include "rng.h"
 #include "util.h"

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "histogram-internal.h"
 #include "history.h"
 #include "history/ref-coarse.h"
 #include "rng.h"

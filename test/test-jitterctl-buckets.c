@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "summary-json-internal.h"
 #include "jitterctl-buckets.h"
 #include "jitterctl-format.h"
 #include "summary-json.h"

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "periodicity-internal.h"
 #include "periodicity.h"
 #include "rng.h"
 #include "util.h"

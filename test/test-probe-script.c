@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "histogram-internal.h"
 #include "probe-hooks.c"
 #include "util.h"
 

@@ -15,13 +15,21 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "histogram-internal.h"
 #include "probe-internal.h"
+#include "probe-private.h"
 #include "need-cpu1.h"
 #include "thief.h"
 
 static int probe_cpu(void)
 {
         return 1;
+}
+
+/* The configuration @p was made with. */
+static const ProbeConfig *config_of(const Probe *p)
+{
+        return &p->fixed.cfg;
 }
 
 static void sleep_ms(long ms)
@@ -178,7 +186,7 @@ static int kernel_cpu_of(int tid)
  * back to its CPU, pinned to it alone, and record there again. */
 static void check_moved_and_back(Probe *p)
 {
-        const ProbeConfig *pc = probe_config(p);
+        const ProbeConfig *pc = config_of(p);
         ProbeSlot *slot = malloc(sizeof(*slot));
         cpu_set_t other, now;
         ClockPair a, b;
@@ -380,7 +388,7 @@ static void record_with_thief(Probe *p, Recording *rec)
         drain(p, &rd, rec);
         rec->n_events = 0;
 
-        clock_pair_sample(probe_config(p)->counter.source, &rec->ref);
+        clock_pair_sample(config_of(p)->counter.source, &rec->ref);
         rec->job.first_ns = now_ns(CLOCK_MONOTONIC) + 20000000ULL;
         for (int k = 0; k < THEFTS; k++) {
                 rec->job.durations[k] = 200000ULL + (uint64_t)k * 100000ULL; /* 200..700 us */
@@ -393,7 +401,7 @@ static void record_with_thief(Probe *p, Recording *rec)
                 (void)probe_advance(p);
         }
         pthread_join(t, NULL);
-        clock_pair_sample(probe_config(p)->counter.source, &rec->end);
+        clock_pair_sample(config_of(p)->counter.source, &rec->end);
         assert_int_equal(probe_state(p), PROBE_RUNNING);
         rec->wake_ns = wake_overshoot_ns();
 
@@ -413,7 +421,7 @@ static void record_with_thief(Probe *p, Recording *rec)
  * found as an event that covers it, and a stop in the time one check of the loop takes. */
 static void check_recording(Probe *p, const Recording *rec)
 {
-        const TickConv *conv = &probe_config(p)->counter.conv;
+        const TickConv *conv = &config_of(p)->counter.conv;
         const ProbeSlot *t = &rec->total;
         uint64_t span_ns = tickconv_to_ns(conv, t->end_ticks - t->start_ticks);
         uint64_t max_gap_ns = tickconv_to_ns(conv, t->gap.max);
@@ -542,7 +550,7 @@ static uint64_t wait_failed(Probe *p, uint64_t bound_ns)
 /* Each false migration costs a check of the loop, a re-pin and a preheat. */
 static uint64_t false_migration_bound_ns(const Probe *p)
 {
-        return PROBE_FALSE_MIGRATIONS_MAX * (probe_config(p)->preheat_ns + 100000000ULL);
+        return PROBE_FALSE_MIGRATIONS_MAX * (config_of(p)->preheat_ns + 100000000ULL);
 }
 
 /* TSC_AUX right at start, wrong later (a host that rewrites it): the probe goes back to its CPU,

@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "varlink-client-internal.h"
 #include "sockaddr-un.h"
 #include "varlink-client.h"
 #include "varlink-server.h"

@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "varlink-internal.h"
 #include "util.h"
 #include "varlink.h"
 

@@ -1,4 +1,5 @@
 #include "causes.h"
+#include "causes-internal.h"
 
 #include <errno.h>
 #include <stdio.h>

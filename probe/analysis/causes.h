@@ -141,9 +141,6 @@ int causes_analyze(const TraceRecord *records, size_t n, uint64_t start_ticks, u
 /* "irq", "vector", "softirq", "task", "timer", "work", "ipi"; NULL for a bad kind. */
 const char *cause_kind_name(CauseKind kind);
 
-/* Parses a name of cause_kind_name(). Returns 0 or -EINVAL. */
-int cause_kind_parse(const char *name, CauseKind *ret);
-
 /* The attribution counter that moves when cause (@kind, @name) runs, into @buf, or NULL when
  * none does: an x86 vector's row of /proc/interrupts ("irq:LOC" for local_timer, "irq:RES" for
  * reschedule...), "irq:LOC" for an hrtimer callback (it runs in the local timer interrupt),
@@ -152,9 +149,6 @@ int cause_kind_parse(const char *name, CauseKind *ret);
  * involuntary switch of the probe), and "irq:device" for a device IRQ handler (the trace names
  * the handler, the counters the IRQ number). */
 const char *cause_counter(CauseKind kind, const char *name, char *buf, size_t size);
-
-/* A code of one byte for the counters of interrupts (1..), 0 for every other @counter. */
-uint8_t cause_counter_code(const char *counter);
 
 /* cause_counter_code()'s codes are below this. */
 #define CAUSE_COUNTER_CODES 16

@@ -1,4 +1,5 @@
 #include "fit.h"
+#include "fit-internal.h"
 
 #include <errno.h>
 #include <math.h>

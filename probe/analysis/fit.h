@@ -84,12 +84,6 @@ Fit *fit_free(Fit *f);
  * out of range or given twice, -ENOSPC once @max_intervals were added, -ENOMEM. */
 int fit_add(Fit *f, double lost_ns, double duration_ns, const AttribCount *items, size_t n);
 
-/* Number of intervals added. */
-size_t fit_intervals(const Fit *f);
-
-/* Forgets all intervals. */
-void fit_clear(Fit *f);
-
 /* Fits the intervals added so far into @ret. Returns 0, -EAGAIN with fewer than
  * FIT_MIN_INTERVALS intervals, -EINVAL for NULL arguments. With no time lost or no source that
  * moved, the result has every cost 0 (and r2 as defined above). */

@@ -1,4 +1,5 @@
 #include "periodicity.h"
+#include "periodicity-internal.h"
 
 #include <assert.h>
 #include <errno.h>

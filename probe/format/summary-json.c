@@ -1,4 +1,5 @@
 #include "summary-json.h"
+#include "summary-json-internal.h"
 
 #include <errno.h>
 #include <math.h>

@@ -50,10 +50,6 @@ int ns_from_number(double ns, uint64_t *ret);
 /* A string of at most @max_len bytes without a NUL inside (borrowed). */
 int json_read_string(json_t *o, const char *key, size_t max_len, const char **ret);
 
-/* Reads percentile @key ("p99.99"; "p50" falls back to "median_ns") of @values, a {stats}
- * object. Returns false when it is not there. */
-bool values_percentile(json_t *values, const char *key, double *ret);
-
 /* Value @key of @v: "min_ns", "max_ns", "mean_ns", "stddev_ns", "median_ns" or a percentile
  * ("p99.99"; "p50" is the median). NaN when @v does not have it or @key names none of these. */
 double value_summary_get(const ValueSummary *v, const char *key);

@@ -125,16 +125,9 @@ static const char *short_escape(unsigned char c)
         }
 }
 
-void json_text_string(JsonText *t, const char *s)
-{
-        if (!s) {
-                json_text_raw(t, "null");
-                return;
-        }
-        json_text_stringn(t, s, strlen(s));
-}
-
-void json_text_stringn(JsonText *t, const char *s, size_t n)
+/* The @n bytes at @s as a string, a NUL among them too (written \u0000), as jansson's strings
+ * may hold. */
+static void json_text_stringn(JsonText *t, const char *s, size_t n)
 {
         static const char hex[] = "0123456789ABCDEF";
         const unsigned char *p = (const unsigned char *)s;
@@ -178,6 +171,15 @@ void json_text_stringn(JsonText *t, const char *s, size_t n)
         }
         t->buf[t->len++] = '"';
         t->buf[t->len] = '\0';
+}
+
+void json_text_string(JsonText *t, const char *s)
+{
+        if (!s) {
+                json_text_raw(t, "null");
+                return;
+        }
+        json_text_stringn(t, s, strlen(s));
 }
 
 void json_text_u64(JsonText *t, uint64_t v)

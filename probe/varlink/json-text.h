@@ -36,10 +36,6 @@ void json_text_u64(JsonText *t, uint64_t v);
 void json_text_i64(JsonText *t, int64_t v);
 void json_text_bool(JsonText *t, bool v);
 
-/* The @n bytes at @s as a string, a NUL among them too (written \u0000), as jansson's strings
- * may hold. */
-void json_text_stringn(JsonText *t, const char *s, size_t n);
-
 /* Appends the CLOCK_REALTIME time @real_ns as a string, as realtime_format_iso8601() writes it
  * ("2026-12-04T20:13:18.123456789Z"), without its gmtime_r(), strftime() and snprintf():
  * GetEvents writes a thousand. */

@@ -1,4 +1,5 @@
 #include "varlink-client.h"
+#include "varlink-client-internal.h"
 
 #include "sockaddr-un.h"
 #include "util.h"

@@ -25,19 +25,11 @@ int varlink_client_connect(const char *path, VarlinkClient **ret);
 /* The connection's socket, e.g. to shutdown() it from another thread and so end a wait. */
 int varlink_client_fd(const VarlinkClient *c);
 
-/* Wraps an already connected stream socket; the client owns @fd on success. Returns 0, -EBADF or
- * -ENOMEM. */
-int varlink_client_new_from_fd(int fd, VarlinkClient **ret);
-
 /* Closes the connection. Accepts NULL; returns NULL. */
 VarlinkClient *varlink_client_free(VarlinkClient *c);
 
 /* Sets how long to wait for sending a call and for each reply; 0 waits forever. */
 void varlink_client_set_timeout(VarlinkClient *c, uint64_t usec);
-
-/* Sets the size limit of one reply (bytes, without the terminator). Returns 0, -EINVAL, -ENOMEM,
- * or -EBUSY while part of a reply is buffered. */
-int varlink_client_set_max_message(VarlinkClient *c, size_t max);
 
 /* Calls @method with @params (borrowed; NULL means none) and waits for the reply. Returns 0 when
  * a reply arrived: on success *ret_error_name is NULL and *ret_params holds the reply parameters;
@@ -60,7 +52,3 @@ typedef int (*VarlinkReplyFunc)(json_t *params, const char *error_name, bool con
  * or a negative errno as varlink_client_call(). The timeout applies to each reply. */
 int varlink_client_call_more(VarlinkClient *c, const char *method, json_t *params,
                              VarlinkReplyFunc callback, void *userdata);
-
-/* Sends @method with "oneway": the server runs it and sends nothing back. Returns 0 once the call
- * is written, or a negative errno. */
-int varlink_client_call_oneway(VarlinkClient *c, const char *method, json_t *params);

@@ -1,4 +1,5 @@
 #include "varlink.h"
+#include "varlink-internal.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -50,8 +50,8 @@ size_t varlink_reader_buffered(const VarlinkReader *r);
 
 /* A method call as received, with pointers borrowed from the message it was parsed from. */
 typedef struct VarlinkCall {
-        const char *method;  /* "interface.Method", validated */
-        json_t *parameters;  /* an object, or NULL when absent or null */
+        const char *method; /* "interface.Method", validated */
+        json_t *parameters; /* an object, or NULL when absent or null */
         bool more;
         bool oneway;
         bool upgrade;
@@ -114,8 +114,7 @@ typedef struct VarlinkField {
  * fields, missing required fields and values of the wrong type are refused. A null value counts
  * as absent (the Varlink "?type" convention). Returns 0, or -EINVAL with an InvalidParameter error
  * message naming the field in *ret_error (NULL if that could not be allocated). */
-int varlink_params_check(json_t *params, const VarlinkField *fields, size_t n,
-                         json_t **ret_error);
+int varlink_params_check(json_t *params, const VarlinkField *fields, size_t n, json_t **ret_error);
 
 /* Reads integer field @name of @params. Absent or null gives @def. Returns 0, -EINVAL if the value
  * is not an integer, or -ERANGE if it lies outside [@min, @max]. */
@@ -125,6 +124,3 @@ int varlink_get_int(json_t *params, const char *name, json_int_t min, json_int_t
 /* Reads string field @name of @params (borrowed, valid while @params lives). Absent or null gives
  * @def. Returns 0 or -EINVAL if the value is not a string. */
 int varlink_get_string(json_t *params, const char *name, const char *def, const char **ret);
-
-/* Reads boolean field @name of @params. Absent or null gives @def. Returns 0 or -EINVAL. */
-int varlink_get_bool(json_t *params, const char *name, bool def, bool *ret);
