@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cpulist.h"
+#include "host.h"
 #include "isolation.h"
 #include "util.h"
 #include "audit-private.h"
@@ -167,51 +168,7 @@ __attribute__((format(printf, 4, 5))) static int path(const Audit *a, char *buf,
         return r;
 }
 
-/* Reads the file @p into @buf (at most @size - 1 bytes, the rest is ignored), with trailing
- * white space removed and unprintable bytes replaced. Returns 0 or a negative errno. */
-static int read_path(const char *p, char *buf, size_t size)
-{
-        size_t len = 0;
-        int fd, r;
-
-        buf[0] = '\0';
-        /* O_NONBLOCK: a FIFO in a fixture tree must not hold the loop (Audit() runs there). */
-        fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0) {
-                return -errno;
-        }
-        while (len < size - 1) {
-                ssize_t n = read(fd, buf + len, size - 1 - len);
-
-                if (n < 0) {
-                        if (errno == EINTR) {
-                                continue;
-                        }
-                        r = -errno;
-                        close(fd);
-                        return r;
-                }
-                if (n == 0) {
-                        break;
-                }
-                len += (size_t)n;
-        }
-        close(fd);
-        buf[len] = '\0';
-        /* A NUL inside the text would cut it short for every string function after us. */
-        for (size_t i = 0; i < len; i++) {
-                if (buf[i] == '\0') {
-                        buf[i] = ' ';
-                }
-        }
-        while (len > 0 && isspace((unsigned char)buf[len - 1])) {
-                buf[--len] = '\0';
-        }
-        sanitize(buf);
-        return 0;
-}
-
-/* read_path() of root + the formatted path. */
+/* host_read_text() of root + the formatted path, made printable. */
 __attribute__((format(printf, 4, 5))) int audit_read_text(const Audit *a, char *buf, size_t size,
                                                           const char *fmt, ...)
 {
@@ -226,33 +183,26 @@ __attribute__((format(printf, 4, 5))) int audit_read_text(const Audit *a, char *
         if (r < 0) {
                 return r;
         }
-        return read_path(p, buf, size);
+        r = host_read_text(p, buf, size);
+        sanitize(buf);
+        return r;
 }
 
-/* Reads a CPU list file. "(null)" (an unallocated mask, e.g. nohz_full when it is not running)
- * and an empty file give an empty set. */
+/* host_read_cpulist() of the formatted path below the root. */
 __attribute__((format(printf, 3, 4))) int audit_read_cpulist(const Audit *a, cpu_set_t *ret,
                                                              const char *fmt, ...)
 {
-        char p[PATH_MAX], text[8192];
+        char p[PATH_MAX];
         va_list ap;
         int r;
 
         va_start(ap, fmt);
-        r = vpath(a, p, sizeof(p), fmt, ap);
+        r = vsnprintf(p, sizeof(p), fmt, ap);
         va_end(ap);
-        if (r < 0) {
-                return r;
+        if (r < 0 || (size_t)r >= sizeof(p)) {
+                return -ENAMETOOLONG;
         }
-        r = read_path(p, text, sizeof(text));
-        if (r < 0) {
-                return r;
-        }
-        if (text[0] == '\0' || strcmp(text, "(null)") == 0) {
-                CPU_ZERO(ret);
-                return 0;
-        }
-        return cpulist_parse(text, ret);
+        return host_read_cpulist(a->root, p, ret);
 }
 
 int audit_parse_long(const char *text, long *ret)
