@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "audit-fixture.h"
-#include "audit.h"
+#include "audit-internal.h"
 #include "cpulist.h"
 #include "util.h"
 

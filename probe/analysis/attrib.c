@@ -1,4 +1,5 @@
 #include "attrib.h"
+#include "attrib-internal.h"
 #include "host-files.h"
 #include "host-msr.h"
 #include "util.h"
@@ -765,18 +766,4 @@ int attrib_sample_many(AttribTable *t, const char *root, AttribRequest *reqs, si
                 ret = ret ? ret : r;
         }
         return ret;
-}
-
-int attrib_sample(AttribTable *t, AttribSnapshot *snap, const char *root, int cpu, int pid, int tid,
-                  AttribDelta *ret_delta)
-{
-        AttribRequest req = {
-                .snap = snap,
-                .cpu = cpu,
-                .pid = pid,
-                .tid = tid,
-                .delta = ret_delta,
-        };
-
-        return attrib_sample_many(t, root, &req, 1);
 }

@@ -1,4 +1,5 @@
 #include "audit.h"
+#include "audit-internal.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -2117,7 +2118,7 @@ static int check_vmstat(Audit *a)
                            &fix);
 }
 
-Audit *audit_free(Audit *a)
+static Audit *audit_free(Audit *a)
 {
         if (a) {
                 free(a->irqs);

@@ -53,7 +53,10 @@ int host_read_text(const char *path, char *buf, size_t size)
         return 0;
 }
 
-int host_read_textf(const char *root, char *buf, size_t size, const char *fmt, ...)
+/* host_read_text() of @root followed by the formatted path. Returns 0, -ENAMETOOLONG, or the
+ * negative errno of the read. */
+__attribute__((format(printf, 4, 5))) static int read_textf(const char *root, char *buf,
+                                                            size_t size, const char *fmt, ...)
 {
         char path[PATH_MAX];
         va_list ap;
@@ -78,7 +81,7 @@ int host_read_cpulist(const char *root, const char *path, cpu_set_t *ret_set)
         char text[8192];
         int r;
 
-        r = host_read_textf(root, text, sizeof(text), "%s", path);
+        r = read_textf(root, text, sizeof(text), "%s", path);
         if (r < 0) {
                 return r;
         }
@@ -94,7 +97,7 @@ bool host_cpu_online(int cpu)
         char path[128], text[16];
         int r;
 
-        r = host_read_textf(NULL, text, sizeof(text), "/sys/devices/system/cpu/cpu%d/online", cpu);
+        r = read_textf(NULL, text, sizeof(text), "/sys/devices/system/cpu/cpu%d/online", cpu);
         if (r < 0) {
                 snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d", cpu);
                 return access(path, F_OK) == 0;

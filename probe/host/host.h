@@ -14,11 +14,6 @@
  * negative errno (-EAGAIN: a FIFO with a writer and nothing written). */
 int host_read_text(const char *path, char *buf, size_t size);
 
-/* host_read_text() of @root followed by the formatted path. Returns 0, -ENAMETOOLONG, or the
- * negative errno of the read. */
-__attribute__((format(printf, 4, 5))) int host_read_textf(const char *root, char *buf, size_t size,
-                                                          const char *fmt, ...);
-
 /* Reads a CPU list file such as /sys/devices/system/cpu/isolated below @root. An empty file
  * and "(null)" (a mask the kernel has not allocated) give an empty set. Returns 0, a negative
  * errno of the read, or the error of cpulist_parse(). */

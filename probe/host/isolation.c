@@ -395,11 +395,6 @@ const Isolation *isolation_cache_get(IsolationCache *c, const char *root, uint64
         return &c->iso;
 }
 
-void isolation_cache_invalidate(IsolationCache *c)
-{
-        c->valid = false;
-}
-
 IsolationKind isolation_of(const Isolation *iso, int cpu, const IsolationSet **ret_set)
 {
         IsolationKind kind = ISOLATION_NONE;
