@@ -1,4 +1,5 @@
 #include "history.h"
+#include "host.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -2314,17 +2315,11 @@ static void boot_id_read(uint8_t ret[BOOT_ID_SIZE])
 {
         char text[64];
         size_t n = 0;
-        FILE *f;
 
         memset(ret, 0, BOOT_ID_SIZE);
-        f = fopen("/proc/sys/kernel/random/boot_id", "re");
-        if (!f) {
+        if (host_read_text("/proc/sys/kernel/random/boot_id", text, sizeof(text)) < 0) {
                 return;
         }
-        if (!fgets(text, sizeof(text), f)) {
-                text[0] = '\0';
-        }
-        fclose(f);
         for (const char *p = text; *p && *p != '\n' && n < 2 * BOOT_ID_SIZE; p++) {
                 unsigned v;
 

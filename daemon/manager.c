@@ -15,6 +15,7 @@
 
 #include "atomic-file.h"
 #include "cpulist.h"
+#include "host.h"
 #include "isolation.h"
 #include "duration.h"
 #include "log.h"
@@ -85,7 +86,7 @@ static int resolve_cpus(Manager *m)
                 if (isolation_read(NULL, &iso) == 0) {
                         isolation_cpus(&iso, &set);
                 }
-                if (cpulist_read_file(NULL, "/sys/devices/system/cpu/nohz_full", &nohz) == 0) {
+                if (host_read_cpulist(NULL, "/sys/devices/system/cpu/nohz_full", &nohz) == 0) {
                         CPU_OR(&set, &set, &nohz);
                 }
                 if (CPU_COUNT(&set) == 0) {
@@ -111,7 +112,7 @@ static int resolve_cpus(Manager *m)
                 if (!CPU_ISSET(cpu, &set)) {
                         continue;
                 }
-                if (!cpulist_cpu_online(cpu)) {
+                if (!host_cpu_online(cpu)) {
                         log_error("cannot probe CPU %d: it is offline or does not exist (online: "
                                   "/sys/devices/system/cpu/online)",
                                   cpu);
@@ -524,7 +525,7 @@ static bool tick_probe(ProbeCtl *p)
         int64_t e;
 
         /* A probe that runs on its CPU needs no look at sysfs to know it is online. */
-        p->offline = st != PROBE_RUNNING && st != PROBE_PREHEATING && !cpulist_cpu_online(p->cpu);
+        p->offline = st != PROBE_RUNNING && st != PROBE_PREHEATING && !host_cpu_online(p->cpu);
         /* Moved off an online CPU: a cpuset or affinity change that it cannot undo. Said once
          * per episode; it measures nothing meanwhile. */
         if (st == PROBE_MIGRATED && !p->offline && !p->migrated) {
@@ -643,7 +644,7 @@ static void log_probe_states(Manager *m)
                 if (st == PROBE_FAILED) {
                         log_error("%s", manager_probe_failure(p, why, sizeof(why)));
                         p->failed = true;
-                } else if (st == PROBE_MIGRATED && !cpulist_cpu_online(p->cpu)) {
+                } else if (st == PROBE_MIGRATED && !host_cpu_online(p->cpu)) {
                         log_error("CPU %d: offline (unplugged), its probe cannot run", p->cpu);
                 } else if (st == PROBE_MIGRATED) {
                         log_error("CPU %d: migrated, its probe found itself on CPU %d and cannot "

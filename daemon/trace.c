@@ -20,6 +20,7 @@
 #include <trace-seq.h>
 #include <tracefs.h>
 
+#include "host.h"
 #include "ksyms.h"
 #include "util.h"
 
@@ -253,15 +254,9 @@ static int find_root(const TraceOptions *opt, char *ret, char *reason, size_t rs
 
 static bool locked_down(void)
 {
-        char buf[256] = "";
-        FILE *f = fopen("/sys/kernel/security/lockdown", "re");
+        char buf[256];
 
-        if (f) {
-                if (!fgets(buf, sizeof(buf), f)) {
-                        buf[0] = 0;
-                }
-                fclose(f);
-        }
+        (void)host_read_text("/sys/kernel/security/lockdown", buf, sizeof(buf));
         return strstr(buf, "[confidentiality]") != NULL;
 }
 

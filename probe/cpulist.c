@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static int parse_number(const char **p, unsigned long *ret)
 {
@@ -106,23 +105,6 @@ char *cpulist_format(char *buf, size_t size, const cpu_set_t *set)
         return buf;
 }
 
-int cpulist_read_file(const char *root, const char *path, cpu_set_t *ret_set)
-{
-        char full[4096], line[8192];
-        FILE *f;
-
-        snprintf(full, sizeof(full), "%s%s", root ? root : "", path);
-        f = fopen(full, "re");
-        if (!f) {
-                return -errno;
-        }
-        if (!fgets(line, sizeof(line), f)) {
-                line[0] = '\0';
-        }
-        fclose(f);
-        return cpulist_parse(line, ret_set);
-}
-
 int cpulist_last(const cpu_set_t *set)
 {
         for (int cpu = CPU_SETSIZE - 1; cpu >= 0; cpu--) {
@@ -131,21 +113,4 @@ int cpulist_last(const cpu_set_t *set)
                 }
         }
         return -1;
-}
-
-bool cpulist_cpu_online(int cpu)
-{
-        char path[128];
-        FILE *f;
-        int c;
-
-        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", cpu);
-        f = fopen(path, "re");
-        if (!f) {
-                snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d", cpu);
-                return access(path, F_OK) == 0;
-        }
-        c = fgetc(f);
-        fclose(f);
-        return c == '1';
 }

@@ -1,7 +1,6 @@
 #pragma once
 
 #include <sched.h>
-#include <stdbool.h>
 #include <stddef.h>
 
 /* Parses a kernel-style CPU list ("1", "2-5", "0,3,8-11", "1-7:2") into @ret_set.
@@ -11,13 +10,5 @@ int cpulist_parse(const char *text, cpu_set_t *ret_set);
 /* Formats @set as a compact CPU list ("0,3,8-11") into @buf; returns @buf. */
 char *cpulist_format(char *buf, size_t size, const cpu_set_t *set);
 
-/* Reads a CPU list file such as /sys/devices/system/cpu/isolated below @root ("" or NULL for
- * "/"). An empty file gives an empty set. Returns 0 or a negative errno. */
-int cpulist_read_file(const char *root, const char *path, cpu_set_t *ret_set);
-
 /* Returns the highest CPU number in @set, or -1 when it is empty. */
 int cpulist_last(const cpu_set_t *set);
-
-/* True if CPU @cpu exists and is online (/sys/devices/system/cpu/cpuN/online; a CPU without
- * that file, usually CPU 0, cannot go offline). */
-bool cpulist_cpu_online(int cpu);

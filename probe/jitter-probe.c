@@ -19,6 +19,7 @@
 
 #include "counter.h"
 #include "cpulist.h"
+#include "host.h"
 #include "isolation.h"
 #include "duration.h"
 #include "probe.h"
@@ -245,7 +246,7 @@ static int choose_cpus(Options *o)
                 if (!CPU_ISSET(cpu, &o->cpus)) {
                         continue;
                 }
-                if (!cpulist_cpu_online(cpu)) {
+                if (!host_cpu_online(cpu)) {
                         fprintf(stderr,
                                 "jitter-probe: CPU %d is offline or does not exist (online CPUs: "
                                 "see /sys/devices/system/cpu/online)\n",

@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "attrib.h"
+#include "attrib-internal.h"
 
 #define FIXTURES TEST_SOURCE_DIR "/attrib"
 
@@ -62,6 +62,21 @@ static int teardown(void **state)
         free(f->d1);
         free(f);
         return 0;
+}
+
+/* One CPU's counters through attrib_sample_many(): CPU @cpu and the thread @tid of @pid. */
+static int sample(AttribTable *t, AttribSnapshot *snap, const char *root, int cpu, int pid, int tid,
+                  AttribDelta *ret_delta)
+{
+        AttribRequest req = {
+                .snap = snap,
+                .cpu = cpu,
+                .pid = pid,
+                .tid = tid,
+                .delta = ret_delta,
+        };
+
+        return attrib_sample_many(t, root, &req, 1);
 }
 
 /* Count of @name in @d; fails the test when the table does not know @name. */
@@ -184,12 +199,12 @@ static void test_two_cpus(void **state)
         Fixture *f = *state;
         AttribTable *t = f->t;
 
-        assert_int_equal(attrib_sample(t, f->s1, FIXTURES "/two-a", 1, 100, 101, f->d1), 0);
+        assert_int_equal(sample(t, f->s1, FIXTURES "/two-a", 1, 100, 101, f->d1), 0);
         assert_int_equal(f->d1->n, 0); /* first read: nothing to compare with */
-        assert_int_equal(attrib_sample(t, f->s0, FIXTURES "/two-a", 0, 0, 0, f->d0), 0);
+        assert_int_equal(sample(t, f->s0, FIXTURES "/two-a", 0, 0, 0, f->d0), 0);
         assert_int_equal(f->d0->n, 0);
 
-        assert_int_equal(attrib_sample(t, f->s1, FIXTURES "/two-b", 1, 100, 101, f->d1), 0);
+        assert_int_equal(sample(t, f->s1, FIXTURES "/two-b", 1, 100, 101, f->d1), 0);
         assert_delta_sane(t, f->d1);
         assert_int_equal(count_of(t, f->d1, "irq:LOC"), 1000);
         assert_int_equal(count_of(t, f->d1, "irq:RES"), 5);
@@ -213,7 +228,7 @@ static void test_two_cpus(void **state)
         assert_int_equal(attrib_table_find(t, "irq:MIS"), -ENOENT);
         assert_int_equal(attrib_table_find(t, "smi"), -ENOENT);
 
-        assert_int_equal(attrib_sample(t, f->s0, FIXTURES "/two-b", 0, 0, 0, f->d0), 0);
+        assert_int_equal(sample(t, f->s0, FIXTURES "/two-b", 0, 0, 0, f->d0), 0);
         assert_delta_sane(t, f->d0);
         assert_int_equal(count_of(t, f->d0, "irq:LOC"), 1000);
         assert_int_equal(count_of(t, f->d0, "irq:CAL"), 1);
@@ -223,7 +238,7 @@ static void test_two_cpus(void **state)
         assert_int_equal(f->d0->n, 4);
 
         /* irq:25 vanished in the second read and comes back in a third: no delta then. */
-        assert_int_equal(attrib_sample(t, f->s0, FIXTURES "/two-a", 0, 0, 0, f->d0), 0);
+        assert_int_equal(sample(t, f->s0, FIXTURES "/two-a", 0, 0, 0, f->d0), 0);
         assert_int_equal(count_of(t, f->d0, "irq:25"), 0);
         assert_int_equal(count_of(t, f->d0, "irq:LOC"), 0); /* backwards */
         assert_int_equal(count_of(t, f->d0, "irq:16"), 0);
@@ -271,7 +286,7 @@ static void test_many(void **state)
         reqs[0].cpu = -1;
         assert_int_equal(attrib_sample_many(t, FIXTURES "/two-b", reqs, 2), -EINVAL);
         assert_int_equal(attrib_sample_many(t, FIXTURES "/two-b", NULL, 0), 0);
-        assert_int_equal(attrib_sample(t, f->s0, FIXTURES "/two-b", -1, 0, 0, f->d0), -EINVAL);
+        assert_int_equal(sample(t, f->s0, FIXTURES "/two-b", -1, 0, 0, f->d0), -EINVAL);
 }
 
 /* 4 possible CPUs, CPU2 offline: /proc/interrupts shows CPU0 CPU1 CPU3, /proc/softirqs all. */
@@ -280,10 +295,10 @@ static void test_offline_column(void **state)
         Fixture *f = *state;
         AttribTable *t = f->t;
 
-        assert_int_equal(attrib_sample(t, f->s0, FIXTURES "/four-a", 3, 0, 0, f->d0), 0);
-        assert_int_equal(attrib_sample(t, f->s1, FIXTURES "/four-a", 2, 0, 0, f->d1), 0);
-        assert_int_equal(attrib_sample(t, f->s0, FIXTURES "/four-b", 3, 0, 0, f->d0), 0);
-        assert_int_equal(attrib_sample(t, f->s1, FIXTURES "/four-b", 2, 0, 0, f->d1), 0);
+        assert_int_equal(sample(t, f->s0, FIXTURES "/four-a", 3, 0, 0, f->d0), 0);
+        assert_int_equal(sample(t, f->s1, FIXTURES "/four-a", 2, 0, 0, f->d1), 0);
+        assert_int_equal(sample(t, f->s0, FIXTURES "/four-b", 3, 0, 0, f->d0), 0);
+        assert_int_equal(sample(t, f->s1, FIXTURES "/four-b", 2, 0, 0, f->d1), 0);
         assert_delta_sane(t, f->d0);
         assert_delta_sane(t, f->d1);
 
@@ -313,23 +328,23 @@ static void test_snapshot_identity(void **state)
         Fixture *f = *state;
         AttribTable *t = f->t;
 
-        assert_int_equal(attrib_sample(t, f->s0, FIXTURES "/two-a", 1, 100, 101, f->d0), 0);
-        assert_int_equal(attrib_sample(t, f->s0, FIXTURES "/two-b", 0, 100, 101, f->d0), 0);
+        assert_int_equal(sample(t, f->s0, FIXTURES "/two-a", 1, 100, 101, f->d0), 0);
+        assert_int_equal(sample(t, f->s0, FIXTURES "/two-b", 0, 100, 101, f->d0), 0);
         assert_int_equal(f->d0->n, 0);
 
-        assert_int_equal(attrib_sample(t, f->s0, FIXTURES "/two-a", 1, 100, 101, f->d0), 0);
+        assert_int_equal(sample(t, f->s0, FIXTURES "/two-a", 1, 100, 101, f->d0), 0);
         assert_int_equal(f->d0->n, 0);
         /* same CPU, another thread: interrupts count, context switches start over */
-        assert_int_equal(attrib_sample(t, f->s0, FIXTURES "/two-b", 1, 100, 102, f->d0), 0);
+        assert_int_equal(sample(t, f->s0, FIXTURES "/two-b", 1, 100, 102, f->d0), 0);
         assert_int_equal(count_of(t, f->d0, "irq:LOC"), 1000);
         assert_false(delta_has(t, f->d0, "ctxsw:voluntary"));
-        assert_int_equal(attrib_sample(t, f->s0, FIXTURES "/two-a", 1, 100, 101, f->d0), 0);
+        assert_int_equal(sample(t, f->s0, FIXTURES "/two-a", 1, 100, 101, f->d0), 0);
         assert_false(delta_has(t, f->d0, "ctxsw:voluntary"));
-        assert_int_equal(attrib_sample(t, f->s0, FIXTURES "/two-b", 1, 100, 101, f->d0), 0);
+        assert_int_equal(sample(t, f->s0, FIXTURES "/two-b", 1, 100, 101, f->d0), 0);
         assert_int_equal(count_of(t, f->d0, "ctxsw:voluntary"), 15);
 
         /* a root without /proc: nothing, and no error */
-        assert_int_equal(attrib_sample(t, f->s0, "/nonexistent-root", 1, 100, 101, f->d0), 0);
+        assert_int_equal(sample(t, f->s0, "/nonexistent-root", 1, 100, 101, f->d0), 0);
         assert_int_equal(f->d0->n, 0);
 }
 
@@ -378,15 +393,15 @@ static void test_smi(void **state)
         snprintf(moved, sizeof(moved), "%s/dev/cpu/1/msr-moved", root);
         /* the upper half of the MSR is not part of the count */
         write_smi(msr, UINT64_C(0xabcd00000000) | 7);
-        assert_int_equal(attrib_sample(t, f->s1, root, 1, 0, 0, f->d1), 0);
+        assert_int_equal(sample(t, f->s1, root, 1, 0, 0, f->d1), 0);
         assert_false(delta_has(t, f->d1, "smi"));
         write_smi(msr, UINT64_C(0xabcd00000000) | 10);
-        assert_int_equal(attrib_sample(t, f->s1, root, 1, 0, 0, f->d1), 0);
+        assert_int_equal(sample(t, f->s1, root, 1, 0, 0, f->d1), 0);
         assert_int_equal(count_of(t, f->d1, "smi"), 3);
 
         assert_int_equal(rename(msr, moved), 0);
         write_smi(moved, 12);
-        assert_int_equal(attrib_sample(t, f->s1, root, 1, 0, 0, f->d1), 0);
+        assert_int_equal(sample(t, f->s1, root, 1, 0, 0, f->d1), 0);
         assert_int_equal(count_of(t, f->d1, "smi"), 2);
 
         /* a file too short to hold the MSR: the read fails as on a CPU without it */
@@ -399,8 +414,8 @@ static void test_smi(void **state)
                 assert_int_equal(write(fd, "x", 1), 1);
                 close(fd);
         }
-        assert_int_equal(attrib_sample(t, f->s0, root, 0, 0, 0, f->d0), 0);
-        assert_int_equal(attrib_sample(t, f->s0, root, 0, 0, 0, f->d0), 0);
+        assert_int_equal(sample(t, f->s0, root, 0, 0, 0, f->d0), 0);
+        assert_int_equal(sample(t, f->s0, root, 0, 0, 0, f->d0), 0);
         assert_false(delta_has(t, f->d0, "smi"));
 
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
@@ -419,11 +434,11 @@ static void test_smi_retry(void **state)
         int calls = 0;
 
         snprintf(msr, sizeof(msr), "%s/dev/cpu/1/msr", root);
-        assert_int_equal(attrib_sample(t, f->s1, root, 1, 0, 0, f->d1), 0);
+        assert_int_equal(sample(t, f->s1, root, 1, 0, 0, f->d1), 0);
         mkdirs(root, "/dev/cpu/1/msr");
         do {
                 write_smi(msr, (uint64_t)calls);
-                assert_int_equal(attrib_sample(t, f->s1, root, 1, 0, 0, f->d1), 0);
+                assert_int_equal(sample(t, f->s1, root, 1, 0, 0, f->d1), 0);
                 calls++;
         } while (!delta_has(t, f->d1, "smi") && calls < 100);
         /* opened on one call, read with a delta on the next */
@@ -469,7 +484,7 @@ static void test_bounded(void **state)
         assert_int_equal(fclose(fp), 0);
         assert_true(cut > 0);
 
-        assert_int_equal(attrib_sample(t, f->s1, root, 1, 0, 0, f->d1), 0);
+        assert_int_equal(sample(t, f->s1, root, 1, 0, 0, f->d1), 0);
         snprintf(name, sizeof(name), "irq:%d", cut - 1);
         assert_true(attrib_table_find(t, name) >= 0);
         snprintf(name, sizeof(name), "irq:%d", cut);
@@ -507,7 +522,7 @@ static void test_garbage(void **state)
                         "\n",
                         100 + round, 200 + round * 7);
                 assert_int_equal(fclose(fp), 0);
-                assert_int_equal(attrib_sample(t, f->s1, root, 1, 0, 0, f->d1), 0);
+                assert_int_equal(sample(t, f->s1, root, 1, 0, 0, f->d1), 0);
         }
         assert_int_equal(count_of(t, f->d1, "irq:LOC"), 7);
         assert_int_equal(attrib_table_find(t, "irq:BIG"), -ENOENT);
@@ -520,7 +535,7 @@ static void test_garbage(void **state)
         assert_non_null(fp);
         fprintf(fp, "garbage header\nLOC: 1 2\n");
         assert_int_equal(fclose(fp), 0);
-        assert_int_equal(attrib_sample(t, f->s1, root, 1, 0, 0, f->d1), 0);
+        assert_int_equal(sample(t, f->s1, root, 1, 0, 0, f->d1), 0);
         assert_int_equal(f->d1->n, 0);
 
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
@@ -548,7 +563,7 @@ static void test_real_system(void **state)
                               strerror(errno));
                 skip();
         }
-        r = attrib_sample(t, f->s1, "", 1, getpid(), tid, f->d1);
+        r = sample(t, f->s1, "", 1, getpid(), tid, f->d1);
         assert_int_equal(r, 0);
         assert_int_equal(f->d1->n, 0);
         assert_true(attrib_table_find(t, "ctxsw:voluntary") >= 0);
@@ -563,7 +578,7 @@ static void test_real_system(void **state)
         } while ((now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) <
                  200000000L);
 
-        r = attrib_sample(t, f->s1, "", 1, getpid(), tid, f->d1);
+        r = sample(t, f->s1, "", 1, getpid(), tid, f->d1);
         assert_int_equal(r, 0);
         assert_delta_sane(t, f->d1);
         vol = count_of(t, f->d1, "ctxsw:voluntary");

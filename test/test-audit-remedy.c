@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "audit-fixture.h"
-#include "audit.h"
+#include "audit-internal.h"
 #include "cpulist.h"
 #include "util.h"
 
@@ -43,7 +43,7 @@ static int teardown(void **state)
         Fixture *f = *state;
 
         json_decref(f->remedy);
-        audit_free(f->audit);
+        audit_freep(&f->audit);
         remove_tree(f->root);
         free(f);
         return 0;
@@ -63,7 +63,7 @@ static void host(Fixture *f, const char *overlay, const char *cpus)
                 fixture_tree_overlay(f->root, overlay);
         }
         assert_int_equal(cpulist_parse(cpus, &set), 0);
-        f->audit = audit_free(f->audit);
+        audit_freep(&f->audit);
         assert_int_equal(audit_new(f->root, &set, NULL, &f->audit), 0);
 }
 
@@ -151,7 +151,7 @@ static void reread(Fixture *f, const char *cpus)
         cpu_set_t set;
 
         assert_int_equal(cpulist_parse(cpus, &set), 0);
-        f->audit = audit_free(f->audit);
+        audit_freep(&f->audit);
         assert_int_equal(audit_new(f->root, &set, NULL, &f->audit), 0);
 }
 

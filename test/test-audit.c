@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "audit-fixture.h"
-#include "audit.h"
+#include "audit-internal.h"
 #include "cpulist.h"
 #include "util.h"
 
@@ -951,7 +951,7 @@ static void test_real_system(void **state)
                 /* Nothing isolated and no isolcpus=: the one case whose words are certain. */
                 (void)read_line("/sys/devices/system/cpu/isolated", isolated, sizeof(isolated));
                 (void)read_line("/proc/cmdline", cmdline, sizeof(cmdline));
-                /* An empty cpuset.cpus.isolated isolates nothing, as for probe/isolation.c. */
+                /* An empty cpuset.cpus.isolated isolates nothing, as for probe/host/isolation.c. */
                 (void)read_line("/sys/fs/cgroup/cpuset.cpus.isolated", cg_isolated,
                                 sizeof(cg_isolated));
                 if (isolated[0] == '\0' && !strstr(cmdline, "isolcpus=") &&

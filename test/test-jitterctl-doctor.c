@@ -93,7 +93,7 @@ static int teardown(void **state)
         json_decref(f->events);
         json_decref(f->findings);
         json_decref(f->d);
-        audit_free(f->host);
+        audit_freep(&f->host);
         remove_tree(f->root);
         free(f);
         return 0;

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ksyms.h"
+#include "ksyms-internal.h"
 
 static char *write_file(const char *text)
 {

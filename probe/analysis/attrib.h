@@ -52,16 +52,6 @@ int attrib_table_find(const AttribTable *t, const char *name);
 /* Name of @id, or NULL. */
 const char *attrib_table_name(const AttribTable *t, unsigned id);
 
-/* What the system calls source @id, for display: for a device IRQ the action names from
- * /proc/interrupts ("virtio0-input.0", "ehci_hcd:usb1, snd_hda_intel"), for an architecture
- * row its text ("Local timer interrupts"); NULL when there is none. Updated when the kernel's
- * text changes (an IRQ number reused by another device). */
-const char *attrib_table_description(const AttribTable *t, unsigned id);
-
-/* Sets the description of @id (NULL or "" removes it). Returns 0, -EINVAL for an unknown id,
- * -ENOMEM. */
-int attrib_table_set_description(AttribTable *t, unsigned id, const char *description);
-
 /* Number of names in the table. */
 size_t attrib_table_size(const AttribTable *t);
 
@@ -81,20 +71,8 @@ AttribSnapshot *attrib_snapshot_free(AttribSnapshot *s);
 /* Bytes of memory a snapshot holds. */
 size_t attrib_snapshot_memory_bytes(void);
 
-/* Reads the current counters for @cpu and the probe thread @tid of process @pid (tid 0: no
- * context switches; pid 0: the thread is looked up as /proc/TID) below @root ("" or NULL for
- * the real system), and stores in @ret_delta what moved since the previous call with the same
- * @snap (nothing on the first call, nor for a source that was absent from the previous read).
- * A counter that went backwards (an IRQ freed and requested again) counts 0. A CPU missing from
- * the files' header (offline) gives no interrupt counts. Unreadable files are skipped, not
- * fatal; the MSR file, once opened, stays open in @snap so that the SMI count remains
- * readable after capabilities are dropped. Sources that do not fit in the table are left out
- * and make the call return -ENOSPC, with @ret_delta still filled with the rest. Returns 0,
- * -EINVAL for a negative @cpu, -ENOMEM, -ENOSPC. */
-int attrib_sample(AttribTable *t, AttribSnapshot *snap, const char *root, int cpu, int pid,
-                  int tid, AttribDelta *ret_delta);
-
-/* One CPU's part of attrib_sample_many(). */
+/* One CPU's part of attrib_sample_many(): the counters of @cpu and of the probe thread @tid of
+ * process @pid (tid 0: no context switches; pid 0: the thread is looked up as /proc/TID). */
 typedef struct AttribRequest {
         AttribSnapshot *snap;
         int cpu;
@@ -103,9 +81,17 @@ typedef struct AttribRequest {
         AttribDelta *delta; /* filled */
 } AttribRequest;
 
-/* Like attrib_sample() for @n CPUs at once, reading /proc/interrupts and /proc/softirqs only
- * once: what a manager with many probes should call each interval. Every request is filled
- * even when one of them fails; returns the first error. */
+/* Reads the current counters of each of the @n requests below @root ("" or NULL for the real
+ * system), reading /proc/interrupts and /proc/softirqs only once, and stores in each request's
+ * delta what moved since the previous call with the same snapshot (nothing on the first call,
+ * nor for a source that was absent from the previous read). A counter that went backwards (an
+ * IRQ freed and requested again) counts 0. A CPU missing from the files' header (offline)
+ * gives no interrupt counts. Unreadable files are skipped, not fatal; the MSR file, once
+ * opened, stays open in the snapshot so that the SMI count remains readable after
+ * capabilities are dropped. Sources that do not fit in the table are left out and make the
+ * call return -ENOSPC, with the deltas still filled with the rest. Every request is filled even
+ * when one of them fails; returns the first error: -EINVAL for a negative CPU, a snapshot given
+ * twice or a missing one, -ENOMEM, -ENOSPC. */
 int attrib_sample_many(AttribTable *t, const char *root, AttribRequest *reqs, size_t n);
 
 /* Empties @d. */

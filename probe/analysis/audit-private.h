@@ -106,28 +106,14 @@ static inline const char *sb_str(const StrBuf *sb)
 /* Appends @set as a CPU list ("0,3,8-11"), or @empty when it holds no CPU. */
 static inline void sb_cpulist(StrBuf *sb, const cpu_set_t *set, const char *empty)
 {
-        bool first = true;
+        /* Room for the longest list of CPU_SETSIZE CPUs ("0,2,4,...", "0-1,3-4,..."). */
+        char list[CPU_SETSIZE * 5];
 
-        for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-                int last = cpu;
-
-                if (!CPU_ISSET(cpu, set)) {
-                        continue;
-                }
-                while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, set)) {
-                        last++;
-                }
-                if (last == cpu) {
-                        sb_printf(sb, "%s%d", first ? "" : ",", cpu);
-                } else {
-                        sb_printf(sb, "%s%d-%d", first ? "" : ",", cpu, last);
-                }
-                first = false;
-                cpu = last;
-        }
-        if (first) {
+        if (CPU_COUNT(set) == 0) {
                 sb_printf(sb, "%s", empty);
+                return;
         }
+        sb_printf(sb, "%s", cpulist_format(list, sizeof(list), set));
 }
 
 /* Appends @set as a hex mask the way the kernel prints and parses cpumasks: 32-bit groups,

@@ -1,4 +1,5 @@
 #include "audit.h"
+#include "audit-internal.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "cpulist.h"
+#include "host.h"
 #include "isolation.h"
 #include "util.h"
 #include "audit-private.h"
@@ -167,51 +169,7 @@ __attribute__((format(printf, 4, 5))) static int path(const Audit *a, char *buf,
         return r;
 }
 
-/* Reads the file @p into @buf (at most @size - 1 bytes, the rest is ignored), with trailing
- * white space removed and unprintable bytes replaced. Returns 0 or a negative errno. */
-static int read_path(const char *p, char *buf, size_t size)
-{
-        size_t len = 0;
-        int fd, r;
-
-        buf[0] = '\0';
-        /* O_NONBLOCK: a FIFO in a fixture tree must not hold the loop (Audit() runs there). */
-        fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0) {
-                return -errno;
-        }
-        while (len < size - 1) {
-                ssize_t n = read(fd, buf + len, size - 1 - len);
-
-                if (n < 0) {
-                        if (errno == EINTR) {
-                                continue;
-                        }
-                        r = -errno;
-                        close(fd);
-                        return r;
-                }
-                if (n == 0) {
-                        break;
-                }
-                len += (size_t)n;
-        }
-        close(fd);
-        buf[len] = '\0';
-        /* A NUL inside the text would cut it short for every string function after us. */
-        for (size_t i = 0; i < len; i++) {
-                if (buf[i] == '\0') {
-                        buf[i] = ' ';
-                }
-        }
-        while (len > 0 && isspace((unsigned char)buf[len - 1])) {
-                buf[--len] = '\0';
-        }
-        sanitize(buf);
-        return 0;
-}
-
-/* read_path() of root + the formatted path. */
+/* host_read_text() of root + the formatted path, made printable. */
 __attribute__((format(printf, 4, 5))) int audit_read_text(const Audit *a, char *buf, size_t size,
                                                           const char *fmt, ...)
 {
@@ -226,33 +184,26 @@ __attribute__((format(printf, 4, 5))) int audit_read_text(const Audit *a, char *
         if (r < 0) {
                 return r;
         }
-        return read_path(p, buf, size);
+        r = host_read_text(p, buf, size);
+        sanitize(buf);
+        return r;
 }
 
-/* Reads a CPU list file. "(null)" (an unallocated mask, e.g. nohz_full when it is not running)
- * and an empty file give an empty set. */
+/* host_read_cpulist() of the formatted path below the root. */
 __attribute__((format(printf, 3, 4))) int audit_read_cpulist(const Audit *a, cpu_set_t *ret,
                                                              const char *fmt, ...)
 {
-        char p[PATH_MAX], text[8192];
+        char p[PATH_MAX];
         va_list ap;
         int r;
 
         va_start(ap, fmt);
-        r = vpath(a, p, sizeof(p), fmt, ap);
+        r = vsnprintf(p, sizeof(p), fmt, ap);
         va_end(ap);
-        if (r < 0) {
-                return r;
+        if (r < 0 || (size_t)r >= sizeof(p)) {
+                return -ENAMETOOLONG;
         }
-        r = read_path(p, text, sizeof(text));
-        if (r < 0) {
-                return r;
-        }
-        if (text[0] == '\0' || strcmp(text, "(null)") == 0) {
-                CPU_ZERO(ret);
-                return 0;
-        }
-        return cpulist_parse(text, ret);
+        return host_read_cpulist(a->root, p, ret);
 }
 
 int audit_parse_long(const char *text, long *ret)
@@ -528,8 +479,61 @@ static bool irq_unmovable(const Audit *a, unsigned irq)
         return false;
 }
 
-/* Long because each IRQ's affinity, effective affinity and action names are read and judged in one
- * pass over /proc/irq. */
+/* The names of the handlers of IRQ @number, the subdirectories of /proc/irq/N, into @name
+ * ("eth0-rx-0,eth0-tx-0"; cut where @size ends, enough to recognise the device). */
+static void irq_handler_names(const Audit *a, unsigned number, char *name, size_t size)
+{
+        _cleanup_closedir_ DIR *sub = NULL;
+        char p[PATH_MAX];
+
+        name[0] = '\0';
+        if (path(a, p, sizeof(p), "/proc/irq/%u", number) == 0) {
+                sub = opendir(p);
+        }
+        for (struct dirent *e; sub && (e = readdir(sub));) {
+                if (e->d_name[0] == '.' || !entry_is_dir(sub, e)) {
+                        continue;
+                }
+                size_t len = strlen(name);
+                int n = snprintf(name + len, size - len, "%s%s", len ? "," : "", e->d_name);
+                if (n < 0 || (size_t)n >= size - len) {
+                        break;
+                }
+        }
+}
+
+/* Reads IRQ @number: its affinity, effective affinity and name (its handlers', else the
+ * action of /proc/interrupts in @names). Returns 1 when filled, 0 for an IRQ without an
+ * affinity file or a handler, which cannot fire. */
+static int read_irq(const Audit *a, unsigned number, const IrqName *names, size_t n_names, Irq *ret)
+{
+        char name[sizeof(((Irq *)0)->name)];
+        Irq irq = {.number = number};
+
+        if (audit_read_cpulist(a, &irq.affinity, "/proc/irq/%u/smp_affinity_list", number) < 0) {
+                return 0;
+        }
+        irq.has_effective = audit_read_cpulist(a, &irq.effective,
+                                               "/proc/irq/%u/effective_affinity_list", number) == 0;
+        irq_handler_names(a, number, name, sizeof(name));
+        for (size_t i = 0; name[0] == '\0' && i < n_names; i++) {
+                if (names[i].number == number) {
+                        snprintf(name, sizeof(name), "%s", names[i].name);
+                }
+        }
+        if (name[0] == '\0') {
+                return 0;
+        }
+        sanitize(name);
+        snprintf(irq.name, sizeof(irq.name), "%s", name);
+        irq.unmovable = irq_unmovable(a, number);
+        *ret = irq;
+        return 1;
+}
+
+/* Reads every IRQ of /proc/irq with its affinity and name into a->irqs, sorted by number, and
+ * the default affinity. What cannot be read is recorded in the *_error fields. Returns 0 or
+ * -ENOMEM. */
 static int scan_irqs(Audit *a)
 {
         _cleanup_closedir_ DIR *dir = NULL;
@@ -557,54 +561,16 @@ static int scan_irqs(Audit *a)
                 return r;
         }
         while ((de = readdir(dir))) {
-                _cleanup_closedir_ DIR *sub = NULL;
-                char name[sizeof(((Irq *)0)->name)] = "";
                 unsigned long number;
-                Irq irq = {0};
+                Irq irq;
 
                 if (!isdigits(de->d_name)) {
                         continue;
                 }
                 number = strtoul(de->d_name, NULL, 10);
-                if (number > UINT_MAX) {
+                if (number > UINT_MAX || read_irq(a, (unsigned)number, names, n_names, &irq) == 0) {
                         continue;
                 }
-                irq.number = (unsigned)number;
-                if (audit_read_cpulist(a, &irq.affinity, "/proc/irq/%u/smp_affinity_list",
-                                       irq.number) < 0) {
-                        continue;
-                }
-                irq.has_effective =
-                        audit_read_cpulist(a, &irq.effective,
-                                           "/proc/irq/%u/effective_affinity_list", irq.number) == 0;
-
-                /* The handlers' names are the subdirectories of /proc/irq/N. */
-                if (path(a, p, sizeof(p), "/proc/irq/%u", irq.number) == 0) {
-                        sub = opendir(p);
-                }
-                for (struct dirent *e; sub && (e = readdir(sub));) {
-                        if (e->d_name[0] == '.' || !entry_is_dir(sub, e)) {
-                                continue;
-                        }
-                        size_t len = strlen(name);
-                        int n = snprintf(name + len, sizeof(name) - len, "%s%s", len ? "," : "",
-                                         e->d_name);
-                        if (n < 0 || (size_t)n >= sizeof(name) - len) {
-                                break; /* enough to recognise the device */
-                        }
-                }
-                for (size_t i = 0; name[0] == '\0' && i < n_names; i++) {
-                        if (names[i].number == irq.number) {
-                                snprintf(name, sizeof(name), "%s", names[i].name);
-                        }
-                }
-                if (name[0] == '\0') {
-                        continue; /* no handler: it cannot fire */
-                }
-                sanitize(name);
-                snprintf(irq.name, sizeof(irq.name), "%s", name);
-                irq.unmovable = irq_unmovable(a, irq.number);
-
                 if (a->n_irqs == cap) {
                         size_t ncap = cap ? cap * 2 : 64;
                         Irq *grown = realloc(a->irqs, ncap * sizeof(*grown));
@@ -1485,13 +1451,40 @@ static int movable_irqs_fix(const Audit *a, int cpu, StrBuf *out)
         return 0;
 }
 
-/* Long because it counts the IRQs of each kind, names them in "seen" and words each case. */
+/* Names in @seen the IRQs of each kind (@count of them) that may be delivered to @cpu, and
+ * whether the default affinity and irqaffinity= take it in. Returns whether interrupts set up
+ * later would start on @cpu. */
+static bool irq_affinity_seen(const Audit *a, int cpu, const size_t *count, StrBuf *seen)
+{
+        bool default_here = a->default_affinity_error == 0 && CPU_ISSET(cpu, &a->default_affinity);
+
+        if (count[IRQ_MOVABLE] > 0) {
+                sb_printf(seen, "%zu IRQ%s allowed on CPU %d: ", count[IRQ_MOVABLE],
+                          count[IRQ_MOVABLE] == 1 ? "" : "s", cpu);
+                sb_irqs(seen, a, cpu, IRQ_MOVABLE, count[IRQ_MOVABLE]);
+        } else {
+                sb_printf(seen, "%zu IRQs, none movable allowed on CPU %d", a->n_irqs, cpu);
+        }
+        if (count[IRQ_UNMOVABLE] > 0) {
+                sb_printf(seen, "; managed or per-CPU, delivered here: ");
+                sb_irqs(seen, a, cpu, IRQ_UNMOVABLE, count[IRQ_UNMOVABLE]);
+        }
+        if (default_here) {
+                sb_printf(seen, "; default_smp_affinity includes CPU %d", cpu);
+        }
+        if (a->cmdline.irqaffinity.present) {
+                sb_printf(seen, "; irqaffinity=%s", a->cmdline.irqaffinity.value);
+        }
+        return default_here;
+}
+
 static int check_irq_affinity(Audit *a, int cpu)
 {
         _cleanup_strbuf_ StrBuf seen = {0}, fix = {0};
         _cleanup_fix_ Fix f = {0};
         size_t count[IRQ_UNMOVABLE + 1] = {0};
         AuditSeverity severity;
+        bool default_here;
         const char *why;
         int r;
 
@@ -1504,25 +1497,7 @@ static int check_irq_affinity(Audit *a, int cpu)
         for (size_t i = 0; i < a->n_irqs; i++) {
                 count[irq_here(&a->irqs[i], cpu)]++;
         }
-
-        if (count[IRQ_MOVABLE] > 0) {
-                sb_printf(&seen, "%zu IRQ%s allowed on CPU %d: ", count[IRQ_MOVABLE],
-                          count[IRQ_MOVABLE] == 1 ? "" : "s", cpu);
-                sb_irqs(&seen, a, cpu, IRQ_MOVABLE, count[IRQ_MOVABLE]);
-        } else {
-                sb_printf(&seen, "%zu IRQs, none movable allowed on CPU %d", a->n_irqs, cpu);
-        }
-        if (count[IRQ_UNMOVABLE] > 0) {
-                sb_printf(&seen, "; managed or per-CPU, delivered here: ");
-                sb_irqs(&seen, a, cpu, IRQ_UNMOVABLE, count[IRQ_UNMOVABLE]);
-        }
-        bool default_here = a->default_affinity_error == 0 && CPU_ISSET(cpu, &a->default_affinity);
-        if (default_here) {
-                sb_printf(&seen, "; default_smp_affinity includes CPU %d", cpu);
-        }
-        if (a->cmdline.irqaffinity.present) {
-                sb_printf(&seen, "; irqaffinity=%s", a->cmdline.irqaffinity.value);
-        }
+        default_here = irq_affinity_seen(a, cpu, count, &seen);
 
         if (count[IRQ_MOVABLE] > 0) {
                 severity = AUDIT_WARNING;
@@ -1792,17 +1767,130 @@ static int cstate_compare(const void *x, const void *y)
         return a->index < b->index ? -1 : a->index > b->index;
 }
 
-/* Long because it walks every C-state of every probed CPU and words each finding where it is found
- */
+/* Reads the C-state of directory @entry ("state3") of @cpu. Returns 1 when filled, 0 when
+ * @entry is no C-state or its name or latency cannot be read. */
+static int read_cstate(const Audit *a, int cpu, const char *entry, CState *ret)
+{
+        char text[64];
+        CState s = {0};
+        long v;
+
+        if (strncmp(entry, "state", 5) != 0 || !isdigits(entry + 5) ||
+            audit_parse_long(entry + 5, &s.index) < 0) {
+                return 0;
+        }
+        if (audit_read_text(a, s.name, sizeof(s.name),
+                            "/sys/devices/system/cpu/cpu%d/cpuidle/state%ld/name", cpu,
+                            s.index) < 0 ||
+            audit_read_text(a, text, sizeof(text),
+                            "/sys/devices/system/cpu/cpu%d/cpuidle/state%ld/latency", cpu,
+                            s.index) < 0 ||
+            audit_parse_long(text, &s.latency_us) < 0) {
+                return 0;
+        }
+        /* "disable" appeared in 3.4; without it every state is enabled. */
+        if (audit_read_text(a, text, sizeof(text),
+                            "/sys/devices/system/cpu/cpu%d/cpuidle/state%ld/disable", cpu,
+                            s.index) == 0 &&
+            audit_parse_long(text, &v) == 0) {
+                s.disabled = v != 0;
+        }
+        *ret = s;
+        return 1;
+}
+
+/* Reads the C-states of @cpu into *@ret, sorted by index. Returns 0, -ENOMEM, or the error of
+ * opening its cpuidle directory. */
+static int read_cstates(const Audit *a, int cpu, CState **ret, size_t *ret_n)
+{
+        _cleanup_closedir_ DIR *dir = NULL;
+        _cleanup_free_ CState *states = NULL;
+        char p[PATH_MAX];
+        struct dirent *de;
+        size_t n = 0;
+        int r;
+
+        r = path(a, p, sizeof(p), "/sys/devices/system/cpu/cpu%d/cpuidle", cpu);
+        if (r < 0) {
+                return r;
+        }
+        dir = opendir(p);
+        if (!dir) {
+                return -errno;
+        }
+        while ((de = readdir(dir))) {
+                CState s;
+
+                if (read_cstate(a, cpu, de->d_name, &s) == 0) {
+                        continue;
+                }
+                CState *grown = realloc(states, (n + 1) * sizeof(*states));
+                if (!grown) {
+                        return -ENOMEM;
+                }
+                states = grown;
+                states[n++] = s;
+        }
+        if (n > 0) {
+                qsort(states, n, sizeof(*states), cstate_compare);
+        }
+        *ret = states;
+        states = NULL;
+        *ret_n = n;
+        return 0;
+}
+
+/* The finding for the enabled C-states of @cpu whose exit latency is above @bound, with the
+ * commands that disable them or the boot arguments that keep them off under @driver. */
+static int cstates_too_deep(Audit *a, int cpu, const char *driver, const CState *states, size_t n,
+                            long bound, StrBuf *seen)
+{
+        _cleanup_strbuf_ StrBuf fix = {0};
+        bool first = true;
+
+        sb_printf(seen, "; enabled with exit latency above %ld us: ", bound);
+        for (size_t i = 0; i < n; i++) {
+                if (!states[i].disabled && states[i].latency_us > bound) {
+                        sb_printf(seen, "%s%s (%ld us)", first ? "" : ", ", states[i].name,
+                                  states[i].latency_us);
+                        first = false;
+                }
+        }
+        for (size_t i = 0; i < n; i++) {
+                if (!states[i].disabled && states[i].latency_us > bound) {
+                        sb_printf(&fix,
+                                  "echo 1 > /sys/devices/system/cpu/cpu%d/cpuidle/"
+                                  "state%ld/disable; ",
+                                  cpu, states[i].index);
+                }
+        }
+        if (strcmp(driver, "intel_idle") == 0) {
+                sb_printf(&fix, "or boot with intel_idle.max_cstate=0 "
+                                "processor.max_cstate=1");
+        } else if (strcmp(driver, "acpi_idle") == 0) {
+                sb_printf(&fix, "or boot with processor.max_cstate=1");
+        } else {
+                sb_printf(&fix, "or boot with processor.max_cstate=1 "
+                                "intel_idle.max_cstate=0 on x86");
+        }
+        sb_printf(&fix, ", or idle=poll (at the cost of power and of SMT sibling "
+                        "throughput); the tuned profile cpu-partitioning limits "
+                        "C-states through a PM QoS request.");
+        return finding_add(a, "cstates", cpu, AUDIT_WARNING, seen,
+                           "Waking from a deep C-state costs its exit latency: whenever "
+                           "the workload on this CPU blocks and is woken, it loses that "
+                           "time, and deep states also cool the caches.",
+                           &fix);
+}
+
 static int check_cstates(Audit *a, int cpu)
 {
         _cleanup_strbuf_ StrBuf seen = {0}, fix = {0};
-        _cleanup_closedir_ DIR *dir = NULL;
         _cleanup_free_ CState *states = NULL;
-        size_t n = 0, deep = 0;
-        char driver[64], p[PATH_MAX], text[64];
         long bound = (long)a->opt.cstate_latency_max_us;
-        struct dirent *de;
+        size_t n = 0;
+        char driver[64];
+        bool first = true;
         int r;
 
         if (audit_read_text(a, driver, sizeof(driver),
@@ -1812,100 +1900,27 @@ static int check_cstates(Audit *a, int cpu)
         }
         sb_printf(&seen, "idle driver %s", driver);
 
-        r = path(a, p, sizeof(p), "/sys/devices/system/cpu/cpu%d/cpuidle", cpu);
-        if (r == 0) {
-                dir = opendir(p);
-                r = dir ? 0 : -errno;
+        r = read_cstates(a, cpu, &states, &n);
+        if (r == -ENOMEM) {
+                return r;
         }
-        if (r < 0) {
-                sb_printf(&seen, "; ");
-                sb_error(&seen, "cpuidle states", r);
-                return finding_add(a, "cstates", cpu, AUDIT_INFO, &seen,
-                                   "No cpuidle states for this CPU: the kernel idles it with "
-                                   "its default idle routine, whose exit latency is unknown.",
-                                   &fix);
-        }
-        while ((de = readdir(dir))) {
-                CState s = {0};
-                long v;
-
-                if (strncmp(de->d_name, "state", 5) != 0 || !isdigits(de->d_name + 5) ||
-                    audit_parse_long(de->d_name + 5, &s.index) < 0) {
-                        continue;
-                }
-                if (audit_read_text(a, s.name, sizeof(s.name),
-                                    "/sys/devices/system/cpu/cpu%d/cpuidle/state%ld/name", cpu,
-                                    s.index) < 0 ||
-                    audit_read_text(a, text, sizeof(text),
-                                    "/sys/devices/system/cpu/cpu%d/cpuidle/state%ld/latency", cpu,
-                                    s.index) < 0 ||
-                    audit_parse_long(text, &s.latency_us) < 0) {
-                        continue;
-                }
-                /* "disable" appeared in 3.4; without it every state is enabled. */
-                if (audit_read_text(a, text, sizeof(text),
-                                    "/sys/devices/system/cpu/cpu%d/cpuidle/state%ld/disable", cpu,
-                                    s.index) == 0 &&
-                    audit_parse_long(text, &v) == 0) {
-                        s.disabled = v != 0;
-                }
-                CState *grown = realloc(states, (n + 1) * sizeof(*states));
-                if (!grown) {
-                        return -ENOMEM;
-                }
-                states = grown;
-                states[n++] = s;
-                if (!s.disabled && s.latency_us > bound) {
-                        deep++;
-                }
-        }
-        if (n == 0) {
-                sb_printf(&seen, "; no cpuidle states");
-                return finding_add(a, "cstates", cpu, AUDIT_INFO, &seen,
-                                   "No cpuidle states for this CPU: the kernel idles it with "
-                                   "its default idle routine, whose exit latency is unknown.",
-                                   &fix);
-        }
-        qsort(states, n, sizeof(*states), cstate_compare);
-
-        if (deep > 0) {
-                bool first = true;
-
-                sb_printf(&seen, "; enabled with exit latency above %ld us: ", bound);
-                for (size_t i = 0; i < n; i++) {
-                        if (!states[i].disabled && states[i].latency_us > bound) {
-                                sb_printf(&seen, "%s%s (%ld us)", first ? "" : ", ", states[i].name,
-                                          states[i].latency_us);
-                                first = false;
-                        }
-                }
-                for (size_t i = 0; i < n; i++) {
-                        if (!states[i].disabled && states[i].latency_us > bound) {
-                                sb_printf(&fix,
-                                          "echo 1 > /sys/devices/system/cpu/cpu%d/cpuidle/"
-                                          "state%ld/disable; ",
-                                          cpu, states[i].index);
-                        }
-                }
-                if (strcmp(driver, "intel_idle") == 0) {
-                        sb_printf(&fix, "or boot with intel_idle.max_cstate=0 "
-                                        "processor.max_cstate=1");
-                } else if (strcmp(driver, "acpi_idle") == 0) {
-                        sb_printf(&fix, "or boot with processor.max_cstate=1");
+        if (r < 0 || n == 0) {
+                if (r < 0) {
+                        sb_printf(&seen, "; ");
+                        sb_error(&seen, "cpuidle states", r);
                 } else {
-                        sb_printf(&fix, "or boot with processor.max_cstate=1 "
-                                        "intel_idle.max_cstate=0 on x86");
+                        sb_printf(&seen, "; no cpuidle states");
                 }
-                sb_printf(&fix, ", or idle=poll (at the cost of power and of SMT sibling "
-                                "throughput); the tuned profile cpu-partitioning limits "
-                                "C-states through a PM QoS request.");
-                return finding_add(a, "cstates", cpu, AUDIT_WARNING, &seen,
-                                   "Waking from a deep C-state costs its exit latency: whenever "
-                                   "the workload on this CPU blocks and is woken, it loses that "
-                                   "time, and deep states also cool the caches.",
+                return finding_add(a, "cstates", cpu, AUDIT_INFO, &seen,
+                                   "No cpuidle states for this CPU: the kernel idles it with "
+                                   "its default idle routine, whose exit latency is unknown.",
                                    &fix);
         }
-        bool first = true;
+        for (size_t i = 0; i < n; i++) {
+                if (!states[i].disabled && states[i].latency_us > bound) {
+                        return cstates_too_deep(a, cpu, driver, states, n, bound, &seen);
+                }
+        }
         sb_printf(&seen, "; enabled: ");
         for (size_t i = 0; i < n; i++) {
                 if (!states[i].disabled) {
@@ -2103,7 +2118,7 @@ static int check_vmstat(Audit *a)
                            &fix);
 }
 
-Audit *audit_free(Audit *a)
+static Audit *audit_free(Audit *a)
 {
         if (a) {
                 free(a->irqs);

@@ -71,13 +71,8 @@ int audit_run(const char *root, const cpu_set_t *cpus, const AuditOptions *opt, 
  * NULL @ret), -ENAMETOOLONG (over-long @root), -ENOMEM. */
 int audit_new(const char *root, const cpu_set_t *cpus, const AuditOptions *opt, Audit **ret);
 
-/* Frees @a; NULL is fine. Returns NULL. */
-Audit *audit_free(Audit *a);
+/* Frees *@a (NULL is fine) and sets it to NULL: for __attribute__((cleanup)). */
 void audit_freep(Audit **a);
-
-/* Runs the checks on what @a read; stores in @ret the report audit_run() describes. Returns 0
- * or -ENOMEM. */
-int audit_findings(Audit *a, json_t **ret);
 
 /* The housekeeping CPUs, where the fixes move things: online, neither probed nor isolated (at
  * least not probed when that leaves none). Returns 0, or -ENODATA when the online CPUs could
@@ -127,12 +122,6 @@ int audit_remedy(Audit *a, const AuditCause *cause, json_t **ret);
  * holding it); AUDIT_OK when it is empty. Returns -EINVAL when @findings is not such an array
  * or an element has no valid "severity". */
 int audit_worst_severity(json_t *findings);
-
-/* Returns the name of @severity ("ok", "info", "warning", "error"), or NULL if out of range. */
-const char *audit_severity_to_string(AuditSeverity severity);
-
-/* Parses a severity name; returns the AuditSeverity or -EINVAL. */
-int audit_severity_from_string(const char *name);
 
 /* Prints @report (as returned by audit_run) to @f as a table: severity, check, CPU ("-" for
  * global checks) and what was seen, with "why" and "fix" indented below each finding that is

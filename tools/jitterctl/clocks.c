@@ -1,4 +1,5 @@
 #include "clocks.h"
+#include "host.h"
 #include "util.h"
 
 #include <errno.h>
@@ -303,31 +304,19 @@ static bool name_char_ok(char c)
 int clocks_read_clocksource(const char *path, char *buf, size_t size)
 {
         char text[128];
-        ssize_t n;
         size_t len;
-        int fd;
+        int r;
 
         if (!path || !buf || size == 0) {
                 return -EINVAL;
         }
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-                return -errno;
-        }
-        do {
-                n = read(fd, text, sizeof(text) - 1);
-        } while (n < 0 && errno == EINTR);
-        if (n < 0) {
-                int r = -errno;
-
-                close(fd);
+        r = host_read_text(path, text, sizeof(text));
+        if (r < 0) {
                 return r;
         }
-        close(fd);
-        text[n] = '\0';
-        len = strcspn(text, "\n");
-        /* One name and at most its newline: anything else is not what sysfs writes. */
-        if (len == 0 || (text[len] == '\n' && text[len + 1] != '\0')) {
+        len = strlen(text);
+        /* One name: anything else is not what sysfs writes. */
+        if (len == 0 || strchr(text, '\n')) {
                 return -EBADMSG;
         }
         for (size_t i = 0; i < len; i++) {

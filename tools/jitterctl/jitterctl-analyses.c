@@ -11,28 +11,22 @@
 #include <unistd.h>
 
 #include "cpulist.h"
+#include "host.h"
 #include "jitterctl-format.h"
 #include "jitterctl-window.h"
 
 /* Takes the CPUs of the cpulist file @path (absent or empty: none) out of @set. */
 static void remove_cpulist_file(const char *path, cpu_set_t *set)
 {
-        char text[4096] = "";
         cpu_set_t listed;
-        FILE *f = fopen(path, "re");
 
-        if (!f) {
-                return;
-        }
-        if (fgets(text, sizeof(text), f) && text[strspn(text, " \n")] &&
-            cpulist_parse(text, &listed) == 0) {
+        if (host_read_cpulist(NULL, path, &listed) == 0) {
                 for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
                         if (CPU_ISSET(cpu, &listed)) {
                                 CPU_CLR(cpu, set);
                         }
                 }
         }
-        fclose(f);
 }
 
 /* Moves this process to the daemon's housekeeping CPUs (those it may run on, neither probed,

@@ -7,6 +7,7 @@
 
 #include "audit.h"
 #include "cpulist.h"
+#include "host.h"
 #include "jitterctl.h"
 
 /* Long because it parses the options of the local and the remote audit and prints the report. */
@@ -70,7 +71,7 @@ int cmd_audit(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                         }
                 } else {
                         /* Without a list, every CPU the audited system has online. */
-                        r = cpulist_read_file(root, "/sys/devices/system/cpu/online", &set);
+                        r = host_read_cpulist(root, "/sys/devices/system/cpu/online", &set);
                         if (r < 0 || CPU_COUNT(&set) == 0) {
                                 return ctl_fail("cannot read the online CPUs below %s: %s "
                                                 "(give --cpus LIST)",

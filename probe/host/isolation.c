@@ -1,6 +1,7 @@
 #include "isolation.h"
 
 #include "cpulist.h"
+#include "host.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -30,33 +31,6 @@ const char *isolation_kind_to_string(IsolationKind kind)
         return kind_names[kind];
 }
 
-/* Reads the first line of @p (at most @size - 1 bytes) without its newline. O_NONBLOCK: a
- * FIFO in a fixture tree gives an empty read instead of a wait. */
-static int read_line(const char *p, char *buf, size_t size)
-{
-        ssize_t n;
-        int fd;
-
-        buf[0] = '\0';
-        fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0) {
-                return -errno;
-        }
-        do {
-                n = read(fd, buf, size - 1);
-        } while (n < 0 && errno == EINTR);
-        if (n < 0) {
-                int r = -errno;
-
-                close(fd);
-                return r == -EAGAIN ? 0 : r;
-        }
-        close(fd);
-        buf[n] = '\0';
-        buf[strcspn(buf, "\n")] = '\0';
-        return 0;
-}
-
 static int join(char *buf, size_t size, const char *a, const char *b, const char *c)
 {
         int n = snprintf(buf, size, "%s%s%s", a, b, c);
@@ -64,13 +38,19 @@ static int join(char *buf, size_t size, const char *a, const char *b, const char
         return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
-/* read_line() of @dir/@name. */
+/* The first line of @dir/@name, without its newline. */
 static int read_at(const char *dir, const char *name, char *buf, size_t size)
 {
         char p[4096];
         int r = join(p, sizeof(p), dir, "/", name);
 
-        return r < 0 ? r : read_line(p, buf, size);
+        if (r < 0) {
+                return r;
+        }
+        /* The first line; a FIFO with nothing written reads as empty. */
+        r = host_read_text(p, buf, size);
+        buf[strcspn(buf, "\n")] = '\0';
+        return r == -EAGAIN ? 0 : r;
 }
 
 /* Reads @dir/@name as a CPU list; an empty file is an empty set. */
@@ -386,7 +366,7 @@ int isolation_read(const char *root, Isolation *ret)
         CPU_ZERO(&ret->boot);
         CPU_ZERO(&ret->v1);
         CPU_ZERO(&ret->v2);
-        ret->boot_error = cpulist_read_file(root, "/sys/devices/system/cpu/isolated", &ret->boot);
+        ret->boot_error = host_read_cpulist(root, "/sys/devices/system/cpu/isolated", &ret->boot);
         if (ret->boot_error < 0) {
                 CPU_ZERO(&ret->boot);
         }
@@ -413,11 +393,6 @@ const Isolation *isolation_cache_get(IsolationCache *c, const char *root, uint64
                 c->reads++;
         }
         return &c->iso;
-}
-
-void isolation_cache_invalidate(IsolationCache *c)
-{
-        c->valid = false;
 }
 
 IsolationKind isolation_of(const Isolation *iso, int cpu, const IsolationSet **ret_set)

@@ -75,9 +75,6 @@ int isolation_read(const char *root, Isolation *ret);
 const Isolation *isolation_cache_get(IsolationCache *c, const char *root, uint64_t now_ns,
                                      uint64_t max_age_ns);
 
-/* Forgets the kept reading: the next isolation_cache_get() reads. */
-void isolation_cache_invalidate(IsolationCache *c);
-
 /* How @cpu is isolated: boot first, then a v1 shield, then a v2 partition. When @ret_set is
  * given, it is set to the cpuset that isolates it (NULL for boot and none). */
 IsolationKind isolation_of(const Isolation *iso, int cpu, const IsolationSet **ret_set);

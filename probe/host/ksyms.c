@@ -1,4 +1,5 @@
 #include "ksyms.h"
+#include "ksyms-internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

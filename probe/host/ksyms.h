@@ -45,9 +45,5 @@ int ksyms_resolve(Ksyms *k);
 /* How many times the file was read. */
 unsigned ksyms_passes(const Ksyms *k);
 
-/* The file shows only zero addresses (no CAP_SYSLOG when it was opened): functions get their
- * hex address as name. Known after the first ksyms_resolve() that had work. */
-bool ksyms_hidden(const Ksyms *k);
-
 /* Bytes of memory @k holds, with its index (NULL: without one). */
 size_t ksyms_memory_bytes(const Ksyms *k);
