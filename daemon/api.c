@@ -17,6 +17,7 @@
 #include "cpulist.h"
 #include "isolation.h"
 #include "duration.h"
+#include "json-text.h"
 #include "log.h"
 #include "manager.h"
 #include "reply-cache.h"
@@ -129,7 +130,7 @@ static bool window_is_current(Manager *m, uint64_t to_ns)
  * by an interval (a coarse period for 1h and 24h). */
 static void read_window(Manager *m, int cpu, const char *window, HistoryWindow *w)
 {
-        History *h = manager_history(m);
+        const History *h = manager_history(m);
         uint64_t from, to;
         HistorySpan span;
         bool all;
@@ -562,6 +563,46 @@ static int get_duration(VarlinkCallCtx *call, json_t *params, const char *name, 
         return 0;
 }
 
+/* Adds the causes of @ev to its GetEvents object being written in @t (",\"causes\":[...]",
+ * "unexplained_ns", "other_ns", "trace_lost", "overhead_ns", "no_record_ns") when they are
+ * known; nothing otherwise. @pos (UINT32_MAX at first) is where the previous event of the same
+ * CPU was looked up: events of a CPU in time order are found by walking on from there. */
+static void event_causes_to_text(const CauseStore *store, const HistoryEvent *ev, uint32_t *pos,
+                                 JsonText *t)
+{
+        const StoredCauses *c =
+                store ? cause_store_find_next(store, ev->cpu, ev->start_ns, pos) : NULL;
+
+        if (!c || c->flags & CAUSES_UNTRACED) {
+                return;
+        }
+        json_text_raw(t, ",\"causes\":[");
+        for (size_t i = 0; i < c->n; i++) {
+                uint8_t kind = 0;
+                const char *name = cause_store_name(store, ev->cpu, c->causes[i].name, &kind);
+
+                json_text_raw(t, i ? ",{\"kind\":" : "{\"kind\":");
+                json_text_string(t, cause_kind_name(kind));
+                json_text_raw(t, ",\"name\":");
+                json_text_string(t, name);
+                json_text_raw(t, ",\"ns\":");
+                json_text_u64(t, c->causes[i].ns);
+                json_text_raw(t, ",\"overhead_ns\":");
+                json_text_u64(t, c->causes[i].overhead_ns);
+                json_text_raw(t, "}");
+        }
+        json_text_raw(t, "],\"unexplained_ns\":");
+        json_text_u64(t, c->unexplained_ns);
+        json_text_raw(t, ",\"other_ns\":");
+        json_text_u64(t, c->other_ns);
+        json_text_raw(t, ",\"trace_lost\":");
+        json_text_bool(t, c->flags & CAUSES_LOST);
+        json_text_raw(t, ",\"overhead_ns\":");
+        json_text_u64(t, c->overhead_ns);
+        json_text_raw(t, ",\"no_record_ns\":");
+        json_text_u64(t, c->no_record_ns);
+}
+
 static int method_get_events(VarlinkCallCtx *call, json_t *params, void *userdata)
 {
         static const VarlinkField fields[] = {
@@ -615,7 +656,7 @@ static int method_get_events(VarlinkCallCtx *call, json_t *params, void *userdat
                 json_text_realtime(&t, ev[i].start_real_ns);
                 json_text_raw(&t, ",\"duration_ns\":");
                 json_text_u64(&t, ev[i].duration_ns);
-                manager_trace_event_to_text(m, &ev[i], &pos[ev[i].cpu], &t);
+                event_causes_to_text(manager_cause_store(m), &ev[i], &pos[ev[i].cpu], &t);
                 json_text_raw(&t, "}");
         }
         json_text_raw(&t, "]}" VARLINK_REPLY_TEXT_TAIL);
@@ -651,6 +692,156 @@ static int method_get_captures(VarlinkCallCtx *call, json_t *params, void *userd
         return reply ? varlink_call_reply(call, reply) : -ENOMEM;
 }
 
+/* The causes of a window shown, largest first; the time of any beyond goes to other_ns. */
+#define WINDOW_CAUSES_MAX 256
+
+typedef struct WindowCause {
+        uint8_t kind;
+        const char *name;
+        CauseSum sum;
+} WindowCause;
+
+typedef struct WindowCauses {
+        WindowCause *items;
+        size_t n, alloc;
+        bool failed;
+} WindowCauses;
+
+static void collect_cause(uint8_t kind, const char *name, const CauseSum *sum, void *userdata)
+{
+        WindowCauses *w = userdata;
+
+        if (w->n == w->alloc) {
+                size_t alloc = w->alloc ? 2 * w->alloc : 64;
+                WindowCause *items = realloc(w->items, alloc * sizeof(*items));
+
+                if (!items) {
+                        w->failed = true;
+                        return;
+                }
+                w->items = items;
+                w->alloc = alloc;
+        }
+        w->items[w->n++] = (WindowCause){.kind = kind, .name = name, .sum = *sum};
+}
+
+static int cmp_window_cause(const void *a, const void *b)
+{
+        const WindowCause *x = a, *y = b;
+        uint64_t tx = x->sum.ns + x->sum.overhead_ns, ty = y->sum.ns + y->sum.overhead_ns;
+
+        if (tx != ty) {
+                return tx < ty ? 1 : -1;
+        }
+        if (x->kind != y->kind) {
+                return x->kind < y->kind ? -1 : 1;
+        }
+        return strcmp(x->name, y->name);
+}
+
+/* GetCauses' "causes" of window @span of @cpu in @store: the largest WINDOW_CAUSES_MAX, the
+ * time of the others added to *@other_ns. NULL when out of memory. */
+static json_t *window_causes_to_json(const CauseStore *store, int cpu, HistorySpan span,
+                                     uint64_t *other_ns)
+{
+        WindowCauses w = {0};
+        json_t *arr = json_array();
+
+        cause_store_window_foreach(store, cpu, (unsigned)span, collect_cause, &w);
+        if (w.n > 1) {
+                qsort(w.items, w.n, sizeof(*w.items), cmp_window_cause);
+        }
+        for (size_t i = 0; arr && !w.failed && i < w.n; i++) {
+                const WindowCause *c = &w.items[i];
+                char buf[CAUSE_NAME_MAX + 8];
+                const char *counter;
+
+                if (i >= WINDOW_CAUSES_MAX) {
+                        *other_ns += c->sum.ns + c->sum.overhead_ns;
+                        continue;
+                }
+                counter = cause_counter(c->kind, c->name, buf, sizeof(buf));
+                if (json_array_append_new(
+                            arr, json_pack("{ss ss sI sI sI so}", "kind", cause_kind_name(c->kind),
+                                           "name", c->name, "ns", (json_int_t)c->sum.ns,
+                                           "overhead_ns", (json_int_t)c->sum.overhead_ns, "count",
+                                           (json_int_t)c->sum.count, "counter",
+                                           counter ? json_string(counter) : json_null())) < 0) {
+                        w.failed = true;
+                }
+        }
+        free(w.items);
+        if (w.failed) {
+                json_decref(arr);
+                return NULL;
+        }
+        return arr;
+}
+
+/* GetCauses' "woken_by" of @s: {"irq:RES": {"ns", "count"}, ...}. */
+static json_t *woken_to_json(const CauseWindow *s)
+{
+        json_t *o = json_object();
+
+        for (unsigned code = 1; o && code < CAUSE_COUNTER_CODES; code++) {
+                const char *counter = cause_counter_of_code((uint8_t)code);
+
+                if (counter && s->woken_count[code] > 0 &&
+                    json_object_set_new(o, counter,
+                                        json_pack("{sI sI}", "ns", (json_int_t)s->woken_ns[code],
+                                                  "count", (json_int_t)s->woken_count[code])) < 0) {
+                        json_decref(o);
+                        o = NULL;
+                }
+        }
+        return o;
+}
+
+static json_t *json_or_null(bool have, uint64_t v)
+{
+        return have ? json_integer((json_int_t)v) : json_null();
+}
+
+/* GetCauses' entry for @cpu: the stored causes of its interruptions that began at or after
+ * @since_ns, summed by (kind, name), longest first, with the interruptions' count and time,
+ * how many of them have causes, and their other and unexplained time. NULL when out of
+ * memory. */
+static json_t *window_causes(Manager *m, int cpu, const char *window, uint64_t since_ns)
+{
+        const CauseStore *store = manager_cause_store(m);
+        HostSpan h = {0};
+        CauseWindow s;
+        HistorySpan span;
+        uint64_t other_ns = 0;
+        bool have_host;
+        json_t *causes;
+
+        if (history_span_from_name(window, &span) < 0 ||
+            manager_trace_window(m, cpu, span, since_ns, &s) < 0) {
+                return NULL;
+        }
+        causes = store ? window_causes_to_json(store, cpu, span, &other_ns) : json_array();
+        if (!causes) {
+                return NULL;
+        }
+        other_ns += s.other_ns;
+        have_host = store && cause_store_host(store, cpu, since_ns, &h) == 0;
+        return json_pack(
+                "{si ss sI sI sI sI sI sI so sI sI so* sI sI sI sI sI sI so so so so}", "cpu", cpu,
+                "window", window, "since_ns", (json_int_t)since_ns, "interruptions",
+                (json_int_t)s.interruptions, "interruptions_ns", (json_int_t)s.interruptions_ns,
+                "explained", (json_int_t)s.explained, "explained_ns", (json_int_t)s.explained_ns,
+                "trace_lost", (json_int_t)s.trace_lost, "causes", causes, "other_ns",
+                (json_int_t)other_ns, "unexplained_ns", (json_int_t)s.unexplained_ns, "woken_by",
+                woken_to_json(&s), "traced", (json_int_t)s.traced, "traced_ns",
+                (json_int_t)s.traced_ns, "overhead_ns", (json_int_t)s.overhead_ns, "no_record",
+                (json_int_t)s.no_record, "no_record_ns", (json_int_t)s.no_record_ns,
+                "trace_lost_ns", (json_int_t)s.trace_lost_ns, "steal_ns",
+                json_or_null(have_host && h.have_steal, h.steal_ns), "smi",
+                json_or_null(have_host && h.have_smi, h.smi), "host_from_ns",
+                json_or_null(have_host, h.from_ns), "host_to_ns", json_or_null(have_host, h.to_ns));
+}
+
 static int method_get_causes(VarlinkCallCtx *call, json_t *params, void *userdata)
 {
         Api *a = userdata;
@@ -666,8 +857,7 @@ static int method_get_causes(VarlinkCallCtx *call, json_t *params, void *userdat
         arr = json_array();
         for (int cpu = 0; arr && cpu < CPU_SETSIZE; cpu++) {
                 if (CPU_ISSET(cpu, &cpus) &&
-                    json_array_append_new(arr, manager_trace_window_causes(m, cpu, window, from)) <
-                            0) {
+                    json_array_append_new(arr, window_causes(m, cpu, window, from)) < 0) {
                         json_decref(arr);
                         arr = NULL;
                 }
@@ -807,6 +997,88 @@ static json_t *probe_status(Manager *m, size_t i, const Isolation *iso, HistoryW
         return o;
 }
 
+/* GetStatus' "trace"."cpus": per probed CPU, the time of all interruptions explained since
+ * start or Reset by cause kind, and unexplained ({"cpu", "lost_ns": {"irq": ...}}); counters
+ * for Prometheus. NULL when out of memory. */
+static json_t *trace_kind_totals(const Manager *m)
+{
+        const CauseStore *store = manager_cause_store(m);
+        json_t *arr = json_array();
+
+        for (size_t i = 0; arr && store && i < manager_n_probes(m); i++) {
+                int cpu = manager_probe_cpu(m, i);
+                uint64_t ns[CAUSE_TOTALS];
+                json_t *kinds = json_object();
+
+                cause_store_totals(store, cpu, ns);
+                for (unsigned k = 0; kinds && k < CAUSE_TOTALS; k++) {
+                        json_object_set_new(kinds, cause_total_name(k),
+                                            json_integer((json_int_t)ns[k]));
+                }
+                if (!kinds || json_array_append_new(arr, json_pack("{si so}", "cpu", cpu, "lost_ns",
+                                                                   kinds)) < 0) {
+                        json_decref(arr);
+                        return NULL;
+                }
+        }
+        return arr;
+}
+
+/* GetStatus' trace "captures": keep_above_ns, kept, kept_bytes, written, skipped, evicted,
+ * interruptions (those noted); null when no capture is kept. */
+static json_t *capture_status(const Manager *m)
+{
+        CaptureCounts c;
+
+        if (!manager_capture_counts(m, &c)) {
+                return json_null();
+        }
+        return json_pack("{sI sI sI sI sI sI sI}", "keep_above_ns",
+                         (json_int_t)manager_config(m)->trace_keep_above_ns, "kept",
+                         (json_int_t)c.kept, "kept_bytes", (json_int_t)c.kept_bytes, "written",
+                         (json_int_t)c.written, "skipped", (json_int_t)c.skipped, "evicted",
+                         (json_int_t)c.evicted, "interruptions", (json_int_t)c.noted);
+}
+
+/* Sets @key of @o to @value when @value is not "". */
+static void set_nonempty(json_t *o, const char *key, const char *value)
+{
+        if (value[0]) {
+                json_object_set_new(o, key, json_string(value));
+        }
+}
+
+/* GetStatus' "trace" object: state ("off", "recording", "unavailable"), reason, clock... NULL
+ * when out of memory. */
+static json_t *trace_status(const Manager *m)
+{
+        ManagerTraceStatus st;
+        json_t *o;
+
+        manager_trace_status(m, &st);
+        if (strcmp(st.state, "off") == 0) {
+                return json_pack("{ss}", "state", st.state);
+        }
+        if (strcmp(st.state, "unavailable") == 0) {
+                return json_pack("{ss ss}", "state", st.state, "reason", st.reason);
+        }
+        o = json_pack("{ss ss ss ss sI sI ss sI sI sI sI}", "state", st.state, "instance",
+                      st.instance, "clock", st.clock, "events", st.events, "records",
+                      (json_int_t)st.stats.records, "reads", (json_int_t)st.stats.reads,
+                      "read_trigger", st.read_trigger, "losses", (json_int_t)st.stats.losses,
+                      "lost_events", (json_int_t)st.stats.lost_events, "memory_bytes",
+                      (json_int_t)st.memory_bytes, "kernel_bytes", (json_int_t)st.kernel_bytes);
+        if (o) {
+                set_nonempty(o, "missing", st.missing);
+                set_nonempty(o, "refused", st.refused);
+                set_nonempty(o, "unnamed", st.unnamed);
+                set_nonempty(o, "reason", st.reason);
+                json_object_set_new(o, "cpus", trace_kind_totals(m));
+                json_object_set_new(o, "captures", capture_status(m));
+        }
+        return o;
+}
+
 json_t *api_status(Manager *m, const Isolation *iso)
 {
         uint64_t now = now_ns(CLOCK_MONOTONIC);
@@ -838,15 +1110,16 @@ json_t *api_status(Manager *m, const Isolation *iso)
                                     json_string(manager_config(m)->export_prometheus_textfile));
         }
         realtime_format_iso8601(when, sizeof(when), manager_start_real_ns(m));
-        return json_pack(
-                "{ss sI ss s{ss sI ss sf sf} so so sI so*}", "version", JITTERD_VERSION,
-                "uptime_ns", (json_int_t)(now - manager_start_mono_ns(m)), "start_realtime", when,
-                "counter", "source", counter_source_name(manager_counter(m)->source), "hz",
-                (json_int_t)manager_counter(m)->hz, "hz_source",
-                counter_hz_source_name(manager_counter(m)->hz_source), "precision_ppm",
-                manager_counter(m)->precision_ppm, "drift_ppm", manager_drift_ppm(m), "probes",
-                probes, "config", cfg, "history_bytes",
-                (json_int_t)history_memory_bytes(manager_history(m)), "self", self_cost_to_json(m));
+        return json_pack("{ss sI ss s{ss sI ss sf sf} so so sI so* so}", "version", JITTERD_VERSION,
+                         "uptime_ns", (json_int_t)(now - manager_start_mono_ns(m)),
+                         "start_realtime", when, "counter", "source",
+                         counter_source_name(manager_counter(m)->source), "hz",
+                         (json_int_t)manager_counter(m)->hz, "hz_source",
+                         counter_hz_source_name(manager_counter(m)->hz_source), "precision_ppm",
+                         manager_counter(m)->precision_ppm, "drift_ppm", manager_drift_ppm(m),
+                         "probes", probes, "config", cfg, "history_bytes",
+                         (json_int_t)history_memory_bytes(manager_history(m)), "self",
+                         self_cost_to_json(m), "trace", trace_status(m));
 }
 
 /* How old a reading of the isolation may be: an interval, at least ISOLATION_MAX_AGE_MIN_NS (a
@@ -874,10 +1147,9 @@ static int method_get_status(VarlinkCallCtx *call, json_t *params, void *userdat
         a->status_asked_ns = now_ns(CLOCK_MONOTONIC);
         reply = api_status(m, isolation_cache_get(&a->isolation, NULL, a->status_asked_ns,
                                                   2 * isolation_max_age_ns(m)));
-        if (!reply || json_object_set_new(reply, "trace", manager_trace_status(m)) < 0 ||
-            json_object_set_new(
-                    reply, "reply_cache_bytes",
-                    json_integer((json_int_t)reply_cache_memory_bytes(a->stats_cache))) < 0) {
+        if (!reply || json_object_set_new(reply, "reply_cache_bytes",
+                                          json_integer((json_int_t)reply_cache_memory_bytes(
+                                                  a->stats_cache))) < 0) {
                 json_decref(reply);
                 return -ENOMEM;
         }
@@ -1143,8 +1415,7 @@ static int method_reset(VarlinkCallCtx *call, json_t *params, void *userdata)
         varlink_call_peer(call, &uid, NULL, NULL);
         for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
                 if (CPU_ISSET(cpu, &cpus)) {
-                        history_reset(manager_history(m), cpu);
-                        manager_trace_reset(m, cpu);
+                        manager_reset(m, cpu);
                 }
         }
         reply_cache_invalidate(a->stats_cache);
@@ -1205,7 +1476,7 @@ int api_new(Manager *m, Api **ret)
                 {"Audit", method_audit, 0},
                 {"Reset", method_reset, 0},
         };
-        Api *a = calloc(1, sizeof(*a));
+        _cleanup_api_ Api *a = calloc(1, sizeof(*a));
         int r;
 
         if (!a) {
@@ -1213,25 +1484,22 @@ int api_new(Manager *m, Api **ret)
         }
         a->manager = m;
         a->scratch = malloc(sizeof(*a->scratch));
-        r = a->scratch ? reply_cache_new(&a->stats_cache) : -ENOMEM;
+        if (!a->scratch) {
+                return -ENOMEM;
+        }
+        r = reply_cache_new(&a->stats_cache);
         if (r < 0) {
-                free(a->scratch);
-                free(a);
                 return r;
         }
         /* The description is config/io.jitterd.varlink, compiled in (interface.c). */
-        r = varlink_server_add_interface(manager_server(m), "io.jitterd",
-                                         jitterd_interface_description, methods,
-                                         ELEMENTSOF(methods));
+        r = manager_add_interface(m, "io.jitterd", jitterd_interface_description, methods,
+                                  ELEMENTSOF(methods), a);
         if (r < 0 || (r = manager_add_hook(m, on_harvest, a)) < 0 ||
             (r = manager_add_interval_hook(m, on_interval, a)) < 0) {
-                reply_cache_free(a->stats_cache);
-                free(a->scratch);
-                free(a);
                 return r;
         }
-        varlink_server_set_userdata(manager_server(m), a);
         *ret = a;
+        a = NULL;
         return 0;
 }
 

@@ -22,6 +22,12 @@ int api_new(Manager *m, Api **ret);
  * Accepts NULL. */
 Api *api_free(Api *a);
 
+static inline void api_freep(Api **a)
+{
+        api_free(*a);
+}
+#define _cleanup_api_ __attribute__((cleanup(api_freep)))
+
 /* What the harvest hook does: every Monitor call gets the intervals kept since the last call,
  * each once. */
 void api_interval(Api *a);

@@ -1700,7 +1700,7 @@ int history_add_event(History *h, const HistoryEvent *ev)
         return band_push(&c->bands[band_of(ev->duration_ns)], h->opt.events_per_cpu, &e);
 }
 
-int history_event_bands(History *h, int cpu, HistoryBand ret[HISTORY_BANDS])
+int history_event_bands(const History *h, int cpu, HistoryBand ret[HISTORY_BANDS])
 {
         const CpuHistory *c;
 
@@ -1902,7 +1902,7 @@ static int query_visit(const Interval *iv, bool coarse, void *userdata)
         return 0;
 }
 
-int history_query(History *h, int cpu, uint64_t from_ns, uint64_t to_ns, bool all,
+int history_query(const History *h, int cpu, uint64_t from_ns, uint64_t to_ns, bool all,
                   HistoryWindow *ret)
 {
         uint64_t attrib[ATTRIB_MAX_SOURCES] = {0};
@@ -1961,7 +1961,7 @@ int history_span_from_name(const char *name, HistorySpan *ret)
         return -EINVAL;
 }
 
-int history_window(History *h, int cpu, HistorySpan span, HistoryWindow *ret)
+int history_window(const History *h, int cpu, HistorySpan span, HistoryWindow *ret)
 {
         const CpuHistory *c;
 
@@ -1980,7 +1980,7 @@ int history_window(History *h, int cpu, HistorySpan span, HistoryWindow *ret)
         return 0;
 }
 
-int history_window_max_gap(History *h, int cpu, HistorySpan span, uint64_t *ret_max_ticks,
+int history_window_max_gap(const History *h, int cpu, HistorySpan span, uint64_t *ret_max_ticks,
                            uint64_t *ret_to_ns)
 {
         const CpuHistory *c;
@@ -2062,7 +2062,7 @@ static int point_visit(const Interval *iv, bool coarse, void *userdata)
         return pc->fn(&pt, pc->userdata);
 }
 
-int history_foreach_point(History *h, int cpu, uint64_t from_ns, uint64_t to_ns,
+int history_foreach_point(const History *h, int cpu, uint64_t from_ns, uint64_t to_ns,
                           int (*fn)(const HistoryPoint *pt, void *userdata), void *userdata)
 {
         const CpuHistory *c;
@@ -2126,7 +2126,7 @@ static bool cursor_newest(EventCursor *cur, uint64_t since_ns, uint64_t min_dura
         return found;
 }
 
-size_t history_events(History *h, const cpu_set_t *cpus, uint64_t since_ns,
+size_t history_events(const History *h, const cpu_set_t *cpus, uint64_t since_ns,
                       uint64_t min_duration_ns, HistoryEvent *ret, size_t max)
 {
         EventCursor cur[CPU_SETSIZE];
@@ -2185,8 +2185,8 @@ size_t history_events(History *h, const cpu_set_t *cpus, uint64_t since_ns,
         return n;
 }
 
-size_t history_band_events(History *h, int cpu, unsigned band, uint64_t since_ns, HistoryEvent *ret,
-                           size_t max)
+size_t history_band_events(const History *h, int cpu, unsigned band, uint64_t since_ns,
+                           HistoryEvent *ret, size_t max)
 {
         const CpuHistory *c = h ? cpu_find(h, cpu) : NULL;
         const Band *b;
@@ -2227,7 +2227,7 @@ void history_reset(History *h, int cpu)
         }
 }
 
-void history_cpus(History *h, cpu_set_t *ret)
+void history_cpus(const History *h, cpu_set_t *ret)
 {
         CPU_ZERO(ret);
         for (int cpu = 0; h && cpu < CPU_SETSIZE; cpu++) {

@@ -431,19 +431,13 @@ void manager_capture_flush(Manager *m)
         }
 }
 
-json_t *manager_capture_status(const Manager *m)
+bool manager_capture_counts(const Manager *m, CaptureCounts *ret)
 {
-        CaptureCounts c;
-
         if (!m->captures) {
-                return json_null();
+                return false;
         }
-        capture_store_counts(m->captures, &c);
-        return json_pack("{sI sI sI sI sI sI sI}", "keep_above_ns",
-                         (json_int_t)m->config.trace_keep_above_ns, "kept", (json_int_t)c.kept,
-                         "kept_bytes", (json_int_t)c.kept_bytes, "written", (json_int_t)c.written,
-                         "skipped", (json_int_t)c.skipped, "evicted", (json_int_t)c.evicted,
-                         "interruptions", (json_int_t)c.noted);
+        capture_store_counts(m->captures, ret);
+        return true;
 }
 
 /* Reads capture @name of @dfd, of at most CAPTURE_FILE_BYTES_MAX bytes; its size into

@@ -1051,14 +1051,6 @@ static int setup_server(Manager *m)
         return 0;
 }
 
-/* Long because the set-up steps (privileges, CPUs, event loop, signals, server, history) run in
- * order, each undone by manager_free() on failure. */
-static void manager_freep(Manager **m)
-{
-        manager_free(*m);
-}
-#define _cleanup_manager_ __attribute__((cleanup(manager_freep)))
-
 /* Signals are handled by the event loop; they are blocked before any thread exists so that
  * every thread inherits the mask. */
 static int add_signals(Manager *m)
@@ -1205,6 +1197,11 @@ int manager_new(const Config *config, const char *config_path, const char *dropi
         if (r < 0) {
                 return r;
         }
+        r = admission_new(m->server, &m->admission);
+        if (r < 0) {
+                log_error("cannot set up the CPU budget of the clients: %s", strerror(-r));
+                return r;
+        }
         *ret = m;
         m = NULL;
         return 0;
@@ -1295,6 +1292,7 @@ Manager *manager_free(Manager *m)
         manager_trace_stop(m);
         cause_store_free(m->cause_store);
         ksyms_free(m->ksyms);
+        admission_free(m->admission);
         varlink_server_free(m->server);
         sd_event_source_unref(m->tick_source);
         sd_event_source_unref(m->harvest_source);
@@ -1307,6 +1305,24 @@ Manager *manager_free(Manager *m)
         attrib_table_free(m->attrib);
         free(m);
         return NULL;
+}
+
+int manager_add_interface(Manager *m, const char *name, const char *description_text,
+                          const VarlinkMethod *methods, size_t n, void *userdata)
+{
+        int r = varlink_server_add_interface(m->server, name, description_text, methods, n);
+
+        if (r < 0) {
+                return r;
+        }
+        varlink_server_set_userdata(m->server, userdata);
+        return 0;
+}
+
+void manager_reset(Manager *m, int cpu)
+{
+        history_reset(m->history, cpu);
+        manager_trace_reset(m, cpu);
 }
 
 int manager_add_interval_hook(Manager *m, ManagerIntervalHook func, void *userdata)
@@ -1353,17 +1369,17 @@ double manager_drift_ppm(const Manager *m)
         return m->drift_ppm;
 }
 
-History *manager_history(Manager *m)
+const History *manager_history(const Manager *m)
 {
         return m->history;
 }
 
-AttribTable *manager_attrib(Manager *m)
+const AttribTable *manager_attrib(const Manager *m)
 {
         return m->attrib;
 }
 
-VarlinkServer *manager_server(Manager *m)
+const VarlinkServer *manager_server(const Manager *m)
 {
         return m->server;
 }

@@ -102,10 +102,6 @@ static int export_render(Manager *m, FILE *f)
         if (!status || !stats_all || !stats_1m || !intervals || !histograms) {
                 goto out;
         }
-        /* As GetStatus has it: the lost time per cause kind comes from its "trace". */
-        if (json_object_set_new(status, "trace", manager_trace_status(m)) < 0) {
-                goto out;
-        }
         for (size_t i = 0; i < manager_n_probes(m); i++) {
                 if (json_array_append_new(histograms, api_histogram(m, manager_probe_cpu(m, i),
                                                                     "all", "gap")) < 0) {
