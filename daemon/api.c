@@ -1494,8 +1494,15 @@ int api_new(Manager *m, Api **ret)
         /* The description is config/io.jitterd.varlink, compiled in (interface.c). */
         r = manager_add_interface(m, "io.jitterd", jitterd_interface_description, methods,
                                   ELEMENTSOF(methods), a);
-        if (r < 0 || (r = manager_add_hook(m, on_harvest, a)) < 0 ||
-            (r = manager_add_interval_hook(m, on_interval, a)) < 0) {
+        if (r < 0) {
+                return r;
+        }
+        r = manager_add_hooks(m, &(ManagerHooks){
+                                         .interval = on_interval,
+                                         .harvest = on_harvest,
+                                         .userdata = a,
+                                 });
+        if (r < 0) {
                 return r;
         }
         *ret = a;

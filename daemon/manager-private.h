@@ -117,19 +117,10 @@ struct Manager {
         CaptureStore *captures;
         bool capture_failing;
 
-        /* Called after every harvest, in the order they were added (main.c adds the API's
+        /* Called at each harvest, in the order they were added (main.c adds the API's
          * Monitor and the textfile). */
-        struct {
-                ManagerHook func;
-                void *userdata;
-        } hooks[MANAGER_HOOKS_MAX];
+        ManagerHooks hooks[MANAGER_HOOKS_MAX];
         size_t n_hooks;
-        /* Called for every interval harvested (main.c adds the API's Monitor). */
-        struct {
-                ManagerIntervalHook func;
-                void *userdata;
-        } interval_hooks[MANAGER_HOOKS_MAX];
-        size_t n_interval_hooks;
 };
 
 /* --- trace causes (manager-trace.c) --- */

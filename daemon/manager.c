@@ -452,7 +452,7 @@ static void harvest_probe(Manager *m, ProbeCtl *p)
                         (void)history_add_interval(m->history, p->cpu, p->last_start_ns,
                                                    p->last_duration_ns, slot, p->stall_pending,
                                                    &p->last_attrib);
-                        for (size_t h = 0; h < m->n_interval_hooks; h++) {
+                        for (size_t h = 0; h < m->n_hooks; h++) {
                                 const ManagerInterval iv = {
                                         .cpu = p->cpu,
                                         .state = manager_probe_state(p),
@@ -463,7 +463,9 @@ static void harvest_probe(Manager *m, ProbeCtl *p)
                                         .duration_ns = p->last_duration_ns,
                                 };
 
-                                m->interval_hooks[h].func(m, &iv, m->interval_hooks[h].userdata);
+                                if (m->hooks[h].interval) {
+                                        m->hooks[h].interval(m, &iv, m->hooks[h].userdata);
+                                }
                         }
                         p->stall_pending = false;
                         p->samples_total += slot->gap.count;
@@ -507,7 +509,9 @@ static int on_harvest(sd_event_source *s, uint64_t usec, void *userdata)
         }
         manager_trace_harvested(m);
         for (size_t i = 0; i < m->n_hooks; i++) {
-                m->hooks[i].func(m, m->hooks[i].userdata);
+                if (m->hooks[i].harvest) {
+                        m->hooks[i].harvest(m, m->hooks[i].userdata);
+                }
         }
         update_status(m);
         return 0;
@@ -1325,25 +1329,12 @@ void manager_reset(Manager *m, int cpu)
         manager_trace_reset(m, cpu);
 }
 
-int manager_add_interval_hook(Manager *m, ManagerIntervalHook func, void *userdata)
-{
-        if (m->n_interval_hooks >= MANAGER_HOOKS_MAX) {
-                return -ENOSPC;
-        }
-        m->interval_hooks[m->n_interval_hooks].func = func;
-        m->interval_hooks[m->n_interval_hooks].userdata = userdata;
-        m->n_interval_hooks++;
-        return 0;
-}
-
-int manager_add_hook(Manager *m, ManagerHook func, void *userdata)
+int manager_add_hooks(Manager *m, const ManagerHooks *hooks)
 {
         if (m->n_hooks >= MANAGER_HOOKS_MAX) {
                 return -ENOSPC;
         }
-        m->hooks[m->n_hooks].func = func;
-        m->hooks[m->n_hooks].userdata = userdata;
-        m->n_hooks++;
+        m->hooks[m->n_hooks++] = *hooks;
         return 0;
 }
 

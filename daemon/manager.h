@@ -56,10 +56,7 @@ typedef struct ProbeInfo {
         uint64_t last_duration_ns;
 } ProbeInfo;
 
-/* Called after every harvest with the Manager and the userdata it was added with. */
-typedef void (*ManagerHook)(Manager *m, void *userdata);
-
-/* One interval of one probe, as it is harvested (manager_add_interval_hook()). The pointers are
+/* One interval of one probe, as it is harvested (ManagerHooks' interval). The pointers are
  * valid during the call only. A probe that hands over late gives two or more at one harvest. */
 typedef struct ManagerInterval {
         int cpu;
@@ -71,8 +68,14 @@ typedef struct ManagerInterval {
         uint64_t duration_ns;
 } ManagerInterval;
 
-/* Called for every interval harvested, before the harvest hooks. */
-typedef void (*ManagerIntervalHook)(Manager *m, const ManagerInterval *iv, void *userdata);
+/* What a reader of the harvests (the API's Monitor, the textfile) is called with, each with
+ * @userdata: @interval for every interval harvested, then @harvest after every harvest; either
+ * may be NULL. */
+typedef struct ManagerHooks {
+        void (*interval)(Manager *m, const ManagerInterval *iv, void *userdata);
+        void (*harvest)(Manager *m, void *userdata);
+        void *userdata;
+} ManagerHooks;
 
 /* Loads @path and the drop-ins of @dropin and applies @o on top. Logs what is wrong. Returns 0
  * or a negative errno. */
@@ -100,13 +103,9 @@ static inline void manager_freep(Manager **m)
 }
 #define _cleanup_manager_ __attribute__((cleanup(manager_freep)))
 
-/* Adds @func to the hooks called after every harvest (the API's Monitor, the textfile), in the
- * order they were added. Returns 0 or -ENOSPC. */
-int manager_add_hook(Manager *m, ManagerHook func, void *userdata);
-
-/* Adds @func to the hooks called for every interval harvested (the API's Monitor). Returns 0 or
+/* Adds @hooks to those called at each harvest, in the order they were added. Returns 0 or
  * -ENOSPC. */
-int manager_add_interval_hook(Manager *m, ManagerIntervalHook func, void *userdata);
+int manager_add_hooks(Manager *m, const ManagerHooks *hooks);
 
 /* Serves interface @name on the manager's server: @methods (@n of them) are called with
  * @userdata. Returns 0 or a negative errno (varlink_server_add_interface()). */

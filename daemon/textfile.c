@@ -208,7 +208,7 @@ int textfile_new(Manager *m, Textfile **ret)
                 return -ENOMEM;
         }
         t->manager = m;
-        r = manager_add_hook(m, on_harvest, t);
+        r = manager_add_hooks(m, &(ManagerHooks){.harvest = on_harvest, .userdata = t});
         if (r < 0) {
                 free(t);
                 return r;
