@@ -3009,8 +3009,8 @@ static int load_check_clock(uint64_t file_hz, uint64_t hz, const uint8_t file_bo
         return 0;
 }
 
-/* Long because each section of the checkpoint is checked in the order it is read; a bad one
- * refuses the whole file. */
+/* Each section of the checkpoint is checked in the order it is read; a bad one refuses the
+ * whole file. */
 int history_load(History *h, AttribTable *t, uint64_t hz, FILE *f)
 {
         uint8_t file_boot[BOOT_ID_SIZE];
