@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "api-internal.h"
 
 #include "audit.h"
 #include "interface.h"

@@ -28,17 +28,6 @@ static inline void api_freep(Api **a)
 }
 #define _cleanup_api_ __attribute__((cleanup(api_freep)))
 
-/* What the harvest hook does: every Monitor call gets the intervals kept since the last call,
- * each once. */
-void api_interval(Api *a);
-
-/* What the interval hook does: keeps @iv for the Monitor calls, when there are any, until the
- * next api_interval(). */
-void api_monitor_interval(Api *a, const ManagerInterval *iv);
-
-/* How many Monitor calls are open. */
-size_t api_n_monitors(const Api *a);
-
 /* The replies of GetStatus, with each probed CPU's isolation as @iso has it (NULL: without
  * it), of GetStats for @cpus over @window (the "cpus" array), and of GetHistogram. NULL on
  * OOM or a bad window. */

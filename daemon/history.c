@@ -1,4 +1,5 @@
 #include "history.h"
+#include "history-internal.h"
 
 #include <assert.h>
 #include <errno.h>

@@ -234,9 +234,6 @@ size_t history_band_events(const History *h, int cpu, unsigned band, uint64_t si
  * drop counts. The CPU stays known (queries give empty windows). */
 void history_reset(History *h, int cpu);
 
-/* The CPUs the history holds data for. */
-void history_cpus(const History *h, cpu_set_t *ret);
-
 /* Bytes of memory the history uses now: structures, running sums, encoded intervals and
  * events. */
 size_t history_memory_bytes(const History *h);

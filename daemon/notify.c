@@ -355,13 +355,3 @@ int notifier_flush(Notifier *n, uint64_t timeout_usec)
                 nanosleep(&ts, NULL);
         }
 }
-
-unsigned notifier_pending(const Notifier *n)
-{
-        return n ? n->n_pending : 0;
-}
-
-uint64_t notifier_watchdog_usec(const Notifier *n)
-{
-        return n ? n->watchdog_usec : 0;
-}

@@ -1,4 +1,5 @@
 #include "varlink-server.h"
+#include "varlink-server-internal.h"
 
 #include "sockaddr-un.h"
 #include "util.h"

@@ -72,9 +72,13 @@ def resolve(root, src, name, by_base):
 
 
 def module(path):
-    """X.c, X.h and X-private.h (the state X's own files share) are one module."""
+    """X.c, X.h, X-private.h (the state X's own files share) and X-internal.h (what X's tests
+    see beyond X.h) are one module."""
     stem = os.path.splitext(path)[0]
-    return stem[: -len("-private")] if stem.endswith("-private") else stem
+    for suffix in ("-private", "-internal"):
+        if stem.endswith(suffix):
+            return stem[: -len(suffix)]
+    return stem
 
 
 def find_cycles(graph):

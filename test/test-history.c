@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "history.h"
+#include "history-internal.h"
 #include "history/ref-coarse.h"
 #include "rng.h"
 #include "util.h"

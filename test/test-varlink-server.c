@@ -23,7 +23,7 @@
 
 #include "sockaddr-un.h"
 #include "varlink-client.h"
-#include "varlink-server.h"
+#include "varlink-server-internal.h"
 #include "varlink.h"
 #include "util.h"
 
