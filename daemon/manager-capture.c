@@ -493,7 +493,8 @@ static void keep_cpus(json_t *arr, const cpu_set_t *cpus)
         }
 }
 
-json_t *manager_captures(Manager *m, const cpu_set_t *cpus, uint64_t since_real_ns, size_t limit)
+json_t *manager_captures(Manager *m, const cpu_set_t *cpus, uint64_t since_real_ns, size_t limit,
+                         bool *ret_truncated)
 {
         _cleanup_close_ int dfd = m->captures ? capture_dir_fd(m) : -1;
         json_t *arr = json_array();
@@ -539,5 +540,6 @@ json_t *manager_captures(Manager *m, const cpu_set_t *cpus, uint64_t since_real_
                         return NULL;
                 }
         }
-        return json_pack("{so sb}", "captures", arr, "truncated", truncated);
+        *ret_truncated = truncated;
+        return arr;
 }

@@ -188,7 +188,9 @@ int manager_trace_window(Manager *m, int cpu, HistorySpan span, uint64_t since_n
 bool manager_capture_counts(const Manager *m, CaptureCounts *ret);
 
 /* The trace captures kept (manager-capture.c), oldest first, of interruptions on @cpus whose
- * window began at or after @since_real_ns (CLOCK_REALTIME), their records those of @cpus:
- * {"captures": [...], "truncated": bool}, the newest @limit at most and at most 8 MiB of
- * files (truncated when more were left out). NULL without memory. */
-json_t *manager_captures(Manager *m, const cpu_set_t *cpus, uint64_t since_real_ns, size_t limit);
+ * window began at or after @since_real_ns (CLOCK_REALTIME), their records those of @cpus: an
+ * array of the capture files as they were written, each with its "file" name, the newest
+ * @limit at most and at most 8 MiB of files; *@ret_truncated says whether more were left out.
+ * NULL without memory. */
+json_t *manager_captures(Manager *m, const cpu_set_t *cpus, uint64_t since_real_ns, size_t limit,
+                         bool *ret_truncated);
