@@ -92,30 +92,22 @@ static int export_render(Manager *m, FILE *f)
 {
         /* Without the isolation: the exposition has none, and reading it walks every cpuset
          * directory. */
-        json_t *status = api_status(m, NULL);
-        json_t *stats_all = export_stats(m, "all");
-        json_t *stats_1m = export_stats(m, "1m");
-        json_t *intervals = export_intervals_last(m);
-        json_t *histograms = json_array();
-        int r = -ENOMEM;
+        json_auto_t *status = api_status(m, NULL);
+        json_auto_t *stats_all = export_stats(m, "all");
+        json_auto_t *stats_1m = export_stats(m, "1m");
+        json_auto_t *intervals = export_intervals_last(m);
+        json_auto_t *histograms = json_array();
 
         if (!status || !stats_all || !stats_1m || !intervals || !histograms) {
-                goto out;
+                return -ENOMEM;
         }
         for (size_t i = 0; i < manager_n_probes(m); i++) {
                 if (json_array_append_new(histograms, api_histogram(m, manager_probe_cpu(m, i),
                                                                     "all", "gap")) < 0) {
-                        goto out;
+                        return -ENOMEM;
                 }
         }
-        r = prometheus_render(f, status, stats_all, stats_1m, intervals, histograms);
-out:
-        json_decref(status);
-        json_decref(stats_all);
-        json_decref(stats_1m);
-        json_decref(intervals);
-        json_decref(histograms);
-        return r;
+        return prometheus_render(f, status, stats_all, stats_1m, intervals, histograms);
 }
 
 static int write_exposition(FILE *f, void *userdata)
