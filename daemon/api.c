@@ -615,12 +615,13 @@ static int method_get_events(VarlinkCallCtx *call, json_t *params, void *userdat
         };
         Api *a = userdata;
         Manager *m = a->manager;
+        const CauseStore *store = manager_cause_store(m);
         uint64_t since = 0, min = 0, now = now_ns(CLOCK_MONOTONIC);
         JsonText t = {0};
         json_int_t limit;
         cpu_set_t cpus;
-        HistoryEvent *ev;
-        uint32_t *pos;
+        _cleanup_free_ HistoryEvent *ev = NULL;
+        _cleanup_free_ uint32_t *pos = NULL;
         size_t n, len;
         char *text;
 
@@ -637,8 +638,6 @@ static int method_get_events(VarlinkCallCtx *call, json_t *params, void *userdat
         ev = calloc((size_t)limit, sizeof(*ev));
         pos = malloc(CPU_SETSIZE * sizeof(*pos));
         if (!ev || !pos) {
-                free(ev);
-                free(pos);
                 return -ENOMEM;
         }
         memset(pos, 0xff, CPU_SETSIZE * sizeof(*pos)); /* UINT32_MAX: no lookup yet */
@@ -658,12 +657,10 @@ static int method_get_events(VarlinkCallCtx *call, json_t *params, void *userdat
                 json_text_realtime(&t, ev[i].start_real_ns);
                 json_text_raw(&t, ",\"duration_ns\":");
                 json_text_u64(&t, ev[i].duration_ns);
-                event_causes_to_text(manager_cause_store(m), &ev[i], &pos[ev[i].cpu], &t);
+                event_causes_to_text(store, &ev[i], &pos[ev[i].cpu], &t);
                 json_text_raw(&t, "}");
         }
         json_text_raw(&t, "]}" VARLINK_REPLY_TEXT_TAIL);
-        free(ev);
-        free(pos);
         text = json_text_take(&t, &len);
         return varlink_call_reply_text(call, text, len);
 }

@@ -2602,6 +2602,9 @@ typedef struct Loader {
 
 static void loader_free(Loader *l)
 {
+        if (!l) {
+                return;
+        }
         for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
                 cpu_free(l->cpus[cpu].c);
                 free(l->cpus[cpu].total.blob);
@@ -2610,6 +2613,12 @@ static void loader_free(Loader *l)
         free(l->scratch);
         free(l);
 }
+
+static void loader_freep(Loader **l)
+{
+        loader_free(*l);
+}
+#define _cleanup_loader_ __attribute__((cleanup(loader_freep)))
 
 /* Reads one interval (@coarse: with its period's end; else, from version 2 on, with its
  * resolution byte) with a blob no longer than BLOB_MAX that decodes at resolution @res (the
@@ -3012,13 +3021,30 @@ static int load_check_clock(uint64_t file_hz, uint64_t hz, const uint8_t file_bo
 
 /* Each section of the checkpoint is checked in the order it is read; a bad one refuses the
  * whole file. */
+/* Gives each source name of the file its id in @t, into l->map; *@ret_identity when every id
+ * is the file's index. Returns 0 or a negative errno (attrib_table_id()). */
+static int map_names(Loader *l, AttribTable *t, bool *ret_identity)
+{
+        *ret_identity = true;
+        for (unsigned i = 0; i < l->n_names; i++) {
+                int id = attrib_table_id(t, l->names[i]);
+
+                if (id < 0) {
+                        return id;
+                }
+                l->map[i] = (uint16_t)id;
+                *ret_identity = *ret_identity && id == (int)i;
+        }
+        return 0;
+}
+
 int history_load(History *h, AttribTable *t, uint64_t hz, FILE *f)
 {
         uint8_t file_boot[BOOT_ID_SIZE];
         uint64_t file_hz = 0, n, crc;
         bool identity = true;
+        _cleanup_loader_ Loader *l = NULL;
         FileReader *r;
-        Loader *l;
         int ret;
 
         if (!h || !t || !f || hz == 0) {
@@ -3026,7 +3052,6 @@ int history_load(History *h, AttribTable *t, uint64_t hz, FILE *f)
         }
         l = calloc(1, sizeof(*l));
         if (!l || !(l->scratch = malloc(BLOB_REMAP_MAX))) {
-                free(l);
                 return -ENOMEM;
         }
         r = &l->r;
@@ -3034,7 +3059,7 @@ int history_load(History *h, AttribTable *t, uint64_t hz, FILE *f)
         crc32_table_init(r->table);
         ret = load_header(l, &file_hz, file_boot);
         if (ret < 0) {
-                goto out;
+                return ret;
         }
         n = r_uint(r, 4);
         if (n > CPU_SETSIZE) {
@@ -3051,15 +3076,8 @@ int history_load(History *h, AttribTable *t, uint64_t hz, FILE *f)
         if (ret == 0) {
                 ret = load_check_clock(file_hz, hz, file_boot);
         }
-        for (unsigned i = 0; ret == 0 && i < l->n_names; i++) {
-                int id = attrib_table_id(t, l->names[i]);
-
-                if (id < 0) {
-                        ret = id;
-                        break;
-                }
-                l->map[i] = (uint16_t)id;
-                identity = identity && id == (int)i;
+        if (ret == 0) {
+                ret = map_names(l, t, &identity);
         }
         if (ret == 0) {
                 ret = loader_finish(h, l, identity ? NULL : l->map);
@@ -3071,7 +3089,5 @@ int history_load(History *h, AttribTable *t, uint64_t hz, FILE *f)
                         l->cpus[cpu].c = NULL;
                 }
         }
-out:
-        loader_free(l);
         return ret;
 }
