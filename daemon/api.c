@@ -117,7 +117,7 @@ int api_window(const char *window, uint64_t *ret_from_ns, uint64_t *ret_to_ns, b
 
 /* Whether a running sum that ends at @to_ns is current: its CPU's newest interval ended within
  * the last two intervals. */
-static bool window_is_current(Manager *m, uint64_t to_ns)
+static bool window_is_current(const Manager *m, uint64_t to_ns)
 {
         return to_ns + 2 * manager_config(m)->history_interval_ns >= now_ns(CLOCK_MONOTONIC);
 }
@@ -130,7 +130,7 @@ static bool window_is_current(Manager *m, uint64_t to_ns)
  * the history has never seen gets an empty window. GetWindow and GetTimeline, which list the
  * intervals, take those within the span up to now: their first may differ from these windows'
  * by an interval (a coarse period for 1h and 24h). */
-static void read_window(Manager *m, int cpu, const char *window, HistoryWindow *w)
+static void read_window(const Manager *m, int cpu, const char *window, HistoryWindow *w)
 {
         const History *h = manager_history(m);
         uint64_t from, to;
@@ -166,7 +166,7 @@ static int error_no_such_cpu(VarlinkCallCtx *call, json_int_t cpu)
 
 /* Reads the optional "cpus" array into @ret (default: every probed CPU). Answers the call and
  * returns -EINVAL for a CPU that is not probed or a malformed entry. */
-static int get_cpus(Manager *m, VarlinkCallCtx *call, json_t *params, cpu_set_t *ret)
+static int get_cpus(const Manager *m, VarlinkCallCtx *call, json_t *params, cpu_set_t *ret)
 {
         json_t *arr = json_object_get(params, "cpus"), *v;
         size_t i;
@@ -195,7 +195,7 @@ static int get_cpus(Manager *m, VarlinkCallCtx *call, json_t *params, cpu_set_t 
 }
 
 /* Reads the optional "window" (default @def). Answers the call and returns -EINVAL when bad. */
-static int get_window(Manager *m, VarlinkCallCtx *call, json_t *params, const char *def,
+static int get_window(const Manager *m, VarlinkCallCtx *call, json_t *params, const char *def,
                       const char **ret_name, uint64_t *from, uint64_t *to, bool *all)
 {
         const char *w = def;
@@ -215,7 +215,7 @@ static int get_window(Manager *m, VarlinkCallCtx *call, json_t *params, const ch
 
 /* Adds the attribution counters of @d to @o as GetStats has them: "interrupts", "softirqs"
  * and "ctxsw" maps keyed by the source's name without its prefix, and "smi". */
-static int api_attrib_to_json(Manager *m, const AttribDelta *d, json_t *o)
+static int api_attrib_to_json(const Manager *m, const AttribDelta *d, json_t *o)
 {
         static const struct {
                 const char *prefix;
@@ -259,7 +259,7 @@ static int api_attrib_to_json(Manager *m, const AttribDelta *d, json_t *o)
 }
 
 /* One CPU's GetStats entry: the window's summary and its counters, all reads. */
-static json_t *api_cpu_stats(Manager *m, int cpu, const char *window, const HistoryWindow *w)
+static json_t *api_cpu_stats(const Manager *m, int cpu, const char *window, const HistoryWindow *w)
 {
         SlotSummary s;
         json_t *o;
@@ -277,7 +277,7 @@ static json_t *api_cpu_stats(Manager *m, int cpu, const char *window, const Hist
         return o;
 }
 
-static json_t *stats_array(Manager *m, const cpu_set_t *cpus, const char *window)
+static json_t *stats_array(const Manager *m, const cpu_set_t *cpus, const char *window)
 {
         uint64_t from, to;
         bool all;
@@ -308,8 +308,8 @@ static json_t *stats_array(Manager *m, const cpu_set_t *cpus, const char *window
 /* The parameters of GetCauses: "cpus" (default every probed CPU) and "window"
  * (default "1m"), its name in @ret_window and its start in @ret_from. Returns 0, or -1 after
  * replying with the error. */
-static int get_cpus_window(Manager *m, VarlinkCallCtx *call, json_t *params, cpu_set_t *ret_cpus,
-                           const char **ret_window, uint64_t *ret_from)
+static int get_cpus_window(const Manager *m, VarlinkCallCtx *call, json_t *params,
+                           cpu_set_t *ret_cpus, const char **ret_window, uint64_t *ret_from)
 {
         static const VarlinkField fields[] = {
                 {"cpus", JSON_ARRAY, false},
@@ -465,7 +465,7 @@ static int method_get_window(VarlinkCallCtx *call, json_t *params, void *userdat
         return varlink_call_reply(call, o);
 }
 
-json_t *api_histogram(Manager *m, int cpu, const char *window, const char *kind)
+json_t *api_histogram(const Manager *m, int cpu, const char *window, const char *kind)
 {
         uint64_t from, to;
         bool all;
@@ -953,7 +953,7 @@ static void add_probe_reason(const ProbeInfo *p, json_t *o)
 /* The worst gap of @cpu's window 1m in ns, as GetStats has it (read_window()): the running
  * sum's, without copying its histograms, while it is current; else from the window merged
  * into *@scratch (allocated here the first time, NULL when that fails: 0). */
-static uint64_t worst_gap_1m_ns(Manager *m, int cpu, HistoryWindow **scratch)
+static uint64_t worst_gap_1m_ns(const Manager *m, int cpu, HistoryWindow **scratch)
 {
         uint64_t max, to;
 
@@ -972,7 +972,8 @@ static uint64_t worst_gap_1m_ns(Manager *m, int cpu, HistoryWindow **scratch)
 
 /* GetStatus' entry for probe @i, with its CPU's isolation as @iso has it (none: left out);
  * @scratch as worst_gap_1m_ns() has it. NULL when out of memory. */
-static json_t *probe_status(Manager *m, size_t i, const Isolation *iso, HistoryWindow **scratch)
+static json_t *probe_status(const Manager *m, size_t i, const Isolation *iso,
+                            HistoryWindow **scratch)
 {
         ProbeInfo pi, *p = &pi;
         const IsolationSet *set;
@@ -1158,7 +1159,7 @@ static json_t *trace_status(const Manager *m)
         return o;
 }
 
-json_t *api_status(Manager *m, const Isolation *iso)
+json_t *api_status(const Manager *m, const Isolation *iso)
 {
         uint64_t now = now_ns(CLOCK_MONOTONIC);
         json_t *probes = json_array(), *cfg;
@@ -1203,7 +1204,7 @@ json_t *api_status(Manager *m, const Isolation *iso)
 
 /* How old a reading of the isolation may be: an interval, at least ISOLATION_MAX_AGE_MIN_NS (a
  * walk of thousands of cgroups takes tens of ms). */
-static uint64_t isolation_max_age_ns(Manager *m)
+static uint64_t isolation_max_age_ns(const Manager *m)
 {
         uint64_t age = manager_config(m)->history_interval_ns;
 
@@ -1431,7 +1432,7 @@ static int method_audit(VarlinkCallCtx *call, json_t *params, void *userdata)
 
 /* Root, or a member of the admin group (primary or supplementary, read from the peer's
  * /proc/PID/status since SO_PEERCRED carries only the primary group). */
-static bool peer_is_admin(Manager *m, VarlinkCallCtx *call)
+static bool peer_is_admin(const Manager *m, VarlinkCallCtx *call)
 {
         uid_t uid;
         gid_t gid, admin_gid;
@@ -1502,7 +1503,7 @@ static int method_reset(VarlinkCallCtx *call, json_t *params, void *userdata)
         return varlink_call_reply(call, NULL);
 }
 
-json_t *api_stats(Manager *m, const cpu_set_t *cpus, const char *window)
+json_t *api_stats(const Manager *m, const cpu_set_t *cpus, const char *window)
 {
         return stats_array(m, cpus, window);
 }

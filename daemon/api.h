@@ -31,9 +31,9 @@ static inline void api_freep(Api **a)
 /* The replies of GetStatus, with each probed CPU's isolation as @iso has it (NULL: without
  * it), of GetStats for @cpus over @window (the "cpus" array), and of GetHistogram. NULL on
  * OOM or a bad window. */
-json_t *api_status(Manager *m, const Isolation *iso);
-json_t *api_stats(Manager *m, const cpu_set_t *cpus, const char *window);
-json_t *api_histogram(Manager *m, int cpu, const char *window, const char *kind);
+json_t *api_status(const Manager *m, const Isolation *iso);
+json_t *api_stats(const Manager *m, const cpu_set_t *cpus, const char *window);
+json_t *api_histogram(const Manager *m, int cpu, const char *window, const char *kind);
 
 /* Parses a window name ("10s", "1m", "5m", "1h", "24h", "all") into a time range ending now.
  * Returns 0 or -EINVAL. */

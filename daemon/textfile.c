@@ -16,6 +16,7 @@
 #include "atomic-file.h"
 #include "log.h"
 #include "prometheus.h"
+#include "util.h"
 
 struct Textfile {
         Manager *manager;
@@ -42,7 +43,7 @@ static int keep_newest(const HistoryPoint *pt, void *userdata)
 
 /* The newest interval of each CPU, as GetTimeline shows it (a stalled interval's worst gap is
  * the whole interval), so that jitterctl export gets the same from the daemon's replies. */
-static json_t *export_intervals_last(Manager *m)
+static json_t *export_intervals_last(const Manager *m)
 {
         const char *window = prometheus_interval_window(manager_config(m)->history_interval_ns);
         json_t *arr = json_array();
@@ -77,7 +78,7 @@ static json_t *export_intervals_last(Manager *m)
 }
 
 /* The "cpus" array of GetStats over @window for the probed CPUs, without the analyses. */
-static json_t *export_stats(Manager *m, const char *window)
+static json_t *export_stats(const Manager *m, const char *window)
 {
         cpu_set_t cpus;
 
@@ -88,7 +89,7 @@ static json_t *export_stats(Manager *m, const char *window)
         return api_stats(m, &cpus, window);
 }
 
-static int export_render(Manager *m, FILE *f)
+static int export_render(const Manager *m, FILE *f)
 {
         /* Without the isolation: the exposition has none, and reading it walks every cpuset
          * directory. */
@@ -124,8 +125,8 @@ static int write_exposition(FILE *f, void *userdata)
 static int export_write_atomic(Manager *m, const char *path)
 {
         char tmp[CONFIG_PATH_MAX + 16], dir[CONFIG_PATH_MAX], base[CONFIG_PATH_MAX];
+        _cleanup_close_ int dfd = -1;
         const char *name;
-        int dfd, r;
 
         snprintf(dir, sizeof(dir), "%s", path);
         snprintf(base, sizeof(base), "%s", path);
@@ -137,9 +138,7 @@ static int export_write_atomic(Manager *m, const char *path)
         if (dfd < 0) {
                 return -errno;
         }
-        r = atomic_file_write(dfd, tmp, name, 0644, ATOMIC_SYNC_NONE, write_exposition, m);
-        close(dfd);
-        return r;
+        return atomic_file_write(dfd, tmp, name, 0644, ATOMIC_SYNC_NONE, write_exposition, m);
 }
 
 int textfile_write(Textfile *t)
