@@ -1244,7 +1244,9 @@ int manager_run(Manager *m)
                                       now + m->config.history_interval_ns / 1000, 1000, on_tick, m);
         }
         if (r >= 0) {
-                sd_event_source_set_enabled(m->tick_source, SD_EVENT_ON);
+                r = sd_event_source_set_enabled(m->tick_source, SD_EVENT_ON);
+        }
+        if (r >= 0) {
                 r = sd_event_add_time(m->event, &m->harvest_source, CLOCK_MONOTONIC, UINT64_MAX,
                                       100, on_harvest, m);
         }
@@ -1253,7 +1255,7 @@ int manager_run(Manager *m)
                                       now + m->config.history_checkpoint_ns / 1000, 0,
                                       on_checkpoint, m);
                 if (r >= 0) {
-                        sd_event_source_set_enabled(m->checkpoint_source, SD_EVENT_ON);
+                        r = sd_event_source_set_enabled(m->checkpoint_source, SD_EVENT_ON);
                 }
         }
         if (r < 0) {
