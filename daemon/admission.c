@@ -3,6 +3,7 @@
 #include "admission.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,16 +100,8 @@ Admission *admission_free(Admission *a)
         return NULL;
 }
 
-json_t *admission_budget_to_json(void)
+const char *const *admission_light_methods(size_t *ret_n)
 {
-        json_t *names = json_array();
-
-        for (size_t i = 0; names && i < ELEMENTSOF(light_methods); i++) {
-                json_array_append_new(names, json_string(light_methods[i]));
-        }
-        return json_pack("{sf s{sf sI} s{sf sI so*} si}", "cpu_ratio", ADMISSION_CPU_RATIO, "heavy",
-                         "ratio", ADMISSION_HEAVY_RATIO, "burst_ns",
-                         (json_int_t)ADMISSION_HEAVY_BURST_NS, "light", "ratio",
-                         ADMISSION_LIGHT_RATIO, "burst_ns", (json_int_t)ADMISSION_LIGHT_BURST_NS,
-                         "methods", names, "min_retry_ms", ADMISSION_MIN_RETRY_MS);
+        *ret_n = ELEMENTSOF(light_methods);
+        return light_methods;
 }

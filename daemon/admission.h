@@ -17,7 +17,7 @@
  * ADMISSION_SERVE_RATIO of a core; the rest of ADMISSION_CPU_RATIO is the daemon's own work
  * (harvests, the textfile), which is not refused. */
 
-#include <jansson.h>
+#include <stddef.h>
 
 #include "varlink-server.h"
 
@@ -45,6 +45,5 @@ int admission_new(VarlinkServer *s, Admission **ret);
  * Accepts NULL; returns NULL. */
 Admission *admission_free(Admission *a);
 
-/* The budget as GetStatus reports it in "self": {"cpu_ratio", "heavy": {"ratio", "burst_ns"},
- * "light": {"ratio", "burst_ns", "methods"}, "min_retry_ms"}. NULL on OOM. */
-json_t *admission_budget_to_json(void);
+/* The methods of the light bucket, fully qualified; their number in *@ret_n. */
+const char *const *admission_light_methods(size_t *ret_n);

@@ -11,12 +11,15 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "api-internal.h"
 
+#include "admission.h"
 #include "audit.h"
 #include "interface.h"
 #include "cpulist.h"
 #include "isolation.h"
 #include "duration.h"
+#include "json-text.h"
 #include "log.h"
 #include "manager.h"
 #include "reply-cache.h"
@@ -114,7 +117,7 @@ int api_window(const char *window, uint64_t *ret_from_ns, uint64_t *ret_to_ns, b
 
 /* Whether a running sum that ends at @to_ns is current: its CPU's newest interval ended within
  * the last two intervals. */
-static bool window_is_current(Manager *m, uint64_t to_ns)
+static bool window_is_current(const Manager *m, uint64_t to_ns)
 {
         return to_ns + 2 * manager_config(m)->history_interval_ns >= now_ns(CLOCK_MONOTONIC);
 }
@@ -127,9 +130,9 @@ static bool window_is_current(Manager *m, uint64_t to_ns)
  * the history has never seen gets an empty window. GetWindow and GetTimeline, which list the
  * intervals, take those within the span up to now: their first may differ from these windows'
  * by an interval (a coarse period for 1h and 24h). */
-static void read_window(Manager *m, int cpu, const char *window, HistoryWindow *w)
+static void read_window(const Manager *m, int cpu, const char *window, HistoryWindow *w)
 {
-        History *h = manager_history(m);
+        const History *h = manager_history(m);
         uint64_t from, to;
         HistorySpan span;
         bool all;
@@ -163,7 +166,7 @@ static int error_no_such_cpu(VarlinkCallCtx *call, json_int_t cpu)
 
 /* Reads the optional "cpus" array into @ret (default: every probed CPU). Answers the call and
  * returns -EINVAL for a CPU that is not probed or a malformed entry. */
-static int get_cpus(Manager *m, VarlinkCallCtx *call, json_t *params, cpu_set_t *ret)
+static int get_cpus(const Manager *m, VarlinkCallCtx *call, json_t *params, cpu_set_t *ret)
 {
         json_t *arr = json_object_get(params, "cpus"), *v;
         size_t i;
@@ -192,7 +195,7 @@ static int get_cpus(Manager *m, VarlinkCallCtx *call, json_t *params, cpu_set_t 
 }
 
 /* Reads the optional "window" (default @def). Answers the call and returns -EINVAL when bad. */
-static int get_window(Manager *m, VarlinkCallCtx *call, json_t *params, const char *def,
+static int get_window(const Manager *m, VarlinkCallCtx *call, json_t *params, const char *def,
                       const char **ret_name, uint64_t *from, uint64_t *to, bool *all)
 {
         const char *w = def;
@@ -212,7 +215,7 @@ static int get_window(Manager *m, VarlinkCallCtx *call, json_t *params, const ch
 
 /* Adds the attribution counters of @d to @o as GetStats has them: "interrupts", "softirqs"
  * and "ctxsw" maps keyed by the source's name without its prefix, and "smi". */
-static int api_attrib_to_json(Manager *m, const AttribDelta *d, json_t *o)
+static int api_attrib_to_json(const Manager *m, const AttribDelta *d, json_t *o)
 {
         static const struct {
                 const char *prefix;
@@ -256,7 +259,7 @@ static int api_attrib_to_json(Manager *m, const AttribDelta *d, json_t *o)
 }
 
 /* One CPU's GetStats entry: the window's summary and its counters, all reads. */
-static json_t *api_cpu_stats(Manager *m, int cpu, const char *window, const HistoryWindow *w)
+static json_t *api_cpu_stats(const Manager *m, int cpu, const char *window, const HistoryWindow *w)
 {
         SlotSummary s;
         json_t *o;
@@ -274,7 +277,7 @@ static json_t *api_cpu_stats(Manager *m, int cpu, const char *window, const Hist
         return o;
 }
 
-static json_t *stats_array(Manager *m, const cpu_set_t *cpus, const char *window)
+static json_t *stats_array(const Manager *m, const cpu_set_t *cpus, const char *window)
 {
         uint64_t from, to;
         bool all;
@@ -305,8 +308,8 @@ static json_t *stats_array(Manager *m, const cpu_set_t *cpus, const char *window
 /* The parameters of GetCauses: "cpus" (default every probed CPU) and "window"
  * (default "1m"), its name in @ret_window and its start in @ret_from. Returns 0, or -1 after
  * replying with the error. */
-static int get_cpus_window(Manager *m, VarlinkCallCtx *call, json_t *params, cpu_set_t *ret_cpus,
-                           const char **ret_window, uint64_t *ret_from)
+static int get_cpus_window(const Manager *m, VarlinkCallCtx *call, json_t *params,
+                           cpu_set_t *ret_cpus, const char **ret_window, uint64_t *ret_from)
 {
         static const VarlinkField fields[] = {
                 {"cpus", JSON_ARRAY, false},
@@ -462,7 +465,7 @@ static int method_get_window(VarlinkCallCtx *call, json_t *params, void *userdat
         return varlink_call_reply(call, o);
 }
 
-json_t *api_histogram(Manager *m, int cpu, const char *window, const char *kind)
+json_t *api_histogram(const Manager *m, int cpu, const char *window, const char *kind)
 {
         uint64_t from, to;
         bool all;
@@ -562,6 +565,46 @@ static int get_duration(VarlinkCallCtx *call, json_t *params, const char *name, 
         return 0;
 }
 
+/* Adds the causes of @ev to its GetEvents object being written in @t (",\"causes\":[...]",
+ * "unexplained_ns", "other_ns", "trace_lost", "overhead_ns", "no_record_ns") when they are
+ * known; nothing otherwise. @pos (UINT32_MAX at first) is where the previous event of the same
+ * CPU was looked up: events of a CPU in time order are found by walking on from there. */
+static void event_causes_to_text(const CauseStore *store, const HistoryEvent *ev, uint32_t *pos,
+                                 JsonText *t)
+{
+        const StoredCauses *c =
+                store ? cause_store_find_next(store, ev->cpu, ev->start_ns, pos) : NULL;
+
+        if (!c || c->flags & CAUSES_UNTRACED) {
+                return;
+        }
+        json_text_raw(t, ",\"causes\":[");
+        for (size_t i = 0; i < c->n; i++) {
+                uint8_t kind = 0;
+                const char *name = cause_store_name(store, ev->cpu, c->causes[i].name, &kind);
+
+                json_text_raw(t, i ? ",{\"kind\":" : "{\"kind\":");
+                json_text_string(t, cause_kind_name(kind));
+                json_text_raw(t, ",\"name\":");
+                json_text_string(t, name);
+                json_text_raw(t, ",\"ns\":");
+                json_text_u64(t, c->causes[i].ns);
+                json_text_raw(t, ",\"overhead_ns\":");
+                json_text_u64(t, c->causes[i].overhead_ns);
+                json_text_raw(t, "}");
+        }
+        json_text_raw(t, "],\"unexplained_ns\":");
+        json_text_u64(t, c->unexplained_ns);
+        json_text_raw(t, ",\"other_ns\":");
+        json_text_u64(t, c->other_ns);
+        json_text_raw(t, ",\"trace_lost\":");
+        json_text_bool(t, c->flags & CAUSES_LOST);
+        json_text_raw(t, ",\"overhead_ns\":");
+        json_text_u64(t, c->overhead_ns);
+        json_text_raw(t, ",\"no_record_ns\":");
+        json_text_u64(t, c->no_record_ns);
+}
+
 static int method_get_events(VarlinkCallCtx *call, json_t *params, void *userdata)
 {
         static const VarlinkField fields[] = {
@@ -572,12 +615,13 @@ static int method_get_events(VarlinkCallCtx *call, json_t *params, void *userdat
         };
         Api *a = userdata;
         Manager *m = a->manager;
+        const CauseStore *store = manager_cause_store(m);
         uint64_t since = 0, min = 0, now = now_ns(CLOCK_MONOTONIC);
         JsonText t = {0};
         json_int_t limit;
         cpu_set_t cpus;
-        HistoryEvent *ev;
-        uint32_t *pos;
+        _cleanup_free_ HistoryEvent *ev = NULL;
+        _cleanup_free_ uint32_t *pos = NULL;
         size_t n, len;
         char *text;
 
@@ -594,8 +638,6 @@ static int method_get_events(VarlinkCallCtx *call, json_t *params, void *userdat
         ev = calloc((size_t)limit, sizeof(*ev));
         pos = malloc(CPU_SETSIZE * sizeof(*pos));
         if (!ev || !pos) {
-                free(ev);
-                free(pos);
                 return -ENOMEM;
         }
         memset(pos, 0xff, CPU_SETSIZE * sizeof(*pos)); /* UINT32_MAX: no lookup yet */
@@ -615,12 +657,10 @@ static int method_get_events(VarlinkCallCtx *call, json_t *params, void *userdat
                 json_text_realtime(&t, ev[i].start_real_ns);
                 json_text_raw(&t, ",\"duration_ns\":");
                 json_text_u64(&t, ev[i].duration_ns);
-                manager_trace_event_to_text(m, &ev[i], &pos[ev[i].cpu], &t);
+                event_causes_to_text(store, &ev[i], &pos[ev[i].cpu], &t);
                 json_text_raw(&t, "}");
         }
         json_text_raw(&t, "]}" VARLINK_REPLY_TEXT_TAIL);
-        free(ev);
-        free(pos);
         text = json_text_take(&t, &len);
         return varlink_call_reply_text(call, text, len);
 }
@@ -637,7 +677,8 @@ static int method_get_captures(VarlinkCallCtx *call, json_t *params, void *userd
         uint64_t since = 0, now = now_ns(CLOCK_REALTIME);
         json_int_t limit;
         cpu_set_t cpus;
-        json_t *reply;
+        json_t *reply, *captures;
+        bool truncated;
 
         if (varlink_call_check_params(call, params, fields, 3) < 0 ||
             get_cpus(m, call, params, &cpus) < 0 ||
@@ -647,8 +688,163 @@ static int method_get_captures(VarlinkCallCtx *call, json_t *params, void *userd
         if (varlink_get_int(params, "limit", 1, 100, 10, &limit) < 0) {
                 return varlink_call_error_invalid_parameter(call, "limit");
         }
-        reply = manager_captures(m, &cpus, since && since < now ? now - since : 0, (size_t)limit);
+        captures = manager_captures(m, &cpus, since && since < now ? now - since : 0, (size_t)limit,
+                                    &truncated);
+        if (!captures) {
+                return -ENOMEM;
+        }
+        reply = json_pack("{so sb}", "captures", captures, "truncated", truncated);
         return reply ? varlink_call_reply(call, reply) : -ENOMEM;
+}
+
+/* The causes of a window shown, largest first; the time of any beyond goes to other_ns. */
+#define WINDOW_CAUSES_MAX 256
+
+typedef struct WindowCause {
+        uint8_t kind;
+        const char *name;
+        CauseSum sum;
+} WindowCause;
+
+typedef struct WindowCauses {
+        WindowCause *items;
+        size_t n, alloc;
+        bool failed;
+} WindowCauses;
+
+static void collect_cause(uint8_t kind, const char *name, const CauseSum *sum, void *userdata)
+{
+        WindowCauses *w = userdata;
+
+        if (w->n == w->alloc) {
+                size_t alloc = w->alloc ? 2 * w->alloc : 64;
+                WindowCause *items = realloc(w->items, alloc * sizeof(*items));
+
+                if (!items) {
+                        w->failed = true;
+                        return;
+                }
+                w->items = items;
+                w->alloc = alloc;
+        }
+        w->items[w->n++] = (WindowCause){.kind = kind, .name = name, .sum = *sum};
+}
+
+static int cmp_window_cause(const void *a, const void *b)
+{
+        const WindowCause *x = a, *y = b;
+        uint64_t tx = x->sum.ns + x->sum.overhead_ns, ty = y->sum.ns + y->sum.overhead_ns;
+
+        if (tx != ty) {
+                return tx < ty ? 1 : -1;
+        }
+        if (x->kind != y->kind) {
+                return x->kind < y->kind ? -1 : 1;
+        }
+        return strcmp(x->name, y->name);
+}
+
+/* GetCauses' "causes" of window @span of @cpu in @store: the largest WINDOW_CAUSES_MAX, the
+ * time of the others added to *@other_ns. NULL when out of memory. */
+static json_t *window_causes_to_json(const CauseStore *store, int cpu, HistorySpan span,
+                                     uint64_t *other_ns)
+{
+        WindowCauses w = {0};
+        json_t *arr = json_array();
+
+        cause_store_window_foreach(store, cpu, (unsigned)span, collect_cause, &w);
+        if (w.n > 1) {
+                qsort(w.items, w.n, sizeof(*w.items), cmp_window_cause);
+        }
+        for (size_t i = 0; arr && !w.failed && i < w.n; i++) {
+                const WindowCause *c = &w.items[i];
+                char buf[CAUSE_NAME_MAX + 8];
+                const char *counter;
+
+                if (i >= WINDOW_CAUSES_MAX) {
+                        *other_ns += c->sum.ns + c->sum.overhead_ns;
+                        continue;
+                }
+                counter = cause_counter(c->kind, c->name, buf, sizeof(buf));
+                if (json_array_append_new(
+                            arr, json_pack("{ss ss sI sI sI so}", "kind", cause_kind_name(c->kind),
+                                           "name", c->name, "ns", (json_int_t)c->sum.ns,
+                                           "overhead_ns", (json_int_t)c->sum.overhead_ns, "count",
+                                           (json_int_t)c->sum.count, "counter",
+                                           counter ? json_string(counter) : json_null())) < 0) {
+                        w.failed = true;
+                }
+        }
+        free(w.items);
+        if (w.failed) {
+                json_decref(arr);
+                return NULL;
+        }
+        return arr;
+}
+
+/* GetCauses' "woken_by" of @s: {"irq:RES": {"ns", "count"}, ...}. */
+static json_t *woken_to_json(const CauseWindow *s)
+{
+        json_t *o = json_object();
+
+        for (unsigned code = 1; o && code < CAUSE_COUNTER_CODES; code++) {
+                const char *counter = cause_counter_of_code((uint8_t)code);
+
+                if (counter && s->woken_count[code] > 0 &&
+                    json_object_set_new(o, counter,
+                                        json_pack("{sI sI}", "ns", (json_int_t)s->woken_ns[code],
+                                                  "count", (json_int_t)s->woken_count[code])) < 0) {
+                        json_decref(o);
+                        o = NULL;
+                }
+        }
+        return o;
+}
+
+static json_t *json_or_null(bool have, uint64_t v)
+{
+        return have ? json_integer((json_int_t)v) : json_null();
+}
+
+/* GetCauses' entry for @cpu: the stored causes of its interruptions that began at or after
+ * @since_ns, summed by (kind, name), longest first, with the interruptions' count and time,
+ * how many of them have causes, and their other and unexplained time. NULL when out of
+ * memory. */
+static json_t *window_causes(Manager *m, int cpu, const char *window, uint64_t since_ns)
+{
+        const CauseStore *store = manager_cause_store(m);
+        HostSpan h = {0};
+        CauseWindow s;
+        HistorySpan span;
+        uint64_t other_ns = 0;
+        bool have_host;
+        json_t *causes;
+
+        if (history_span_from_name(window, &span) < 0 ||
+            manager_trace_window(m, cpu, span, since_ns, &s) < 0) {
+                return NULL;
+        }
+        causes = store ? window_causes_to_json(store, cpu, span, &other_ns) : json_array();
+        if (!causes) {
+                return NULL;
+        }
+        other_ns += s.other_ns;
+        have_host = store && cause_store_host(store, cpu, since_ns, &h) == 0;
+        return json_pack(
+                "{si ss sI sI sI sI sI sI so sI sI so* sI sI sI sI sI sI so so so so}", "cpu", cpu,
+                "window", window, "since_ns", (json_int_t)since_ns, "interruptions",
+                (json_int_t)s.interruptions, "interruptions_ns", (json_int_t)s.interruptions_ns,
+                "explained", (json_int_t)s.explained, "explained_ns", (json_int_t)s.explained_ns,
+                "trace_lost", (json_int_t)s.trace_lost, "causes", causes, "other_ns",
+                (json_int_t)other_ns, "unexplained_ns", (json_int_t)s.unexplained_ns, "woken_by",
+                woken_to_json(&s), "traced", (json_int_t)s.traced, "traced_ns",
+                (json_int_t)s.traced_ns, "overhead_ns", (json_int_t)s.overhead_ns, "no_record",
+                (json_int_t)s.no_record, "no_record_ns", (json_int_t)s.no_record_ns,
+                "trace_lost_ns", (json_int_t)s.trace_lost_ns, "steal_ns",
+                json_or_null(have_host && h.have_steal, h.steal_ns), "smi",
+                json_or_null(have_host && h.have_smi, h.smi), "host_from_ns",
+                json_or_null(have_host, h.from_ns), "host_to_ns", json_or_null(have_host, h.to_ns));
 }
 
 static int method_get_causes(VarlinkCallCtx *call, json_t *params, void *userdata)
@@ -666,8 +862,7 @@ static int method_get_causes(VarlinkCallCtx *call, json_t *params, void *userdat
         arr = json_array();
         for (int cpu = 0; arr && cpu < CPU_SETSIZE; cpu++) {
                 if (CPU_ISSET(cpu, &cpus) &&
-                    json_array_append_new(arr, manager_trace_window_causes(m, cpu, window, from)) <
-                            0) {
+                    json_array_append_new(arr, window_causes(m, cpu, window, from)) < 0) {
                         json_decref(arr);
                         arr = NULL;
                 }
@@ -758,7 +953,7 @@ static void add_probe_reason(const ProbeInfo *p, json_t *o)
 /* The worst gap of @cpu's window 1m in ns, as GetStats has it (read_window()): the running
  * sum's, without copying its histograms, while it is current; else from the window merged
  * into *@scratch (allocated here the first time, NULL when that fails: 0). */
-static uint64_t worst_gap_1m_ns(Manager *m, int cpu, HistoryWindow **scratch)
+static uint64_t worst_gap_1m_ns(const Manager *m, int cpu, HistoryWindow **scratch)
 {
         uint64_t max, to;
 
@@ -777,7 +972,8 @@ static uint64_t worst_gap_1m_ns(Manager *m, int cpu, HistoryWindow **scratch)
 
 /* GetStatus' entry for probe @i, with its CPU's isolation as @iso has it (none: left out);
  * @scratch as worst_gap_1m_ns() has it. NULL when out of memory. */
-static json_t *probe_status(Manager *m, size_t i, const Isolation *iso, HistoryWindow **scratch)
+static json_t *probe_status(const Manager *m, size_t i, const Isolation *iso,
+                            HistoryWindow **scratch)
 {
         ProbeInfo pi, *p = &pi;
         const IsolationSet *set;
@@ -807,7 +1003,163 @@ static json_t *probe_status(Manager *m, size_t i, const Isolation *iso, HistoryW
         return o;
 }
 
-json_t *api_status(Manager *m, const Isolation *iso)
+/* The budget as GetStatus reports it in "self": {"cpu_ratio", "heavy": {"ratio", "burst_ns"},
+ * "light": {"ratio", "burst_ns", "methods"}, "min_retry_ms"}. NULL on OOM. */
+static json_t *budget_to_json(void)
+{
+        size_t n;
+        const char *const *light = admission_light_methods(&n);
+        json_t *names = json_array();
+
+        for (size_t i = 0; names && i < n; i++) {
+                json_array_append_new(names, json_string(light[i]));
+        }
+        return json_pack("{sf s{sf sI} s{sf sI so*} si}", "cpu_ratio", ADMISSION_CPU_RATIO, "heavy",
+                         "ratio", ADMISSION_HEAVY_RATIO, "burst_ns",
+                         (json_int_t)ADMISSION_HEAVY_BURST_NS, "light", "ratio",
+                         ADMISSION_LIGHT_RATIO, "burst_ns", (json_int_t)ADMISSION_LIGHT_BURST_NS,
+                         "methods", names, "min_retry_ms", ADMISSION_MIN_RETRY_MS);
+}
+
+static void add_method(const char *interface, const char *method, const VarlinkMethodStats *st,
+                       void *userdata)
+{
+        json_t *arr = userdata;
+        json_t *counts = json_array();
+        uint64_t cum = 0;
+        char name[256];
+
+        for (size_t k = 0; counts && k < VARLINK_DURATION_BUCKETS; k++) {
+                cum += st->duration_counts[k];
+                json_array_append_new(counts, json_integer((json_int_t)cum));
+        }
+        /* Joined by hand: snprintf() was a tenth of GetStatus. */
+        if (interface && strlen(interface) + 1 + strlen(method) < sizeof(name)) {
+                size_t len = strlen(interface);
+
+                memcpy(name, interface, len);
+                name[len] = '.';
+                memcpy(name + len + 1, method, strlen(method) + 1);
+        } else if (interface) {
+                snprintf(name, sizeof(name), "%s.%s", interface, method);
+        } else {
+                memcpy(name, "other", sizeof("other"));
+        }
+        json_array_append_new(
+                arr,
+                json_pack("{ss sI sI sI sI sI so*}", "method", name, "calls", (json_int_t)st->calls,
+                          "refused", (json_int_t)st->refused, "cpu_ns", (json_int_t)st->cpu_ns,
+                          "answered", (json_int_t)st->answered, "duration_sum_ns",
+                          (json_int_t)st->duration_sum_ns, "duration_counts", counts));
+}
+
+/* The "self" object of GetStatus for @m: {"cpu_ns", "threads", "budget",
+ * "duration_bounds_ns", "methods": [{"method", "calls", "refused", "cpu_ns", "answered",
+ * "duration_sum_ns", "duration_counts"}]} (duration_counts cumulative, one per bound). NULL
+ * on OOM. */
+static json_t *self_cost_to_json(const Manager *m)
+{
+        uint64_t cpu_ns = 0;
+        unsigned threads = 0;
+        json_t *bounds = json_array(), *methods = json_array();
+
+        (void)self_cost_read(m, &cpu_ns, &threads);
+        for (size_t k = 0; bounds && k < VARLINK_DURATION_BUCKETS; k++) {
+                json_array_append_new(bounds,
+                                      json_integer((json_int_t)varlink_duration_bounds_ns[k]));
+        }
+        /* A Manager built without a server (the tests') has served nothing. */
+        if (methods && manager_server(m)) {
+                varlink_server_foreach_stats(manager_server(m), add_method, methods);
+        }
+        return json_pack("{sI si so* so* so*}", "cpu_ns", (json_int_t)cpu_ns, "threads",
+                         (int)threads, "budget", budget_to_json(), "duration_bounds_ns", bounds,
+                         "methods", methods);
+}
+
+/* GetStatus' "trace"."cpus": per probed CPU, the time of all interruptions explained since
+ * start or Reset by cause kind, and unexplained ({"cpu", "lost_ns": {"irq": ...}}); counters
+ * for Prometheus. NULL when out of memory. */
+static json_t *trace_kind_totals(const Manager *m)
+{
+        const CauseStore *store = manager_cause_store(m);
+        json_t *arr = json_array();
+
+        for (size_t i = 0; arr && store && i < manager_n_probes(m); i++) {
+                int cpu = manager_probe_cpu(m, i);
+                uint64_t ns[CAUSE_TOTALS];
+                json_t *kinds = json_object();
+
+                cause_store_totals(store, cpu, ns);
+                for (unsigned k = 0; kinds && k < CAUSE_TOTALS; k++) {
+                        json_object_set_new(kinds, cause_total_name(k),
+                                            json_integer((json_int_t)ns[k]));
+                }
+                if (!kinds || json_array_append_new(arr, json_pack("{si so}", "cpu", cpu, "lost_ns",
+                                                                   kinds)) < 0) {
+                        json_decref(arr);
+                        return NULL;
+                }
+        }
+        return arr;
+}
+
+/* GetStatus' trace "captures": keep_above_ns, kept, kept_bytes, written, skipped, evicted,
+ * interruptions (those noted); null when no capture is kept. */
+static json_t *capture_status(const Manager *m)
+{
+        CaptureCounts c;
+
+        if (!manager_capture_counts(m, &c)) {
+                return json_null();
+        }
+        return json_pack("{sI sI sI sI sI sI sI}", "keep_above_ns",
+                         (json_int_t)manager_config(m)->trace_keep_above_ns, "kept",
+                         (json_int_t)c.kept, "kept_bytes", (json_int_t)c.kept_bytes, "written",
+                         (json_int_t)c.written, "skipped", (json_int_t)c.skipped, "evicted",
+                         (json_int_t)c.evicted, "interruptions", (json_int_t)c.noted);
+}
+
+/* Sets @key of @o to @value when @value is not "". */
+static void set_nonempty(json_t *o, const char *key, const char *value)
+{
+        if (value[0]) {
+                json_object_set_new(o, key, json_string(value));
+        }
+}
+
+/* GetStatus' "trace" object: state ("off", "recording", "unavailable"), reason, clock... NULL
+ * when out of memory. */
+static json_t *trace_status(const Manager *m)
+{
+        ManagerTraceStatus st;
+        json_t *o;
+
+        manager_trace_status(m, &st);
+        if (strcmp(st.state, "off") == 0) {
+                return json_pack("{ss}", "state", st.state);
+        }
+        if (strcmp(st.state, "unavailable") == 0) {
+                return json_pack("{ss ss}", "state", st.state, "reason", st.reason);
+        }
+        o = json_pack("{ss ss ss ss sI sI ss sI sI sI sI}", "state", st.state, "instance",
+                      st.instance, "clock", st.clock, "events", st.events, "records",
+                      (json_int_t)st.stats.records, "reads", (json_int_t)st.stats.reads,
+                      "read_trigger", st.read_trigger, "losses", (json_int_t)st.stats.losses,
+                      "lost_events", (json_int_t)st.stats.lost_events, "memory_bytes",
+                      (json_int_t)st.memory_bytes, "kernel_bytes", (json_int_t)st.kernel_bytes);
+        if (o) {
+                set_nonempty(o, "missing", st.missing);
+                set_nonempty(o, "refused", st.refused);
+                set_nonempty(o, "unnamed", st.unnamed);
+                set_nonempty(o, "reason", st.reason);
+                json_object_set_new(o, "cpus", trace_kind_totals(m));
+                json_object_set_new(o, "captures", capture_status(m));
+        }
+        return o;
+}
+
+json_t *api_status(const Manager *m, const Isolation *iso)
 {
         uint64_t now = now_ns(CLOCK_MONOTONIC);
         json_t *probes = json_array(), *cfg;
@@ -838,20 +1190,21 @@ json_t *api_status(Manager *m, const Isolation *iso)
                                     json_string(manager_config(m)->export_prometheus_textfile));
         }
         realtime_format_iso8601(when, sizeof(when), manager_start_real_ns(m));
-        return json_pack(
-                "{ss sI ss s{ss sI ss sf sf} so so sI so*}", "version", JITTERD_VERSION,
-                "uptime_ns", (json_int_t)(now - manager_start_mono_ns(m)), "start_realtime", when,
-                "counter", "source", counter_source_name(manager_counter(m)->source), "hz",
-                (json_int_t)manager_counter(m)->hz, "hz_source",
-                counter_hz_source_name(manager_counter(m)->hz_source), "precision_ppm",
-                manager_counter(m)->precision_ppm, "drift_ppm", manager_drift_ppm(m), "probes",
-                probes, "config", cfg, "history_bytes",
-                (json_int_t)history_memory_bytes(manager_history(m)), "self", self_cost_to_json(m));
+        return json_pack("{ss sI ss s{ss sI ss sf sf} so so sI so* so}", "version", JITTERD_VERSION,
+                         "uptime_ns", (json_int_t)(now - manager_start_mono_ns(m)),
+                         "start_realtime", when, "counter", "source",
+                         counter_source_name(manager_counter(m)->source), "hz",
+                         (json_int_t)manager_counter(m)->hz, "hz_source",
+                         counter_hz_source_name(manager_counter(m)->hz_source), "precision_ppm",
+                         manager_counter(m)->precision_ppm, "drift_ppm", manager_drift_ppm(m),
+                         "probes", probes, "config", cfg, "history_bytes",
+                         (json_int_t)history_memory_bytes(manager_history(m)), "self",
+                         self_cost_to_json(m), "trace", trace_status(m));
 }
 
 /* How old a reading of the isolation may be: an interval, at least ISOLATION_MAX_AGE_MIN_NS (a
  * walk of thousands of cgroups takes tens of ms). */
-static uint64_t isolation_max_age_ns(Manager *m)
+static uint64_t isolation_max_age_ns(const Manager *m)
 {
         uint64_t age = manager_config(m)->history_interval_ns;
 
@@ -874,10 +1227,9 @@ static int method_get_status(VarlinkCallCtx *call, json_t *params, void *userdat
         a->status_asked_ns = now_ns(CLOCK_MONOTONIC);
         reply = api_status(m, isolation_cache_get(&a->isolation, NULL, a->status_asked_ns,
                                                   2 * isolation_max_age_ns(m)));
-        if (!reply || json_object_set_new(reply, "trace", manager_trace_status(m)) < 0 ||
-            json_object_set_new(
-                    reply, "reply_cache_bytes",
-                    json_integer((json_int_t)reply_cache_memory_bytes(a->stats_cache))) < 0) {
+        if (!reply || json_object_set_new(reply, "reply_cache_bytes",
+                                          json_integer((json_int_t)reply_cache_memory_bytes(
+                                                  a->stats_cache))) < 0) {
                 json_decref(reply);
                 return -ENOMEM;
         }
@@ -1080,7 +1432,7 @@ static int method_audit(VarlinkCallCtx *call, json_t *params, void *userdata)
 
 /* Root, or a member of the admin group (primary or supplementary, read from the peer's
  * /proc/PID/status since SO_PEERCRED carries only the primary group). */
-static bool peer_is_admin(Manager *m, VarlinkCallCtx *call)
+static bool peer_is_admin(const Manager *m, VarlinkCallCtx *call)
 {
         uid_t uid;
         gid_t gid, admin_gid;
@@ -1143,8 +1495,7 @@ static int method_reset(VarlinkCallCtx *call, json_t *params, void *userdata)
         varlink_call_peer(call, &uid, NULL, NULL);
         for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
                 if (CPU_ISSET(cpu, &cpus)) {
-                        history_reset(manager_history(m), cpu);
-                        manager_trace_reset(m, cpu);
+                        manager_reset(m, cpu);
                 }
         }
         reply_cache_invalidate(a->stats_cache);
@@ -1152,7 +1503,7 @@ static int method_reset(VarlinkCallCtx *call, json_t *params, void *userdata)
         return varlink_call_reply(call, NULL);
 }
 
-json_t *api_stats(Manager *m, const cpu_set_t *cpus, const char *window)
+json_t *api_stats(const Manager *m, const cpu_set_t *cpus, const char *window)
 {
         return stats_array(m, cpus, window);
 }
@@ -1205,7 +1556,7 @@ int api_new(Manager *m, Api **ret)
                 {"Audit", method_audit, 0},
                 {"Reset", method_reset, 0},
         };
-        Api *a = calloc(1, sizeof(*a));
+        _cleanup_api_ Api *a = calloc(1, sizeof(*a));
         int r;
 
         if (!a) {
@@ -1213,25 +1564,29 @@ int api_new(Manager *m, Api **ret)
         }
         a->manager = m;
         a->scratch = malloc(sizeof(*a->scratch));
-        r = a->scratch ? reply_cache_new(&a->stats_cache) : -ENOMEM;
+        if (!a->scratch) {
+                return -ENOMEM;
+        }
+        r = reply_cache_new(&a->stats_cache);
         if (r < 0) {
-                free(a->scratch);
-                free(a);
                 return r;
         }
         /* The description is config/io.jitterd.varlink, compiled in (interface.c). */
-        r = varlink_server_add_interface(manager_server(m), "io.jitterd",
-                                         jitterd_interface_description, methods,
-                                         ELEMENTSOF(methods));
-        if (r < 0 || (r = manager_add_hook(m, on_harvest, a)) < 0 ||
-            (r = manager_add_interval_hook(m, on_interval, a)) < 0) {
-                reply_cache_free(a->stats_cache);
-                free(a->scratch);
-                free(a);
+        r = manager_add_interface(m, "io.jitterd", jitterd_interface_description, methods,
+                                  ELEMENTSOF(methods), a);
+        if (r < 0) {
                 return r;
         }
-        varlink_server_set_userdata(manager_server(m), a);
+        r = manager_add_hooks(m, &(ManagerHooks){
+                                         .interval = on_interval,
+                                         .harvest = on_harvest,
+                                         .userdata = a,
+                                 });
+        if (r < 0) {
+                return r;
+        }
         *ret = a;
+        a = NULL;
         return 0;
 }
 

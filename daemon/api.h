@@ -22,23 +22,18 @@ int api_new(Manager *m, Api **ret);
  * Accepts NULL. */
 Api *api_free(Api *a);
 
-/* What the harvest hook does: every Monitor call gets the intervals kept since the last call,
- * each once. */
-void api_interval(Api *a);
-
-/* What the interval hook does: keeps @iv for the Monitor calls, when there are any, until the
- * next api_interval(). */
-void api_monitor_interval(Api *a, const ManagerInterval *iv);
-
-/* How many Monitor calls are open. */
-size_t api_n_monitors(const Api *a);
+static inline void api_freep(Api **a)
+{
+        api_free(*a);
+}
+#define _cleanup_api_ __attribute__((cleanup(api_freep)))
 
 /* The replies of GetStatus, with each probed CPU's isolation as @iso has it (NULL: without
  * it), of GetStats for @cpus over @window (the "cpus" array), and of GetHistogram. NULL on
  * OOM or a bad window. */
-json_t *api_status(Manager *m, const Isolation *iso);
-json_t *api_stats(Manager *m, const cpu_set_t *cpus, const char *window);
-json_t *api_histogram(Manager *m, int cpu, const char *window, const char *kind);
+json_t *api_status(const Manager *m, const Isolation *iso);
+json_t *api_stats(const Manager *m, const cpu_set_t *cpus, const char *window);
+json_t *api_histogram(const Manager *m, int cpu, const char *window, const char *kind);
 
 /* Parses a window name ("10s", "1m", "5m", "1h", "24h", "all") into a time range ending now.
  * Returns 0 or -EINVAL. */

@@ -1,4 +1,5 @@
 #include "config.h"
+#include "config-internal.h"
 
 #include <assert.h>
 #include <dirent.h>

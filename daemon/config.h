@@ -120,13 +120,6 @@ typedef struct ConfigDiag {
 /* Frees the messages of @diag (NULL is fine) and leaves it empty, ready for reuse. */
 void config_diag_clear(ConfigDiag *diag);
 
-/* Returns the key table and stores its length in @ret_n. The table is in the order the
- * sections and keys are documented and dumped. */
-const ConfigKey *config_keys(size_t *ret_n);
-
-/* Returns the table entry for @section/@name, or NULL when there is none. */
-const ConfigKey *config_key_find(const char *section, const char *name);
-
 /* Fills @c with the default of every key. */
 void config_init_defaults(Config *c);
 
@@ -146,16 +139,6 @@ int config_load(Config *c, const char *main_path, const char *dropin_dir, Config
  * config_check() once all options are applied. */
 int config_set(Config *c, const char *section, const char *key, const char *value,
                char **ret_error);
-
-/* Checks the rules that involve more than one key (the coarse history must reach at least as
- * far back as the fine one). config_load() applies it itself. Returns 0, or -EINVAL with a
- * message to free() stored in @ret_error if that is not NULL; -ENOMEM. */
-int config_check(const Config *c, char **ret_error);
-
-/* Formats the value of @key in @c as it would be written in the file into @buf. Returns 0,
- * -ENOBUFS when @size is too small, or -EINVAL when the field holds what no file could have
- * set (an unknown enum value, a string without its NUL). */
-int config_format_value(const Config *c, const ConfigKey *key, char *buf, size_t size);
 
 /* Returns true if @a and @b hold the same values in @section, or in all sections if @section
  * is NULL (what a reload uses to decide which parts to restart). */

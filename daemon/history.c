@@ -1,4 +1,5 @@
 #include "history.h"
+#include "history-internal.h"
 #include "host.h"
 
 #include <assert.h>
@@ -1701,7 +1702,7 @@ int history_add_event(History *h, const HistoryEvent *ev)
         return band_push(&c->bands[band_of(ev->duration_ns)], h->opt.events_per_cpu, &e);
 }
 
-int history_event_bands(History *h, int cpu, HistoryBand ret[HISTORY_BANDS])
+int history_event_bands(const History *h, int cpu, HistoryBand ret[HISTORY_BANDS])
 {
         const CpuHistory *c;
 
@@ -1903,7 +1904,7 @@ static int query_visit(const Interval *iv, bool coarse, void *userdata)
         return 0;
 }
 
-int history_query(History *h, int cpu, uint64_t from_ns, uint64_t to_ns, bool all,
+int history_query(const History *h, int cpu, uint64_t from_ns, uint64_t to_ns, bool all,
                   HistoryWindow *ret)
 {
         uint64_t attrib[ATTRIB_MAX_SOURCES] = {0};
@@ -1962,7 +1963,7 @@ int history_span_from_name(const char *name, HistorySpan *ret)
         return -EINVAL;
 }
 
-int history_window(History *h, int cpu, HistorySpan span, HistoryWindow *ret)
+int history_window(const History *h, int cpu, HistorySpan span, HistoryWindow *ret)
 {
         const CpuHistory *c;
 
@@ -1981,7 +1982,7 @@ int history_window(History *h, int cpu, HistorySpan span, HistoryWindow *ret)
         return 0;
 }
 
-int history_window_max_gap(History *h, int cpu, HistorySpan span, uint64_t *ret_max_ticks,
+int history_window_max_gap(const History *h, int cpu, HistorySpan span, uint64_t *ret_max_ticks,
                            uint64_t *ret_to_ns)
 {
         const CpuHistory *c;
@@ -2063,7 +2064,7 @@ static int point_visit(const Interval *iv, bool coarse, void *userdata)
         return pc->fn(&pt, pc->userdata);
 }
 
-int history_foreach_point(History *h, int cpu, uint64_t from_ns, uint64_t to_ns,
+int history_foreach_point(const History *h, int cpu, uint64_t from_ns, uint64_t to_ns,
                           int (*fn)(const HistoryPoint *pt, void *userdata), void *userdata)
 {
         const CpuHistory *c;
@@ -2127,7 +2128,7 @@ static bool cursor_newest(EventCursor *cur, uint64_t since_ns, uint64_t min_dura
         return found;
 }
 
-size_t history_events(History *h, const cpu_set_t *cpus, uint64_t since_ns,
+size_t history_events(const History *h, const cpu_set_t *cpus, uint64_t since_ns,
                       uint64_t min_duration_ns, HistoryEvent *ret, size_t max)
 {
         EventCursor cur[CPU_SETSIZE];
@@ -2186,8 +2187,8 @@ size_t history_events(History *h, const cpu_set_t *cpus, uint64_t since_ns,
         return n;
 }
 
-size_t history_band_events(History *h, int cpu, unsigned band, uint64_t since_ns, HistoryEvent *ret,
-                           size_t max)
+size_t history_band_events(const History *h, int cpu, unsigned band, uint64_t since_ns,
+                           HistoryEvent *ret, size_t max)
 {
         const CpuHistory *c = h ? cpu_find(h, cpu) : NULL;
         const Band *b;
@@ -2228,7 +2229,7 @@ void history_reset(History *h, int cpu)
         }
 }
 
-void history_cpus(History *h, cpu_set_t *ret)
+void history_cpus(const History *h, cpu_set_t *ret)
 {
         CPU_ZERO(ret);
         for (int cpu = 0; h && cpu < CPU_SETSIZE; cpu++) {
@@ -2596,6 +2597,9 @@ typedef struct Loader {
 
 static void loader_free(Loader *l)
 {
+        if (!l) {
+                return;
+        }
         for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
                 cpu_free(l->cpus[cpu].c);
                 free(l->cpus[cpu].total.blob);
@@ -2604,6 +2608,12 @@ static void loader_free(Loader *l)
         free(l->scratch);
         free(l);
 }
+
+static void loader_freep(Loader **l)
+{
+        loader_free(*l);
+}
+#define _cleanup_loader_ __attribute__((cleanup(loader_freep)))
 
 /* Reads one interval (@coarse: with its period's end; else, from version 2 on, with its
  * resolution byte) with a blob no longer than BLOB_MAX that decodes at resolution @res (the
@@ -3004,15 +3014,32 @@ static int load_check_clock(uint64_t file_hz, uint64_t hz, const uint8_t file_bo
         return 0;
 }
 
-/* Long because each section of the checkpoint is checked in the order it is read; a bad one
- * refuses the whole file. */
+/* Each section of the checkpoint is checked in the order it is read; a bad one refuses the
+ * whole file. */
+/* Gives each source name of the file its id in @t, into l->map; *@ret_identity when every id
+ * is the file's index. Returns 0 or a negative errno (attrib_table_id()). */
+static int map_names(Loader *l, AttribTable *t, bool *ret_identity)
+{
+        *ret_identity = true;
+        for (unsigned i = 0; i < l->n_names; i++) {
+                int id = attrib_table_id(t, l->names[i]);
+
+                if (id < 0) {
+                        return id;
+                }
+                l->map[i] = (uint16_t)id;
+                *ret_identity = *ret_identity && id == (int)i;
+        }
+        return 0;
+}
+
 int history_load(History *h, AttribTable *t, uint64_t hz, FILE *f)
 {
         uint8_t file_boot[BOOT_ID_SIZE];
         uint64_t file_hz = 0, n, crc;
         bool identity = true;
+        _cleanup_loader_ Loader *l = NULL;
         FileReader *r;
-        Loader *l;
         int ret;
 
         if (!h || !t || !f || hz == 0) {
@@ -3020,7 +3047,6 @@ int history_load(History *h, AttribTable *t, uint64_t hz, FILE *f)
         }
         l = calloc(1, sizeof(*l));
         if (!l || !(l->scratch = malloc(BLOB_REMAP_MAX))) {
-                free(l);
                 return -ENOMEM;
         }
         r = &l->r;
@@ -3028,7 +3054,7 @@ int history_load(History *h, AttribTable *t, uint64_t hz, FILE *f)
         crc32_table_init(r->table);
         ret = load_header(l, &file_hz, file_boot);
         if (ret < 0) {
-                goto out;
+                return ret;
         }
         n = r_uint(r, 4);
         if (n > CPU_SETSIZE) {
@@ -3045,15 +3071,8 @@ int history_load(History *h, AttribTable *t, uint64_t hz, FILE *f)
         if (ret == 0) {
                 ret = load_check_clock(file_hz, hz, file_boot);
         }
-        for (unsigned i = 0; ret == 0 && i < l->n_names; i++) {
-                int id = attrib_table_id(t, l->names[i]);
-
-                if (id < 0) {
-                        ret = id;
-                        break;
-                }
-                l->map[i] = (uint16_t)id;
-                identity = identity && id == (int)i;
+        if (ret == 0) {
+                ret = map_names(l, t, &identity);
         }
         if (ret == 0) {
                 ret = loader_finish(h, l, identity ? NULL : l->map);
@@ -3065,7 +3084,5 @@ int history_load(History *h, AttribTable *t, uint64_t hz, FILE *f)
                         l->cpus[cpu].c = NULL;
                 }
         }
-out:
-        loader_free(l);
         return ret;
 }

@@ -167,7 +167,7 @@ typedef struct HistoryBand {
 
 /* Fills @ret with the bands of @cpu, shortest first. Returns 0, -EINVAL, or -ENOENT for a CPU
  * the history has never seen. */
-int history_event_bands(History *h, int cpu, HistoryBand ret[HISTORY_BANDS]);
+int history_event_bands(const History *h, int cpu, HistoryBand ret[HISTORY_BANDS]);
 
 /* Merges every interval of @cpu that lies wholly within [@from_ns, @to_ns] into @ret, using
  * fine intervals where they are kept and coarse ones before that; no interval is counted
@@ -177,7 +177,7 @@ int history_event_bands(History *h, int cpu, HistoryBand ret[HISTORY_BANDS]);
  * outlive the retention). Its cost grows with the number of intervals merged: for the
  * standard windows use history_window(). Returns 0, -EINVAL when from_ns > to_ns, or -ENOENT
  * for a CPU the history has never seen. */
-int history_query(History *h, int cpu, uint64_t from_ns, uint64_t to_ns, bool all,
+int history_query(const History *h, int cpu, uint64_t from_ns, uint64_t to_ns, bool all,
                   HistoryWindow *ret);
 
 /* The standard windows GetStats and the textfile ask for. */
@@ -201,41 +201,38 @@ int history_span_from_name(const char *name, HistorySpan *ret);
  * it names. A copy of a running sum: no merge, no allocation, the same cost for every span.
  * Returns 0, -EINVAL for a span out of range, or -ENOENT for a CPU the history has never
  * seen. */
-int history_window(History *h, int cpu, HistorySpan span, HistoryWindow *ret);
+int history_window(const History *h, int cpu, HistorySpan span, HistoryWindow *ret);
 
 /* Of history_window()'s window, only the worst gap (ticks, 0 when none) in *@ret_max_ticks and
  * the window's end in *@ret_to_ns: what GetStatus shows, without the copy of its histograms.
  * Returns as history_window() does. */
-int history_window_max_gap(History *h, int cpu, HistorySpan span, uint64_t *ret_max_ticks,
+int history_window_max_gap(const History *h, int cpu, HistorySpan span, uint64_t *ret_max_ticks,
                            uint64_t *ret_to_ns);
 
 /* Calls @fn for every interval that history_query() would merge for [@from_ns, @to_ns], oldest
  * first: coarse intervals for the part beyond fine retention, then fine ones. Stops when @fn
  * returns non-zero and returns that; otherwise returns 0, -ENOENT for a CPU the history has
  * never seen, -EINVAL, -ENOMEM. */
-int history_foreach_point(History *h, int cpu, uint64_t from_ns, uint64_t to_ns,
+int history_foreach_point(const History *h, int cpu, uint64_t from_ns, uint64_t to_ns,
                           int (*fn)(const HistoryPoint *pt, void *userdata), void *userdata);
 
 /* Copies up to @max events of the CPUs in @cpus (NULL: all) that started at or after
  * @since_ns and lasted at least @min_duration_ns into @ret, newest last across CPUs and bands
  * (the newest @max when there are more). Which span of each band they come from, and what it
  * dropped, is history_event_bands(). Returns the number copied. */
-size_t history_events(History *h, const cpu_set_t *cpus, uint64_t since_ns,
+size_t history_events(const History *h, const cpu_set_t *cpus, uint64_t since_ns,
                       uint64_t min_duration_ns, HistoryEvent *ret, size_t max);
 
 /* Copies up to @max events of band @band of @cpu that started at or after @since_ns into
  * @ret, newest last (the newest @max when there are more): what a search within one band (a
  * periodic theft beside a flood of short interruptions) works on. Returns the number copied:
  * 0 for a CPU the history has never seen or a band out of range. */
-size_t history_band_events(History *h, int cpu, unsigned band, uint64_t since_ns, HistoryEvent *ret,
-                           size_t max);
+size_t history_band_events(const History *h, int cpu, unsigned band, uint64_t since_ns,
+                           HistoryEvent *ret, size_t max);
 
 /* Forgets everything of @cpu (-1: every CPU): intervals, windows, totals, events and their
  * drop counts. The CPU stays known (queries give empty windows). */
 void history_reset(History *h, int cpu);
-
-/* The CPUs the history holds data for. */
-void history_cpus(History *h, cpu_set_t *ret);
 
 /* Bytes of memory the history uses now: structures, running sums, encoded intervals and
  * events. */

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admission.h"
 #include "api.h"
 #include "config.h"
 #include "log.h"
@@ -148,10 +147,10 @@ static void absolute_paths(Overrides *o)
  * status. */
 static int run(const Config *c, const char *config_path, const char *dropin, const Overrides *o)
 {
-        Manager *m = NULL;
-        Api *api = NULL;
-        Textfile *textfile = NULL;
-        Admission *admission = NULL;
+        /* Freed in the reverse order: the textfile and the API before the manager. */
+        _cleanup_manager_ Manager *m = NULL;
+        _cleanup_api_ Api *api = NULL;
+        _cleanup_textfile_ Textfile *textfile = NULL;
         int r;
 
         r = manager_new(c, config_path, dropin, o, &m);
@@ -164,30 +163,14 @@ static int run(const Config *c, const char *config_path, const char *dropin, con
         r = api_new(m, &api);
         if (r < 0) {
                 log_error("cannot register the io.jitterd interface: %s", strerror(-r));
-                manager_free(m);
                 return 1;
         }
         r = textfile_new(m, &textfile);
         if (r < 0) {
                 log_error("cannot set up the Prometheus textfile: %s", strerror(-r));
-                api_free(api);
-                manager_free(m);
                 return 1;
         }
-        r = admission_new(manager_server(m), &admission);
-        if (r < 0) {
-                log_error("cannot set up the CPU budget of the clients: %s", strerror(-r));
-                textfile_free(textfile);
-                api_free(api);
-                manager_free(m);
-                return 1;
-        }
-        r = manager_run(m);
-        admission_free(admission);
-        textfile_free(textfile);
-        api_free(api);
-        manager_free(m);
-        return r;
+        return manager_run(m);
 }
 
 #ifdef JITTERD_TEST_HOOKS

@@ -431,19 +431,13 @@ void manager_capture_flush(Manager *m)
         }
 }
 
-json_t *manager_capture_status(const Manager *m)
+bool manager_capture_counts(const Manager *m, CaptureCounts *ret)
 {
-        CaptureCounts c;
-
         if (!m->captures) {
-                return json_null();
+                return false;
         }
-        capture_store_counts(m->captures, &c);
-        return json_pack("{sI sI sI sI sI sI sI}", "keep_above_ns",
-                         (json_int_t)m->config.trace_keep_above_ns, "kept", (json_int_t)c.kept,
-                         "kept_bytes", (json_int_t)c.kept_bytes, "written", (json_int_t)c.written,
-                         "skipped", (json_int_t)c.skipped, "evicted", (json_int_t)c.evicted,
-                         "interruptions", (json_int_t)c.noted);
+        capture_store_counts(m->captures, ret);
+        return true;
 }
 
 /* Reads capture @name of @dfd, of at most CAPTURE_FILE_BYTES_MAX bytes; its size into
@@ -499,7 +493,8 @@ static void keep_cpus(json_t *arr, const cpu_set_t *cpus)
         }
 }
 
-json_t *manager_captures(Manager *m, const cpu_set_t *cpus, uint64_t since_real_ns, size_t limit)
+json_t *manager_captures(Manager *m, const cpu_set_t *cpus, uint64_t since_real_ns, size_t limit,
+                         bool *ret_truncated)
 {
         _cleanup_close_ int dfd = m->captures ? capture_dir_fd(m) : -1;
         json_t *arr = json_array();
@@ -545,5 +540,6 @@ json_t *manager_captures(Manager *m, const cpu_set_t *cpus, uint64_t since_real_
                         return NULL;
                 }
         }
-        return json_pack("{so sb}", "captures", arr, "truncated", truncated);
+        *ret_truncated = truncated;
+        return arr;
 }

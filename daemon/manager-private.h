@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <systemd/sd-event.h>
 
+#include "admission.h"
 #include "capture-store.h"
 #include "cause-store.h"
 #include "ksyms.h"
@@ -65,6 +66,7 @@ struct Manager {
         sd_event_source *checkpoint_source;
         Notifier *notifier;
         VarlinkServer *server;
+        Admission *admission; /* the clients' CPU budget, the server's gate */
         char socket_path[108];
 
         CounterInfo counter;
@@ -115,22 +117,16 @@ struct Manager {
         CaptureStore *captures;
         bool capture_failing;
 
-        /* Called after every harvest, in the order they were added (main.c adds the API's
+        /* Called at each harvest, in the order they were added (main.c adds the API's
          * Monitor and the textfile). */
-        struct {
-                ManagerHook func;
-                void *userdata;
-        } hooks[MANAGER_HOOKS_MAX];
+        ManagerHooks hooks[MANAGER_HOOKS_MAX];
         size_t n_hooks;
-        /* Called for every interval harvested (main.c adds the API's Monitor). */
-        struct {
-                ManagerIntervalHook func;
-                void *userdata;
-        } interval_hooks[MANAGER_HOOKS_MAX];
-        size_t n_interval_hooks;
 };
 
 /* --- trace causes (manager-trace.c) --- */
+
+/* Forgets the stored causes of @cpu (-1: all), as manager_reset() does with the history. */
+void manager_trace_reset(Manager *m, int cpu);
 
 /* With [trace] enabled, starts recording the probed CPUs; when that is not possible, logs why
  * once and keeps the reason for GetStatus. Call while the daemon still has its privileges
@@ -180,7 +176,3 @@ void manager_capture_note(Manager *m, int cpu, uint64_t start_ns, uint64_t durat
 
 /* Writes the captures whose end the last trace read reached (after every read). */
 void manager_capture_flush(Manager *m);
-
-/* GetStatus' trace "captures": keep_above_ns, kept, kept_bytes, written, skipped, evicted,
- * interruptions (those noted); null when no capture is kept. */
-json_t *manager_capture_status(const Manager *m);

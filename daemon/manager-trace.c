@@ -1,7 +1,7 @@
 /* The manager's side of the trace causes: the recorder's life, its reads (each interval, and
  * between harvests as its buffers need), the interruptions the probes report taken into the
- * history with their causes into the store, and what GetStatus, GetEvents and GetCauses show
- * of them. The matching itself is in causes.c, the recording in trace.c. */
+ * history with their causes into the store, and what the API reads of them. The matching
+ * itself is in causes.c, the recording in trace.c. */
 
 #include <errno.h>
 #include <stdio.h>
@@ -16,9 +16,10 @@
 #include "manager-private.h"
 #include "privileges.h"
 #include "steal.h"
+#include "util.h"
 
 /* Room for what the recorder leaves out: its missing, refused and unnamed lists, and words. */
-#define SHORTFALL_MAX 1280
+#define SHORTFALL_MAX MANAGER_TRACE_SHORTFALL_MAX
 
 /* What the recorder leaves out and what that costs, in one line: "this kernel lacks workqueue;
  * cannot enable sched:sched_switch (Permission denied): ...; not named: task, work causes";
@@ -416,203 +417,41 @@ const char *manager_trace_state(const Manager *m)
         return !m->config.trace_enabled ? "off" : m->trace ? "recording" : "unavailable";
 }
 
-static json_t *manager_trace_kind_totals(Manager *m);
-
-json_t *manager_trace_status(Manager *m)
+void manager_trace_status(const Manager *m, ManagerTraceStatus *ret)
 {
         char shortfall[SHORTFALL_MAX];
-        TraceStats st;
-        json_t *o;
 
+        *ret = (ManagerTraceStatus){.state = manager_trace_state(m)};
         if (!m->config.trace_enabled) {
-                return json_pack("{ss}", "state", "off");
+                return;
         }
         if (!m->trace) {
-                return json_pack("{ss ss}", "state", "unavailable", "reason",
-                                 m->trace_reason[0] ? m->trace_reason : "not started");
+                snprintf(ret->reason, sizeof(ret->reason), "%s",
+                         m->trace_reason[0] ? m->trace_reason : "not started");
+                return;
         }
-        trace_recorder_stats(m->trace, &st);
-        o = json_pack("{ss ss ss ss sI sI ss sI sI sI sI}", "state", "recording", "instance",
-                      trace_recorder_dir(m->trace), "clock", trace_recorder_clock(m->trace),
-                      "events", trace_recorder_events(m->trace), "records", (json_int_t)st.records,
-                      "reads", (json_int_t)st.reads, "read_trigger",
-                      m->n_trace_watch_sources > 0 ? "watermark" : "timer", "losses",
-                      (json_int_t)st.losses, "lost_events", (json_int_t)st.lost_events,
-                      "memory_bytes",
-                      (json_int_t)(trace_recorder_memory_bytes(m->trace) +
-                                   (m->cause_store ? cause_store_memory_bytes(m->cause_store) : 0)),
-                      "kernel_bytes", (json_int_t)trace_recorder_kernel_bytes(m->trace));
-        if (o && trace_recorder_missing(m->trace)[0]) {
-                json_object_set_new(o, "missing", json_string(trace_recorder_missing(m->trace)));
-        }
-        if (o && trace_recorder_refused(m->trace)[0]) {
-                json_object_set_new(o, "refused", json_string(trace_recorder_refused(m->trace)));
-        }
-        if (o && trace_recorder_unnamed(m->trace)[0]) {
-                json_object_set_new(o, "unnamed", json_string(trace_recorder_unnamed(m->trace)));
-        }
+        trace_recorder_stats(m->trace, &ret->stats);
+        ret->instance = trace_recorder_dir(m->trace);
+        ret->clock = trace_recorder_clock(m->trace);
+        ret->events = trace_recorder_events(m->trace);
+        ret->read_trigger = m->n_trace_watch_sources > 0 ? "watermark" : "timer";
+        ret->memory_bytes = trace_recorder_memory_bytes(m->trace) +
+                            (m->cause_store ? cause_store_memory_bytes(m->cause_store) : 0);
+        ret->kernel_bytes = trace_recorder_kernel_bytes(m->trace);
+        ret->missing = trace_recorder_missing(m->trace);
+        ret->refused = trace_recorder_refused(m->trace);
+        ret->unnamed = trace_recorder_unnamed(m->trace);
         /* While recording, the reason says what is not as it should be: a read that fails, and
          * the events left out at start with what they cost. */
         trace_shortfall(m->trace, shortfall, sizeof(shortfall));
-        if (o && (m->trace_read_failing || shortfall[0])) {
-                char reason[TRACE_REASON_MAX + SHORTFALL_MAX];
-
-                snprintf(reason, sizeof(reason), "%s%s%s",
-                         m->trace_read_failing ? trace_recorder_reason(m->trace) : "",
-                         m->trace_read_failing && shortfall[0] ? "; " : "", shortfall);
-                json_object_set_new(o, "reason", json_string(reason));
-        }
-        if (o) {
-                json_object_set_new(o, "cpus", manager_trace_kind_totals(m));
-                json_object_set_new(o, "captures", manager_capture_status(m));
-        }
-        return o;
+        snprintf(ret->reason, sizeof(ret->reason), "%s%s%s",
+                 m->trace_read_failing ? trace_recorder_reason(m->trace) : "",
+                 m->trace_read_failing && shortfall[0] ? "; " : "", shortfall);
 }
 
-void manager_trace_event_to_text(Manager *m, const HistoryEvent *ev, uint32_t *pos, JsonText *t)
+const CauseStore *manager_cause_store(const Manager *m)
 {
-        const StoredCauses *c =
-                m->cause_store ? cause_store_find_next(m->cause_store, ev->cpu, ev->start_ns, pos)
-                               : NULL;
-
-        if (!c || c->flags & CAUSES_UNTRACED) {
-                return;
-        }
-        json_text_raw(t, ",\"causes\":[");
-        for (size_t i = 0; i < c->n; i++) {
-                uint8_t kind = 0;
-                const char *name =
-                        cause_store_name(m->cause_store, ev->cpu, c->causes[i].name, &kind);
-
-                json_text_raw(t, i ? ",{\"kind\":" : "{\"kind\":");
-                json_text_string(t, cause_kind_name(kind));
-                json_text_raw(t, ",\"name\":");
-                json_text_string(t, name);
-                json_text_raw(t, ",\"ns\":");
-                json_text_u64(t, c->causes[i].ns);
-                json_text_raw(t, ",\"overhead_ns\":");
-                json_text_u64(t, c->causes[i].overhead_ns);
-                json_text_raw(t, "}");
-        }
-        json_text_raw(t, "],\"unexplained_ns\":");
-        json_text_u64(t, c->unexplained_ns);
-        json_text_raw(t, ",\"other_ns\":");
-        json_text_u64(t, c->other_ns);
-        json_text_raw(t, ",\"trace_lost\":");
-        json_text_bool(t, c->flags & CAUSES_LOST);
-        json_text_raw(t, ",\"overhead_ns\":");
-        json_text_u64(t, c->overhead_ns);
-        json_text_raw(t, ",\"no_record_ns\":");
-        json_text_u64(t, c->no_record_ns);
-}
-
-/* The causes of a window shown, largest first; the time of any beyond goes to other_ns. */
-#define WINDOW_CAUSES_MAX 256
-
-typedef struct WindowCause {
-        uint8_t kind;
-        const char *name;
-        CauseSum sum;
-} WindowCause;
-
-typedef struct WindowCauses {
-        WindowCause *items;
-        size_t n, alloc;
-        bool failed;
-} WindowCauses;
-
-static void collect_cause(uint8_t kind, const char *name, const CauseSum *sum, void *userdata)
-{
-        WindowCauses *w = userdata;
-
-        if (w->n == w->alloc) {
-                size_t alloc = w->alloc ? 2 * w->alloc : 64;
-                WindowCause *items = realloc(w->items, alloc * sizeof(*items));
-
-                if (!items) {
-                        w->failed = true;
-                        return;
-                }
-                w->items = items;
-                w->alloc = alloc;
-        }
-        w->items[w->n++] = (WindowCause){.kind = kind, .name = name, .sum = *sum};
-}
-
-static int cmp_window_cause(const void *a, const void *b)
-{
-        const WindowCause *x = a, *y = b;
-        uint64_t tx = x->sum.ns + x->sum.overhead_ns, ty = y->sum.ns + y->sum.overhead_ns;
-
-        if (tx != ty) {
-                return tx < ty ? 1 : -1;
-        }
-        if (x->kind != y->kind) {
-                return x->kind < y->kind ? -1 : 1;
-        }
-        return strcmp(x->name, y->name);
-}
-
-/* GetCauses' "causes" of window @window of @cpu: the largest WINDOW_CAUSES_MAX, the time of the
- * others added to *@other_ns. NULL when out of memory. */
-static json_t *window_causes_to_json(Manager *m, int cpu, unsigned window, uint64_t *other_ns)
-{
-        WindowCauses w = {0};
-        json_t *arr = json_array();
-
-        cause_store_window_foreach(m->cause_store, cpu, window, collect_cause, &w);
-        if (w.n > 1) {
-                qsort(w.items, w.n, sizeof(*w.items), cmp_window_cause);
-        }
-        for (size_t i = 0; arr && !w.failed && i < w.n; i++) {
-                const WindowCause *c = &w.items[i];
-                char buf[CAUSE_NAME_MAX + 8];
-                const char *counter;
-
-                if (i >= WINDOW_CAUSES_MAX) {
-                        *other_ns += c->sum.ns + c->sum.overhead_ns;
-                        continue;
-                }
-                counter = cause_counter(c->kind, c->name, buf, sizeof(buf));
-                if (json_array_append_new(
-                            arr, json_pack("{ss ss sI sI sI so}", "kind", cause_kind_name(c->kind),
-                                           "name", c->name, "ns", (json_int_t)c->sum.ns,
-                                           "overhead_ns", (json_int_t)c->sum.overhead_ns, "count",
-                                           (json_int_t)c->sum.count, "counter",
-                                           counter ? json_string(counter) : json_null())) < 0) {
-                        w.failed = true;
-                }
-        }
-        free(w.items);
-        if (w.failed) {
-                json_decref(arr);
-                return NULL;
-        }
-        return arr;
-}
-
-/* GetCauses' "woken_by" of @s: {"irq:RES": {"ns", "count"}, ...}. */
-static json_t *woken_to_json(const CauseWindow *s)
-{
-        json_t *o = json_object();
-
-        for (unsigned code = 1; o && code < CAUSE_COUNTER_CODES; code++) {
-                const char *counter = cause_counter_of_code((uint8_t)code);
-
-                if (counter && s->woken_count[code] > 0 &&
-                    json_object_set_new(o, counter,
-                                        json_pack("{sI sI}", "ns", (json_int_t)s->woken_ns[code],
-                                                  "count", (json_int_t)s->woken_count[code])) < 0) {
-                        json_decref(o);
-                        o = NULL;
-                }
-        }
-        return o;
-}
-
-static json_t *json_or_null(bool have, uint64_t v)
-{
-        return have ? json_integer((json_int_t)v) : json_null();
+        return m->cause_store;
 }
 
 /* The interruptions of @cpu since @since_ns that the history keeps, counted and summed into
@@ -621,7 +460,7 @@ static json_t *json_or_null(bool have, uint64_t v)
 static int count_history_events(Manager *m, int cpu, uint64_t since_ns, CauseWindow *ret)
 {
         size_t max = m->config.history_events_per_cpu, n;
-        HistoryEvent *ev = calloc(max ? max : 1, sizeof(*ev));
+        _cleanup_free_ HistoryEvent *ev = calloc(max ? max : 1, sizeof(*ev));
         cpu_set_t set;
 
         if (!ev) {
@@ -634,75 +473,20 @@ static int count_history_events(Manager *m, int cpu, uint64_t since_ns, CauseWin
         for (size_t i = 0; i < n; i++) {
                 ret->interruptions_ns += ev[i].duration_ns;
         }
-        free(ev);
         return 0;
 }
 
-json_t *manager_trace_window_causes(Manager *m, int cpu, const char *window, uint64_t since_ns)
+int manager_trace_window(Manager *m, int cpu, HistorySpan span, uint64_t since_ns, CauseWindow *ret)
 {
-        HostSpan h = {0};
-        CauseWindow none;
-        const CauseWindow *s = NULL;
-        HistorySpan span;
-        uint64_t other_ns = 0;
-        bool have_host;
-        json_t *causes, *o;
+        const CauseWindow *s;
 
-        if (history_span_from_name(window, &span) < 0) {
-                return NULL;
+        if (!m->cause_store) {
+                return count_history_events(m, cpu, since_ns, ret);
         }
-        if (m->cause_store) {
-                s = cause_store_window(m->cause_store, cpu, (unsigned)span, since_ns);
-        } else if (count_history_events(m, cpu, since_ns, &none) == 0) {
-                s = &none;
+        s = cause_store_window(m->cause_store, cpu, (unsigned)span, since_ns);
+        if (!s) {
+                return -EINVAL;
         }
-        causes = !s               ? NULL
-                 : m->cause_store ? window_causes_to_json(m, cpu, (unsigned)span, &other_ns)
-                                  : json_array();
-        if (!causes) {
-                return NULL;
-        }
-        other_ns += s->other_ns;
-        have_host = m->cause_store && cause_store_host(m->cause_store, cpu, since_ns, &h) == 0;
-        o = json_pack(
-                "{si ss sI sI sI sI sI sI so sI sI so* sI sI sI sI sI sI so so so so}", "cpu", cpu,
-                "window", window, "since_ns", (json_int_t)since_ns, "interruptions",
-                (json_int_t)s->interruptions, "interruptions_ns", (json_int_t)s->interruptions_ns,
-                "explained", (json_int_t)s->explained, "explained_ns", (json_int_t)s->explained_ns,
-                "trace_lost", (json_int_t)s->trace_lost, "causes", causes, "other_ns",
-                (json_int_t)other_ns, "unexplained_ns", (json_int_t)s->unexplained_ns, "woken_by",
-                woken_to_json(s), "traced", (json_int_t)s->traced, "traced_ns",
-                (json_int_t)s->traced_ns, "overhead_ns", (json_int_t)s->overhead_ns, "no_record",
-                (json_int_t)s->no_record, "no_record_ns", (json_int_t)s->no_record_ns,
-                "trace_lost_ns", (json_int_t)s->trace_lost_ns, "steal_ns",
-                json_or_null(have_host && h.have_steal, h.steal_ns), "smi",
-                json_or_null(have_host && h.have_smi, h.smi), "host_from_ns",
-                json_or_null(have_host, h.from_ns), "host_to_ns", json_or_null(have_host, h.to_ns));
-        return o;
-}
-
-/* GetStatus' "trace"."cpus": per probed CPU, the time of all interruptions explained since
- * start or Reset by cause kind, and unexplained ({"cpu", "lost_ns": {"irq": ...}}); counters
- * for Prometheus. NULL when out of memory. */
-static json_t *manager_trace_kind_totals(Manager *m)
-{
-        json_t *arr = json_array();
-
-        for (size_t i = 0; arr && m->cause_store && i < m->n_probes; i++) {
-                uint64_t ns[CAUSE_TOTALS];
-                json_t *kinds = json_object();
-
-                cause_store_totals(m->cause_store, m->probes[i].cpu, ns);
-                for (unsigned k = 0; kinds && k < CAUSE_TOTALS; k++) {
-                        json_object_set_new(kinds, cause_total_name(k),
-                                            json_integer((json_int_t)ns[k]));
-                }
-                if (!kinds ||
-                    json_array_append_new(arr, json_pack("{si so}", "cpu", m->probes[i].cpu,
-                                                         "lost_ns", kinds)) < 0) {
-                        json_decref(arr);
-                        return NULL;
-                }
-        }
-        return arr;
+        *ret = *s;
+        return 0;
 }

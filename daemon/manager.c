@@ -453,7 +453,7 @@ static void harvest_probe(Manager *m, ProbeCtl *p)
                         (void)history_add_interval(m->history, p->cpu, p->last_start_ns,
                                                    p->last_duration_ns, slot, p->stall_pending,
                                                    &p->last_attrib);
-                        for (size_t h = 0; h < m->n_interval_hooks; h++) {
+                        for (size_t h = 0; h < m->n_hooks; h++) {
                                 const ManagerInterval iv = {
                                         .cpu = p->cpu,
                                         .state = manager_probe_state(p),
@@ -464,7 +464,9 @@ static void harvest_probe(Manager *m, ProbeCtl *p)
                                         .duration_ns = p->last_duration_ns,
                                 };
 
-                                m->interval_hooks[h].func(m, &iv, m->interval_hooks[h].userdata);
+                                if (m->hooks[h].interval) {
+                                        m->hooks[h].interval(m, &iv, m->hooks[h].userdata);
+                                }
                         }
                         p->stall_pending = false;
                         p->samples_total += slot->gap.count;
@@ -508,7 +510,9 @@ static int on_harvest(sd_event_source *s, uint64_t usec, void *userdata)
         }
         manager_trace_harvested(m);
         for (size_t i = 0; i < m->n_hooks; i++) {
-                m->hooks[i].func(m, m->hooks[i].userdata);
+                if (m->hooks[i].harvest) {
+                        m->hooks[i].harvest(m, m->hooks[i].userdata);
+                }
         }
         update_status(m);
         return 0;
@@ -1052,14 +1056,6 @@ static int setup_server(Manager *m)
         return 0;
 }
 
-/* Long because the set-up steps (privileges, CPUs, event loop, signals, server, history) run in
- * order, each undone by manager_free() on failure. */
-static void manager_freep(Manager **m)
-{
-        manager_free(*m);
-}
-#define _cleanup_manager_ __attribute__((cleanup(manager_freep)))
-
 /* Signals are handled by the event loop; they are blocked before any thread exists so that
  * every thread inherits the mask. */
 static int add_signals(Manager *m)
@@ -1206,6 +1202,11 @@ int manager_new(const Config *config, const char *config_path, const char *dropi
         if (r < 0) {
                 return r;
         }
+        r = admission_new(m->server, &m->admission);
+        if (r < 0) {
+                log_error("cannot set up the CPU budget of the clients: %s", strerror(-r));
+                return r;
+        }
         *ret = m;
         m = NULL;
         return 0;
@@ -1244,7 +1245,9 @@ int manager_run(Manager *m)
                                       now + m->config.history_interval_ns / 1000, 1000, on_tick, m);
         }
         if (r >= 0) {
-                sd_event_source_set_enabled(m->tick_source, SD_EVENT_ON);
+                r = sd_event_source_set_enabled(m->tick_source, SD_EVENT_ON);
+        }
+        if (r >= 0) {
                 r = sd_event_add_time(m->event, &m->harvest_source, CLOCK_MONOTONIC, UINT64_MAX,
                                       100, on_harvest, m);
         }
@@ -1253,7 +1256,7 @@ int manager_run(Manager *m)
                                       now + m->config.history_checkpoint_ns / 1000, 0,
                                       on_checkpoint, m);
                 if (r >= 0) {
-                        sd_event_source_set_enabled(m->checkpoint_source, SD_EVENT_ON);
+                        r = sd_event_source_set_enabled(m->checkpoint_source, SD_EVENT_ON);
                 }
         }
         if (r < 0) {
@@ -1296,6 +1299,7 @@ Manager *manager_free(Manager *m)
         manager_trace_stop(m);
         cause_store_free(m->cause_store);
         ksyms_free(m->ksyms);
+        admission_free(m->admission);
         varlink_server_free(m->server);
         sd_event_source_unref(m->tick_source);
         sd_event_source_unref(m->harvest_source);
@@ -1310,25 +1314,30 @@ Manager *manager_free(Manager *m)
         return NULL;
 }
 
-int manager_add_interval_hook(Manager *m, ManagerIntervalHook func, void *userdata)
+int manager_add_interface(Manager *m, const char *name, const char *description_text,
+                          const VarlinkMethod *methods, size_t n, void *userdata)
 {
-        if (m->n_interval_hooks >= MANAGER_HOOKS_MAX) {
-                return -ENOSPC;
+        int r = varlink_server_add_interface(m->server, name, description_text, methods, n);
+
+        if (r < 0) {
+                return r;
         }
-        m->interval_hooks[m->n_interval_hooks].func = func;
-        m->interval_hooks[m->n_interval_hooks].userdata = userdata;
-        m->n_interval_hooks++;
+        varlink_server_set_userdata(m->server, userdata);
         return 0;
 }
 
-int manager_add_hook(Manager *m, ManagerHook func, void *userdata)
+void manager_reset(Manager *m, int cpu)
+{
+        history_reset(m->history, cpu);
+        manager_trace_reset(m, cpu);
+}
+
+int manager_add_hooks(Manager *m, const ManagerHooks *hooks)
 {
         if (m->n_hooks >= MANAGER_HOOKS_MAX) {
                 return -ENOSPC;
         }
-        m->hooks[m->n_hooks].func = func;
-        m->hooks[m->n_hooks].userdata = userdata;
-        m->n_hooks++;
+        m->hooks[m->n_hooks++] = *hooks;
         return 0;
 }
 
@@ -1354,17 +1363,17 @@ double manager_drift_ppm(const Manager *m)
         return m->drift_ppm;
 }
 
-History *manager_history(Manager *m)
+const History *manager_history(const Manager *m)
 {
         return m->history;
 }
 
-AttribTable *manager_attrib(Manager *m)
+const AttribTable *manager_attrib(const Manager *m)
 {
         return m->attrib;
 }
 
-VarlinkServer *manager_server(Manager *m)
+const VarlinkServer *manager_server(const Manager *m)
 {
         return m->server;
 }

@@ -14,11 +14,13 @@
 #include <sys/types.h>
 
 #include "attrib.h"
+#include "capture-store.h"
+#include "cause-store.h"
 #include "config.h"
 #include "counter.h"
 #include "history.h"
-#include "json-text.h"
 #include "probe.h"
+#include "trace.h"
 #include "varlink-server.h"
 
 typedef struct Manager Manager;
@@ -54,10 +56,7 @@ typedef struct ProbeInfo {
         uint64_t last_duration_ns;
 } ProbeInfo;
 
-/* Called after every harvest with the Manager and the userdata it was added with. */
-typedef void (*ManagerHook)(Manager *m, void *userdata);
-
-/* One interval of one probe, as it is harvested (manager_add_interval_hook()). The pointers are
+/* One interval of one probe, as it is harvested (ManagerHooks' interval). The pointers are
  * valid during the call only. A probe that hands over late gives two or more at one harvest. */
 typedef struct ManagerInterval {
         int cpu;
@@ -69,8 +68,14 @@ typedef struct ManagerInterval {
         uint64_t duration_ns;
 } ManagerInterval;
 
-/* Called for every interval harvested, before the harvest hooks. */
-typedef void (*ManagerIntervalHook)(Manager *m, const ManagerInterval *iv, void *userdata);
+/* What a reader of the harvests (the API's Monitor, the textfile) is called with, each with
+ * @userdata: @interval for every interval harvested, then @harvest after every harvest; either
+ * may be NULL. */
+typedef struct ManagerHooks {
+        void (*interval)(Manager *m, const ManagerInterval *iv, void *userdata);
+        void (*harvest)(Manager *m, void *userdata);
+        void *userdata;
+} ManagerHooks;
 
 /* Loads @path and the drop-ins of @dropin and applies @o on top. Logs what is wrong. Returns 0
  * or a negative errno. */
@@ -92,13 +97,23 @@ int manager_run(Manager *m);
 /* Stops the probes, writes a last checkpoint and frees everything. Accepts NULL. */
 Manager *manager_free(Manager *m);
 
-/* Adds @func to the hooks called after every harvest (the API's Monitor, the textfile), in the
- * order they were added. Returns 0 or -ENOSPC. */
-int manager_add_hook(Manager *m, ManagerHook func, void *userdata);
+static inline void manager_freep(Manager **m)
+{
+        manager_free(*m);
+}
+#define _cleanup_manager_ __attribute__((cleanup(manager_freep)))
 
-/* Adds @func to the hooks called for every interval harvested (the API's Monitor). Returns 0 or
+/* Adds @hooks to those called at each harvest, in the order they were added. Returns 0 or
  * -ENOSPC. */
-int manager_add_interval_hook(Manager *m, ManagerIntervalHook func, void *userdata);
+int manager_add_hooks(Manager *m, const ManagerHooks *hooks);
+
+/* Serves interface @name on the manager's server: @methods (@n of them) are called with
+ * @userdata. Returns 0 or a negative errno (varlink_server_add_interface()). */
+int manager_add_interface(Manager *m, const char *name, const char *description_text,
+                          const VarlinkMethod *methods, size_t n, void *userdata);
+
+/* Forgets the history and the stored causes of @cpu (-1: of every CPU). */
+void manager_reset(Manager *m, int cpu);
 
 /* --- what the API and the textfile read; valid until the next harvest --- */
 
@@ -107,9 +122,10 @@ const CounterInfo *manager_counter(const Manager *m);
 const TickConv *manager_tickconv(const Manager *m);
 /* Drift of the counter against CLOCK_MONOTONIC over the last interval, in ppm. */
 double manager_drift_ppm(const Manager *m);
-History *manager_history(Manager *m);
-AttribTable *manager_attrib(Manager *m);
-VarlinkServer *manager_server(Manager *m);
+const History *manager_history(const Manager *m);
+const AttribTable *manager_attrib(const Manager *m);
+/* The server, for its counts; NULL in a Manager built without one. */
+const VarlinkServer *manager_server(const Manager *m);
 /* The path the server listens on, or "(socket-activated)". */
 const char *manager_socket_path(const Manager *m);
 /* CLOCK_MONOTONIC and CLOCK_REALTIME when the daemon started, in ns. */
@@ -131,29 +147,50 @@ void manager_probe_info(const Manager *m, size_t i, ProbeInfo *ret);
 
 /* --- trace causes (manager-trace.c) --- */
 
-/* Forgets the stored causes of @cpu (-1: all), as Reset does with the history. */
-void manager_trace_reset(Manager *m, int cpu);
-
 /* The trace's state: "off", "recording" or "unavailable". */
 const char *manager_trace_state(const Manager *m);
 
-/* GetStatus' "trace" object: state ("off", "recording", "unavailable"), reason, clock... */
-json_t *manager_trace_status(Manager *m);
+/* Room for what the recorder leaves out, in words (ManagerTraceStatus' reason). */
+#define MANAGER_TRACE_SHORTFALL_MAX 1280
 
-/* Adds the causes of @ev to its GetEvents object being written in @t (",\"causes\":[...]",
- * "unexplained_ns", "other_ns", "trace_lost", "overhead_ns", "no_record_ns") when they are
- * known; nothing otherwise. @pos (UINT32_MAX at first) is where the previous event of the same
- * CPU was looked up: events of a CPU in time order are found by walking on from there. */
-void manager_trace_event_to_text(Manager *m, const HistoryEvent *ev, uint32_t *pos, JsonText *t);
+/* What GetStatus shows of the trace (manager_trace_status()). The pointers live until the next
+ * harvest. */
+typedef struct ManagerTraceStatus {
+        const char *state; /* manager_trace_state() */
+        /* Unavailable: why. Recording: what is not as it should be (a read that fails, the
+         * events left out at start and what they cost); "" when nothing is. */
+        char reason[TRACE_REASON_MAX + MANAGER_TRACE_SHORTFALL_MAX];
+        /* While recording: the recorder's instance, clock and events, what starts a read
+         * ("watermark" or "timer"), the events left out ("" for none), its counts, and the
+         * memory it and the cause store use. */
+        const char *instance, *clock, *events, *read_trigger;
+        const char *missing, *refused, *unnamed;
+        TraceStats stats;
+        uint64_t memory_bytes, kernel_bytes;
+} ManagerTraceStatus;
 
-/* GetCauses' entry for @cpu: the stored causes of its interruptions that began at or after
- * @since_ns, summed by (kind, name), longest first, with the interruptions' count and time,
- * how many of them have causes, and their other and unexplained time. NULL when out of
- * memory. */
-json_t *manager_trace_window_causes(Manager *m, int cpu, const char *window, uint64_t since_ns);
+void manager_trace_status(const Manager *m, ManagerTraceStatus *ret);
+
+/* The causes of the interruptions, for GetEvents and the totals of GetStatus; NULL when the
+ * trace is not recording and none are stored. */
+const CauseStore *manager_cause_store(const Manager *m);
+
+/* GetCauses' sums for @cpu over window @span: those of the interruptions that began at or
+ * after @since_ns, from the store, or only their count and time from the history when there is
+ * no store (the (kind, name) sums are then cause_store_window_foreach() of
+ * manager_cause_store() on the same @span). Returns 0, -EINVAL when the store does not sum
+ * @span, -ENOMEM. */
+int manager_trace_window(Manager *m, int cpu, HistorySpan span, uint64_t since_ns,
+                         CauseWindow *ret);
+
+/* GetStatus' trace "captures": the counts of the capture store; false when no capture is
+ * kept. */
+bool manager_capture_counts(const Manager *m, CaptureCounts *ret);
 
 /* The trace captures kept (manager-capture.c), oldest first, of interruptions on @cpus whose
- * window began at or after @since_real_ns (CLOCK_REALTIME), their records those of @cpus:
- * {"captures": [...], "truncated": bool}, the newest @limit at most and at most 8 MiB of
- * files (truncated when more were left out). NULL without memory. */
-json_t *manager_captures(Manager *m, const cpu_set_t *cpus, uint64_t since_real_ns, size_t limit);
+ * window began at or after @since_real_ns (CLOCK_REALTIME), their records those of @cpus: an
+ * array of the capture files as they were written, each with its "file" name, the newest
+ * @limit at most and at most 8 MiB of files; *@ret_truncated says whether more were left out.
+ * NULL without memory. */
+json_t *manager_captures(Manager *m, const cpu_set_t *cpus, uint64_t since_real_ns, size_t limit,
+                         bool *ret_truncated);

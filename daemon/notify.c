@@ -220,11 +220,13 @@ static int notifier_open(Notifier *n, sd_event *event, const char *e)
                 r = sd_event_add_time(event, &n->watchdog_source, CLOCK_MONOTONIC,
                                       now_ns(CLOCK_MONOTONIC) / 1000 + wd / 2, wd / 20, on_watchdog,
                                       n);
+                if (r >= 0) {
+                        r = sd_event_source_set_enabled(n->watchdog_source, SD_EVENT_ON);
+                }
                 if (r < 0) {
                         log_error("cannot set up the watchdog timer: %s", strerror(-r));
                         return r;
                 }
-                sd_event_source_set_enabled(n->watchdog_source, SD_EVENT_ON);
         }
         return 0;
 }
@@ -354,14 +356,4 @@ int notifier_flush(Notifier *n, uint64_t timeout_usec)
                 }
                 nanosleep(&ts, NULL);
         }
-}
-
-unsigned notifier_pending(const Notifier *n)
-{
-        return n ? n->n_pending : 0;
-}
-
-uint64_t notifier_watchdog_usec(const Notifier *n)
-{
-        return n ? n->watchdog_usec : 0;
 }

@@ -50,9 +50,3 @@ void notifier_status(Notifier *n, const char *fmt, ...) __attribute__((format(pr
 /* Tries for at most @timeout_usec to deliver the state changes still kept, without the event
  * loop (at exit). Returns 0 when none is left, -ETIMEDOUT otherwise. */
 int notifier_flush(Notifier *n, uint64_t timeout_usec);
-
-/* The number of state changes kept, not yet delivered. */
-unsigned notifier_pending(const Notifier *n);
-
-/* Whether the watchdog is on, and its period in µs ($WATCHDOG_USEC), or 0. */
-uint64_t notifier_watchdog_usec(const Notifier *n);

@@ -1,4 +1,4 @@
-/* The daemon's own cost: its threads' CPU time beyond the probes, and the server's counts. */
+/* The daemon's own cost: its threads' CPU time beyond the probes. */
 
 #include "self-cost.h"
 
@@ -10,10 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "admission.h"
 #include "probe.h"
 #include "util.h"
-#include "varlink-server.h"
 
 /* The CPU clock of thread @tid of this process, as pthread_getcpuclockid() makes it from a
  * pthread_t: the kernel's encoding of a per-thread scheduler clock. */
@@ -80,45 +78,10 @@ static int self_cost_cpu_ns(const int *skip_tids, size_t n, uint64_t *ret_ns, un
         return 0;
 }
 
-static void add_method(const char *interface, const char *method, const VarlinkMethodStats *st,
-                       void *userdata)
-{
-        json_t *arr = userdata;
-        json_t *counts = json_array();
-        uint64_t cum = 0;
-        char name[256];
-
-        for (size_t k = 0; counts && k < VARLINK_DURATION_BUCKETS; k++) {
-                cum += st->duration_counts[k];
-                json_array_append_new(counts, json_integer((json_int_t)cum));
-        }
-        /* Joined by hand: snprintf() was a tenth of GetStatus. */
-        if (interface && strlen(interface) + 1 + strlen(method) < sizeof(name)) {
-                size_t len = strlen(interface);
-
-                memcpy(name, interface, len);
-                name[len] = '.';
-                memcpy(name + len + 1, method, strlen(method) + 1);
-        } else if (interface) {
-                snprintf(name, sizeof(name), "%s.%s", interface, method);
-        } else {
-                memcpy(name, "other", sizeof("other"));
-        }
-        json_array_append_new(
-                arr,
-                json_pack("{ss sI sI sI sI sI so*}", "method", name, "calls", (json_int_t)st->calls,
-                          "refused", (json_int_t)st->refused, "cpu_ns", (json_int_t)st->cpu_ns,
-                          "answered", (json_int_t)st->answered, "duration_sum_ns",
-                          (json_int_t)st->duration_sum_ns, "duration_counts", counts));
-}
-
-json_t *self_cost_to_json(Manager *m)
+int self_cost_read(const Manager *m, uint64_t *ret_ns, unsigned *ret_threads)
 {
         int tids[CPU_SETSIZE];
         size_t n = 0;
-        uint64_t cpu_ns = 0;
-        unsigned threads = 0;
-        json_t *bounds = json_array(), *methods = json_array();
 
         for (size_t i = 0; i < manager_n_probes(m) && n < CPU_SETSIZE; i++) {
                 ProbeInfo info;
@@ -128,16 +91,5 @@ json_t *self_cost_to_json(Manager *m)
                         tids[n++] = probe_tid(info.probe);
                 }
         }
-        (void)self_cost_cpu_ns(tids, n, &cpu_ns, &threads);
-        for (size_t k = 0; bounds && k < VARLINK_DURATION_BUCKETS; k++) {
-                json_array_append_new(bounds,
-                                      json_integer((json_int_t)varlink_duration_bounds_ns[k]));
-        }
-        /* A Manager built without a server (the tests') has served nothing. */
-        if (methods && manager_server(m)) {
-                varlink_server_foreach_stats(manager_server(m), add_method, methods);
-        }
-        return json_pack("{sI si so* so* so*}", "cpu_ns", (json_int_t)cpu_ns, "threads",
-                         (int)threads, "budget", admission_budget_to_json(), "duration_bounds_ns",
-                         bounds, "methods", methods);
+        return self_cost_cpu_ns(tids, n, ret_ns, ret_threads);
 }

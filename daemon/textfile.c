@@ -16,6 +16,7 @@
 #include "atomic-file.h"
 #include "log.h"
 #include "prometheus.h"
+#include "util.h"
 
 struct Textfile {
         Manager *manager;
@@ -42,7 +43,7 @@ static int keep_newest(const HistoryPoint *pt, void *userdata)
 
 /* The newest interval of each CPU, as GetTimeline shows it (a stalled interval's worst gap is
  * the whole interval), so that jitterctl export gets the same from the daemon's replies. */
-static json_t *export_intervals_last(Manager *m)
+static json_t *export_intervals_last(const Manager *m)
 {
         const char *window = prometheus_interval_window(manager_config(m)->history_interval_ns);
         json_t *arr = json_array();
@@ -77,7 +78,7 @@ static json_t *export_intervals_last(Manager *m)
 }
 
 /* The "cpus" array of GetStats over @window for the probed CPUs, without the analyses. */
-static json_t *export_stats(Manager *m, const char *window)
+static json_t *export_stats(const Manager *m, const char *window)
 {
         cpu_set_t cpus;
 
@@ -88,38 +89,26 @@ static json_t *export_stats(Manager *m, const char *window)
         return api_stats(m, &cpus, window);
 }
 
-static int export_render(Manager *m, FILE *f)
+static int export_render(const Manager *m, FILE *f)
 {
         /* Without the isolation: the exposition has none, and reading it walks every cpuset
          * directory. */
-        json_t *status = api_status(m, NULL);
-        json_t *stats_all = export_stats(m, "all");
-        json_t *stats_1m = export_stats(m, "1m");
-        json_t *intervals = export_intervals_last(m);
-        json_t *histograms = json_array();
-        int r = -ENOMEM;
+        json_auto_t *status = api_status(m, NULL);
+        json_auto_t *stats_all = export_stats(m, "all");
+        json_auto_t *stats_1m = export_stats(m, "1m");
+        json_auto_t *intervals = export_intervals_last(m);
+        json_auto_t *histograms = json_array();
 
         if (!status || !stats_all || !stats_1m || !intervals || !histograms) {
-                goto out;
-        }
-        /* As GetStatus has it: the lost time per cause kind comes from its "trace". */
-        if (json_object_set_new(status, "trace", manager_trace_status(m)) < 0) {
-                goto out;
+                return -ENOMEM;
         }
         for (size_t i = 0; i < manager_n_probes(m); i++) {
                 if (json_array_append_new(histograms, api_histogram(m, manager_probe_cpu(m, i),
                                                                     "all", "gap")) < 0) {
-                        goto out;
+                        return -ENOMEM;
                 }
         }
-        r = prometheus_render(f, status, stats_all, stats_1m, intervals, histograms);
-out:
-        json_decref(status);
-        json_decref(stats_all);
-        json_decref(stats_1m);
-        json_decref(intervals);
-        json_decref(histograms);
-        return r;
+        return prometheus_render(f, status, stats_all, stats_1m, intervals, histograms);
 }
 
 static int write_exposition(FILE *f, void *userdata)
@@ -136,8 +125,8 @@ static int write_exposition(FILE *f, void *userdata)
 static int export_write_atomic(Manager *m, const char *path)
 {
         char tmp[CONFIG_PATH_MAX + 16], dir[CONFIG_PATH_MAX], base[CONFIG_PATH_MAX];
+        _cleanup_close_ int dfd = -1;
         const char *name;
-        int dfd, r;
 
         snprintf(dir, sizeof(dir), "%s", path);
         snprintf(base, sizeof(base), "%s", path);
@@ -149,9 +138,7 @@ static int export_write_atomic(Manager *m, const char *path)
         if (dfd < 0) {
                 return -errno;
         }
-        r = atomic_file_write(dfd, tmp, name, 0644, ATOMIC_SYNC_NONE, write_exposition, m);
-        close(dfd);
-        return r;
+        return atomic_file_write(dfd, tmp, name, 0644, ATOMIC_SYNC_NONE, write_exposition, m);
 }
 
 int textfile_write(Textfile *t)
@@ -212,7 +199,7 @@ int textfile_new(Manager *m, Textfile **ret)
                 return -ENOMEM;
         }
         t->manager = m;
-        r = manager_add_hook(m, on_harvest, t);
+        r = manager_add_hooks(m, &(ManagerHooks){.harvest = on_harvest, .userdata = t});
         if (r < 0) {
                 free(t);
                 return r;

@@ -17,6 +17,12 @@ int textfile_new(Manager *m, Textfile **ret);
 /* Frees @t; with manager_free(), once the loop no longer runs. Accepts NULL. */
 Textfile *textfile_free(Textfile *t);
 
+static inline void textfile_freep(Textfile **t)
+{
+        textfile_free(*t);
+}
+#define _cleanup_textfile_ __attribute__((cleanup(textfile_freep)))
+
 /* Writes the textfile if configured; a failure is logged once until writing works again.
  * Returns 0 or a negative errno. */
 int textfile_write(Textfile *t);

@@ -943,21 +943,19 @@ static int open_cpus(TraceRecorder *t, char *reason, size_t rsize)
         return 0;
 }
 
-/* Long because the tracing instance is built step by step (instance, clock, events, buffers,
- * CPUs), each with its own reason when it fails. */
-int trace_recorder_new(const TraceOptions *opt, TraceRecorder **ret, char *reason,
-                       size_t reason_size)
+static void trace_recorder_freep(TraceRecorder **t)
 {
-        TraceRecorder *t;
-        uint64_t now;
-        int r;
+        trace_recorder_free(*t);
+}
+#define _cleanup_trace_recorder_ __attribute__((cleanup(trace_recorder_freep)))
 
-        if (opt->n_cpus == 0 || opt->counter_hz == 0) {
-                return failf(reason, reason_size, EINVAL, "no CPU to trace");
-        }
-        t = calloc(1, sizeof(*t));
+/* A recorder for @opt with its CPUs' windows, nothing opened yet. Returns 0 or -ENOMEM. */
+static int recorder_alloc(const TraceOptions *opt, TraceRecorder **ret)
+{
+        _cleanup_trace_recorder_ TraceRecorder *t = calloc(1, sizeof(*t));
+
         if (!t) {
-                return failf(reason, reason_size, ENOMEM, "out of memory");
+                return -ENOMEM;
         }
         trace_seq_init(&t->seq);
         t->on_fd = -1;
@@ -965,8 +963,7 @@ int trace_recorder_new(const TraceOptions *opt, TraceRecorder **ret, char *reaso
         t->buffer_kb = opt->buffer_kb ? opt->buffer_kb : TRACE_BUFFER_KB_DEFAULT;
         t->cpus = calloc(opt->n_cpus, sizeof(*t->cpus));
         if (!t->cpus) {
-                trace_recorder_free(t);
-                return failf(reason, reason_size, ENOMEM, "out of memory");
+                return -ENOMEM;
         }
         t->n_cpus = opt->n_cpus;
         t->absent = opt->absent;
@@ -977,11 +974,22 @@ int trace_recorder_new(const TraceOptions *opt, TraceRecorder **ret, char *reaso
                 t->cpus[i].cpu = opt->cpus[i];
                 t->cpus[i].win = calloc(t->window, sizeof(TraceRecord));
                 if (!t->cpus[i].win) {
-                        trace_recorder_free(t);
-                        return failf(reason, reason_size, ENOMEM, "out of memory");
+                        return -ENOMEM;
                 }
         }
-        r = find_root(opt, t->root, reason, reason_size);
+        *ret = t;
+        t = NULL;
+        return 0;
+}
+
+/* Makes the tracing instance of @t and sets it up step by step as @opt asks (clock, events,
+ * CPUs, buffers), its CPUs' buffers open and tracing off; each step says in @reason why it
+ * failed. Returns 0 or a negative errno. */
+static int setup_instance(TraceRecorder *t, const TraceOptions *opt, char *reason,
+                          size_t reason_size)
+{
+        int r = find_root(opt, t->root, reason, reason_size);
+
         if (r == 0) {
                 r = create_instance(t, opt->instance ? opt->instance : DEFAULT_INSTANCE, reason,
                                     reason_size);
@@ -1017,25 +1025,43 @@ int trace_recorder_new(const TraceOptions *opt, TraceRecorder **ret, char *reaso
         if (r == 0) {
                 r = open_cpus(t, reason, reason_size);
         }
-        if (r == 0 && opt->ksyms) {
+        return r;
+}
+
+int trace_recorder_new(const TraceOptions *opt, TraceRecorder **ret, char *reason,
+                       size_t reason_size)
+{
+        _cleanup_trace_recorder_ TraceRecorder *t = NULL;
+        uint64_t now;
+        int r;
+
+        if (opt->n_cpus == 0 || opt->counter_hz == 0) {
+                return failf(reason, reason_size, EINVAL, "no CPU to trace");
+        }
+        if (recorder_alloc(opt, &t) < 0) {
+                return failf(reason, reason_size, ENOMEM, "out of memory");
+        }
+        r = setup_instance(t, opt, reason, reason_size);
+        if (r < 0) {
+                return r;
+        }
+        if (opt->ksyms) {
                 t->ksyms = opt->ksyms;
-        } else if (r == 0 && ksyms_new(opt->kallsyms, &t->ksyms) == 0) {
+        } else if (ksyms_new(opt->kallsyms, &t->ksyms) == 0) {
                 t->own_ksyms = true;
         }
-        if (r == 0) {
-                refresh_mapping(t);
-                now = counter_read(t->counter);
-                for (size_t i = 0; i < t->n_cpus; i++) {
-                        t->cpus[i].complete_from = now;
-                        t->cpus[i].horizon = now;
-                }
-                r = write_file(t, "tracing_on", "1", reason, reason_size);
+        refresh_mapping(t);
+        now = counter_read(t->counter);
+        for (size_t i = 0; i < t->n_cpus; i++) {
+                t->cpus[i].complete_from = now;
+                t->cpus[i].horizon = now;
         }
+        r = write_file(t, "tracing_on", "1", reason, reason_size);
         if (r < 0) {
-                trace_recorder_free(t);
                 return r;
         }
         *ret = t;
+        t = NULL;
         return 0;
 }
 

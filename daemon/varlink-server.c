@@ -1,4 +1,5 @@
 #include "varlink-server.h"
+#include "varlink-server-internal.h"
 
 #include "sockaddr-un.h"
 #include "util.h"
@@ -1013,13 +1014,46 @@ static int socket_is_live(const struct sockaddr_un *sa, socklen_t sa_len)
         return r;
 }
 
+/* Binds @fd to @sa (the socket file @path), replacing a socket file there that no server
+ * listens on any more. Returns 0, -EEXIST when @path is not a socket, -EADDRINUSE when a
+ * server listens there, or a negative errno. */
+static int bind_replacing(int fd, const char *path, const struct sockaddr_un *sa, socklen_t sa_len)
+{
+        struct stat st;
+        int r;
+
+        if (bind(fd, (const struct sockaddr *)sa, sa_len) == 0) {
+                return 0;
+        }
+        if (errno != EADDRINUSE) {
+                return -errno;
+        }
+        if (lstat(path, &st) < 0) {
+                return -errno;
+        }
+        if (!S_ISSOCK(st.st_mode)) {
+                return -EEXIST;
+        }
+        r = socket_is_live(sa, sa_len);
+        if (r != 0) {
+                return r > 0 ? -EADDRINUSE : r;
+        }
+        if (unlink(path) < 0 && errno != ENOENT) {
+                return -errno;
+        }
+        if (bind(fd, (const struct sockaddr *)sa, sa_len) < 0) {
+                return -errno;
+        }
+        return 0;
+}
+
 int varlink_server_listen_path(VarlinkServer *s, const char *path, mode_t mode)
 {
         struct sockaddr_un sa;
         socklen_t sa_len;
-        struct stat st;
+        _cleanup_close_ int fd = -1;
         char *copy;
-        int fd, r;
+        int r;
 
         /* A socket file only: an abstract name has no file to give a mode or to replace. */
         if (path && path[0] == '@') {
@@ -1037,50 +1071,24 @@ int varlink_server_listen_path(VarlinkServer *s, const char *path, mode_t mode)
         if (fd < 0) {
                 return -errno;
         }
-        if (bind(fd, (struct sockaddr *)&sa, sa_len) < 0) {
-                if (errno != EADDRINUSE) {
-                        r = -errno;
-                        goto fail;
-                }
-                if (lstat(path, &st) < 0) {
-                        r = -errno;
-                        goto fail;
-                }
-                if (!S_ISSOCK(st.st_mode)) {
-                        r = -EEXIST;
-                        goto fail;
-                }
-                r = socket_is_live(&sa, sa_len);
-                if (r != 0) {
-                        r = r > 0 ? -EADDRINUSE : r;
-                        goto fail;
-                }
-                if (unlink(path) < 0 && errno != ENOENT) {
-                        r = -errno;
-                        goto fail;
-                }
-                if (bind(fd, (struct sockaddr *)&sa, sa_len) < 0) {
-                        r = -errno;
-                        goto fail;
-                }
+        r = bind_replacing(fd, path, &sa, sa_len);
+        if (r < 0) {
+                return r;
         }
         /* The mode is set before listen(): until then nobody can connect, whatever mode the
          * umask gave the file at bind(). */
         if (chmod(path, mode) < 0 || listen(fd, SOMAXCONN) < 0) {
                 r = -errno;
                 (void)unlink(path);
-                goto fail;
+                return r;
         }
         copy = strdup(path);
         if (!copy) {
                 (void)unlink(path);
-                r = -ENOMEM;
-                goto fail;
+                return -ENOMEM;
         }
-        return server_add_listener(s, fd, copy);
-
-fail:
-        close(fd);
+        r = server_add_listener(s, fd, copy);
+        fd = -1; /* the listener's, or closed */
         return r;
 }
 

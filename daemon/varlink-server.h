@@ -129,9 +129,6 @@ int varlink_server_add_interface(VarlinkServer *s, const char *name, const char 
 int varlink_server_set_info(VarlinkServer *s, const char *vendor, const char *product,
                             const char *version, const char *url);
 
-/* Number of open client connections. */
-unsigned varlink_server_n_connections(const VarlinkServer *s);
-
 /* Sets the gate every call passes (copied); NULL removes it. */
 void varlink_server_set_gate(VarlinkServer *s, const VarlinkServerGate *gate);
 
@@ -191,12 +188,6 @@ int varlink_call_check_params(VarlinkCallCtx *call, json_t *params, const Varlin
 /* Sets the callback run if the connection goes away before the call finishes (see
  * VarlinkCallCloseFunc). Replaces any earlier one. */
 void varlink_call_set_close_callback(VarlinkCallCtx *call, VarlinkCallCloseFunc cb, void *userdata);
-
-/* True once the call's connection is closed (or being closed); replies are then discarded. */
-bool varlink_call_is_closed(const VarlinkCallCtx *call);
-
-/* True if the client asked for several replies ("more"). */
-bool varlink_call_wants_more(const VarlinkCallCtx *call);
 
 /* The fully-qualified method name of the call. */
 const char *varlink_call_method(const VarlinkCallCtx *call);

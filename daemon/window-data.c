@@ -15,7 +15,7 @@
 #define NO_INDEX UINT16_MAX
 
 typedef struct IntervalsCtx {
-        Manager *m;
+        const Manager *m;
         size_t skip;   /* the oldest points left out (beyond WINDOW_DATA_INTERVALS_MAX) */
         size_t seen;   /* points seen so far */
         size_t points; /* every point, in the first pass */
@@ -133,7 +133,7 @@ static int drop_oldest(json_t **a, size_t n)
 
 /* The intervals' part of the reply into @o: the newest WINDOW_DATA_INTERVALS_MAX, then the
  * newest that fit WINDOW_DATA_INTERVAL_BYTES. */
-static int add_intervals(Manager *m, int cpu, const HistoryWindow *w, json_t *o)
+static int add_intervals(const Manager *m, int cpu, const HistoryWindow *w, json_t *o)
 {
         _cleanup_free_ uint16_t *index = malloc(ATTRIB_MAX_SOURCES * sizeof(uint16_t));
         _cleanup_free_ uint32_t *bytes = calloc(WINDOW_DATA_INTERVALS_MAX, sizeof(uint32_t));
@@ -228,7 +228,7 @@ static uint64_t complete_from(uint64_t from_ns, const HistoryBand *bands, size_t
  * band holds every one of its events: a search within one band (a periodic theft beside a
  * flood of short interruptions) covers the span its band kept, not only the newest events of
  * all bands. */
-static int add_bands(Manager *m, int cpu, const HistoryWindow *w, const HistoryBand *bands,
+static int add_bands(const Manager *m, int cpu, const HistoryWindow *w, const HistoryBand *bands,
                      json_t *o)
 {
         size_t max = manager_config(m)->history_events_per_cpu;
@@ -265,7 +265,7 @@ static int add_bands(Manager *m, int cpu, const HistoryWindow *w, const HistoryB
 /* The events' part into @o: the starts of the newest interruptions since the window's start
  * (events_per_cpu of them, at most WINDOW_DATA_MIXED_EVENTS_MAX), delta-encoded, and from when
  * the history holds every one of them (@bands as add_bands() has them). */
-static int add_events(Manager *m, int cpu, const HistoryWindow *w, const HistoryBand *bands,
+static int add_events(const Manager *m, int cpu, const HistoryWindow *w, const HistoryBand *bands,
                       json_t *o)
 {
         size_t max = manager_config(m)->history_events_per_cpu;
@@ -298,7 +298,7 @@ static int add_events(Manager *m, int cpu, const HistoryWindow *w, const History
         return 0;
 }
 
-json_t *window_data_to_json(Manager *m, int cpu, const char *window, uint64_t from_ns,
+json_t *window_data_to_json(const Manager *m, int cpu, const char *window, uint64_t from_ns,
                             uint64_t to_ns, bool all)
 {
         _cleanup_free_ HistoryWindow *w = malloc(sizeof(*w));

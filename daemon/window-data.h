@@ -33,5 +33,5 @@
 
 /* The GetWindow reply for @cpu over [@from_ns, @to_ns] (@all: since start or the last reset),
  * named @window. NULL when out of memory. */
-json_t *window_data_to_json(Manager *m, int cpu, const char *window, uint64_t from_ns,
+json_t *window_data_to_json(const Manager *m, int cpu, const char *window, uint64_t from_ns,
                             uint64_t to_ns, bool all);

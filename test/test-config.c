@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "config-internal.h"
 #include "cpulist.h"
 #include "util.h"
 

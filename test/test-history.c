@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "histogram-internal.h"
-#include "history.h"
+#include "history-internal.h"
 #include "history/ref-coarse.h"
 #include "rng.h"
 #include "util.h"

@@ -19,6 +19,18 @@
 
 #define MAX_GOT 4096
 
+/* The number of state changes kept, not yet delivered. */
+static unsigned notifier_pending(const Notifier *n)
+{
+        return n ? n->n_pending : 0;
+}
+
+/* The watchdog's period in µs ($WATCHDOG_USEC), or 0 when it is off. */
+static uint64_t notifier_watchdog_usec(const Notifier *n)
+{
+        return n ? n->watchdog_usec : 0;
+}
+
 static char sock_path[108];
 
 /* What the reader received, in order. */

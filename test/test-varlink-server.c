@@ -24,7 +24,7 @@
 #include "varlink-client-internal.h"
 #include "sockaddr-un.h"
 #include "varlink-client.h"
-#include "varlink-server.h"
+#include "varlink-server-internal.h"
 #include "varlink.h"
 #include "util.h"
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "config-internal.h"
 
 #define CFG_DROPIN_MARK "\n#--dropin--\n"
 

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "attrib.h"
-#include "history.h"
+#include "history-internal.h"
 
 #define HLOAD_HZ 1000000000ULL
 #define HLOAD_HEADER 36 /* magic 8, version 4, hz 8, boot id 16 */

@@ -21,13 +21,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api.h"
+#include "api-internal.h"
 #include "attrib.h"
 #include "config.h"
 #include "history.h"
 #include "log.h"
 #include "manager-private.h"
-#include "varlink-server.h"
+#include "varlink-server-internal.h"
 #include "varlink.h"
 #include "util.h"
 

@@ -1,0 +1,19 @@
+#pragma once
+
+/* For the tests of api.c (fuzz-varlink-dispatch): the Monitor's hooks, called without a
+ * harvest, and how many Monitor calls are open. */
+
+#include <stddef.h>
+
+#include "api.h"
+
+/* What the harvest hook does: every Monitor call gets the intervals kept since the last call,
+ * each once. */
+void api_interval(Api *a);
+
+/* What the interval hook does: keeps @iv for the Monitor calls, when there are any, until the
+ * next api_interval(). */
+void api_monitor_interval(Api *a, const ManagerInterval *iv);
+
+/* How many Monitor calls are open. */
+size_t api_n_monitors(const Api *a);
