@@ -19,6 +19,7 @@
 #include "cpulist.h"
 #include "isolation.h"
 #include "duration.h"
+#include "json-read.h"
 #include "json-text.h"
 #include "log.h"
 #include "manager.h"
@@ -200,7 +201,7 @@ static int get_window(const Manager *m, VarlinkCallCtx *call, json_t *params, co
 {
         const char *w = def;
 
-        if (varlink_get_string(params, "window", def, &w) < 0) {
+        if (json_read_string_default(params, "window", def, &w) < 0) {
                 varlink_call_error_invalid_parameter(call, "window");
                 return -EINVAL;
         }
@@ -526,7 +527,7 @@ static int method_get_histogram(VarlinkCallCtx *call, json_t *params, void *user
         if (!find_probe(m, cpu)) {
                 return error_no_such_cpu(call, cpu);
         }
-        if (varlink_get_string(params, "kind", "gap", &kind) < 0 ||
+        if (json_read_string_default(params, "kind", "gap", &kind) < 0 ||
             (strcmp(kind, "gap") != 0 && strcmp(kind, "diffdiff") != 0)) {
                 return varlink_call_error_invalid_parameter(call, "kind");
         }
@@ -549,7 +550,7 @@ static int get_duration(VarlinkCallCtx *call, json_t *params, const char *name, 
 {
         const char *text;
 
-        if (varlink_get_string(params, name, NULL, &text) < 0) {
+        if (json_read_string_default(params, name, NULL, &text) < 0) {
                 varlink_call_error_invalid_parameter(call, name);
                 return -EINVAL;
         }
@@ -631,8 +632,8 @@ static int method_get_events(VarlinkCallCtx *call, json_t *params, void *userdat
             get_duration(call, params, "min_duration", 0, &min) < 0) {
                 return 0;
         }
-        if (varlink_get_int(params, "limit", 1, EVENTS_LIMIT_MAX, EVENTS_LIMIT_DEFAULT, &limit) <
-            0) {
+        if (json_read_int_default(params, "limit", 1, EVENTS_LIMIT_MAX, EVENTS_LIMIT_DEFAULT,
+                                  &limit) < 0) {
                 return varlink_call_error_invalid_parameter(call, "limit");
         }
         ev = calloc((size_t)limit, sizeof(*ev));
@@ -685,7 +686,7 @@ static int method_get_captures(VarlinkCallCtx *call, json_t *params, void *userd
             get_duration(call, params, "since", 0, &since) < 0) {
                 return 0;
         }
-        if (varlink_get_int(params, "limit", 1, 100, 10, &limit) < 0) {
+        if (json_read_int_default(params, "limit", 1, 100, 10, &limit) < 0) {
                 return varlink_call_error_invalid_parameter(call, "limit");
         }
         captures = manager_captures(m, &cpus, since && since < now ? now - since : 0, (size_t)limit,

@@ -10,7 +10,8 @@
    back up the flow.
 3. The layers: a library folder includes nothing, directly or through another header, from the layers above it (the engine at the
    root of probe/ nothing of its subfolders, of daemon/ or tools/; probe/host/, the readers of
-   /proc, /sys and MSRs, nothing but the engine; probe/varlink/ nothing of the engine, the
+   /proc, /sys and MSRs, nothing but the engine; probe/json/, the readers of JSON members,
+   nothing of the project's; probe/varlink/ nothing of the engine, the
    formats, the analyses or the host; probe/analysis/ nothing of the service nor of the host,
    whose data it is handed; jitterctl nothing of the service, nor probe.h, which starts probes
    and whose ProbeSlot it sees only through the summaries).
@@ -33,9 +34,12 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 # Folder (its own files, not its subfolders') -> what it must not include: folders by prefix,
 # or "FOLDER/*" for the files directly in FOLDER (the service at the daemon/ root).
 FORBIDDEN = {
-    "probe": ["probe/format/", "probe/varlink/", "probe/analysis/", "probe/host/", "daemon/",
-              "tools/"],
-    "probe/host": ["probe/format/", "probe/varlink/", "probe/analysis/", "daemon/", "tools/"],
+    "probe": ["probe/json/", "probe/format/", "probe/varlink/", "probe/analysis/", "probe/host/",
+              "daemon/", "tools/"],
+    "probe/host": ["probe/json/", "probe/format/", "probe/varlink/", "probe/analysis/", "daemon/",
+                   "tools/"],
+    "probe/json": ["probe/*", "probe/format/", "probe/varlink/", "probe/analysis/", "probe/host/",
+                   "daemon/", "tools/"],
     "probe/format": ["probe/varlink/", "probe/analysis/", "probe/host/", "daemon/", "tools/"],
     "probe/varlink": ["probe/*", "probe/format/", "probe/analysis/", "probe/host/", "daemon/",
                       "tools/"],
@@ -46,12 +50,13 @@ FORBIDDEN = {
         "tools/benchmarks/",
     ],
 }
-# jitter-probe, the CLI, sits on top of the engine, its formats and the host's readers. The
-# tuning audit still reads the host through host.h while it checks what it read, and the
-# attribution's sampling reads its /proc files and the SMI count through host-files.h and
-# host-msr.h before it parses them.
+# jitter-probe, the CLI, sits on top of the engine, its formats (with their JSON readers) and
+# the host's readers. The tuning audit still reads the host through host.h while it checks what
+# it read, and the attribution's sampling reads its /proc files and the SMI count through
+# host-files.h and host-msr.h before it parses them.
 EXEMPT = {
     ("probe/jitter-probe.c", "probe/format/"),
+    ("probe/jitter-probe.c", "probe/json/"),
     ("probe/jitter-probe.c", "probe/host/"),
     ("probe/analysis/attrib.c", "probe/host/"),
     ("probe/analysis/audit.c", "probe/host/"),

@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "json-read.h"
 #include "varlink-client-internal.h"
 #include "sockaddr-un.h"
 #include "varlink-client.h"
@@ -133,8 +134,8 @@ static int toy_echo(VarlinkCallCtx *call, json_t *params, void *userdata)
         if (varlink_call_check_params(call, params, fields, 2) < 0) {
                 return 0;
         }
-        (void)varlink_get_string(params, "text", NULL, &text);
-        if (varlink_get_int(params, "count", 1, 10, 1, &count) < 0) {
+        (void)json_read_string_default(params, "text", NULL, &text);
+        if (json_read_int_default(params, "count", 1, 10, 1, &count) < 0) {
                 return varlink_call_error_invalid_parameter(call, "count");
         }
         len = strlen(text);
@@ -160,7 +161,7 @@ static int toy_big(VarlinkCallCtx *call, json_t *params, void *userdata)
         if (varlink_call_check_params(call, params, fields, 1) < 0) {
                 return 0;
         }
-        if (varlink_get_int(params, "size", 0, 1 << 24, 0, &size) < 0) {
+        if (json_read_int_default(params, "size", 0, 1 << 24, 0, &size) < 0) {
                 return varlink_call_error_invalid_parameter(call, "size");
         }
         data = malloc((size_t)size + 1);
@@ -193,7 +194,7 @@ static int toy_delay(VarlinkCallCtx *call, json_t *params, void *userdata)
         if (varlink_call_check_params(call, params, fields, 1) < 0) {
                 return 0;
         }
-        if (varlink_get_int(params, "ms", 1, 10000, 0, &ms) < 0) {
+        if (json_read_int_default(params, "ms", 1, 10000, 0, &ms) < 0) {
                 return varlink_call_error_invalid_parameter(call, "ms");
         }
         return stream_start(call, userdata, 1, (uint64_t)ms * 1000);
@@ -210,10 +211,10 @@ static int toy_count(VarlinkCallCtx *call, json_t *params, void *userdata)
         if (varlink_call_check_params(call, params, fields, 2) < 0) {
                 return 0;
         }
-        if (varlink_get_int(params, "n", 0, 1000, 0, &n) < 0) {
+        if (json_read_int_default(params, "n", 0, 1000, 0, &n) < 0) {
                 return varlink_call_error_invalid_parameter(call, "n");
         }
-        if (varlink_get_int(params, "interval_ms", 1, 10000, 5, &ms) < 0) {
+        if (json_read_int_default(params, "interval_ms", 1, 10000, 5, &ms) < 0) {
                 return varlink_call_error_invalid_parameter(call, "interval_ms");
         }
         return stream_start(call, userdata, n, (uint64_t)ms * 1000);

@@ -11,7 +11,6 @@
 
 #include <cmocka.h>
 
-#include "varlink-internal.h"
 #include "util.h"
 #include "varlink.h"
 
@@ -484,43 +483,6 @@ static void test_params_check(void **state)
         json_decref(params);
 }
 
-static void test_getters(void **state)
-{
-        json_t *params = load("{\"n\":5,\"big\":9007199254740993,\"s\":\"text\",\"b\":true,"
-                              "\"z\":null,\"f\":1.5}");
-        const char *s = NULL;
-        json_int_t i = 0;
-        bool b = false;
-
-        assert_int_equal(varlink_get_int(params, "n", 0, 10, 1, &i), 0);
-        assert_int_equal(i, 5);
-        assert_int_equal(varlink_get_int(params, "n", 6, 10, 1, &i), -ERANGE);
-        assert_int_equal(varlink_get_int(params, "n", 0, 4, 1, &i), -ERANGE);
-        assert_int_equal(varlink_get_int(params, "big", 0, INT64_MAX, 0, &i), 0);
-        assert_true(i == 9007199254740993LL);
-        assert_int_equal(varlink_get_int(params, "missing", 0, 10, 7, &i), 0);
-        assert_int_equal(i, 7);
-        assert_int_equal(varlink_get_int(params, "z", 0, 10, 8, &i), 0);
-        assert_int_equal(i, 8);
-        assert_int_equal(varlink_get_int(params, "s", 0, 10, 1, &i), -EINVAL);
-        assert_int_equal(varlink_get_int(params, "f", 0, 10, 1, &i), -EINVAL);
-        assert_int_equal(varlink_get_int(NULL, "n", 0, 10, 3, &i), 0);
-        assert_int_equal(i, 3);
-
-        assert_int_equal(varlink_get_string(params, "s", NULL, &s), 0);
-        assert_string_equal(s, "text");
-        assert_int_equal(varlink_get_string(params, "z", "dflt", &s), 0);
-        assert_string_equal(s, "dflt");
-        assert_int_equal(varlink_get_string(params, "n", NULL, &s), -EINVAL);
-
-        assert_int_equal(varlink_get_bool(params, "b", false, &b), 0);
-        assert_true(b);
-        assert_int_equal(varlink_get_bool(params, "missing", true, &b), 0);
-        assert_true(b);
-        assert_int_equal(varlink_get_bool(params, "n", false, &b), -EINVAL);
-        json_decref(params);
-}
-
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -538,7 +500,6 @@ int main(void)
                 cmocka_unit_test(test_round_trip),
                 cmocka_unit_test(test_reply_parse),
                 cmocka_unit_test(test_params_check),
-                cmocka_unit_test(test_getters),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

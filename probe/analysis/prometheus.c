@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "json-read.h"
 #include "summary-json.h"
 #include "summary.h"
 #include "util.h"

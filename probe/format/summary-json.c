@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json-read.h"
 #include "util.h"
 
 /* JSON numbers for ns values: integers where the value is whole, which it is for everything
@@ -103,78 +104,6 @@ json_t *interval_cpu_to_json(int cpu, const char *state, const SlotSummary *s)
 }
 
 /* --- reading ------------------------------------------------------------------------------ */
-
-int json_read_int(json_t *o, const char *key, json_int_t min, json_int_t max, json_int_t *ret)
-{
-        json_t *v = json_object_get(o, key);
-        json_int_t x;
-
-        if (!json_is_integer(v)) {
-                return -EBADMSG;
-        }
-        x = json_integer_value(v);
-        if (x < min || x > max) {
-                return -EBADMSG;
-        }
-        *ret = x;
-        return 0;
-}
-
-int json_read_u64(json_t *o, const char *key, uint64_t *ret)
-{
-        json_int_t x;
-        int r = json_read_int(o, key, 0, INT64_MAX, &x);
-
-        if (r < 0) {
-                return r;
-        }
-        *ret = (uint64_t)x;
-        return 0;
-}
-
-int json_read_number(json_t *o, const char *key, double *ret)
-{
-        json_t *v = json_object_get(o, key);
-
-        if (!json_is_number(v) || !isfinite(json_number_value(v))) {
-                return -EBADMSG;
-        }
-        *ret = json_number_value(v);
-        return 0;
-}
-
-int ns_from_number(double ns, uint64_t *ret)
-{
-        /* 2^63 ns is 292 years: anything above is not a duration that was measured. */
-        if (!(ns >= 0 && ns < 9.2e18)) {
-                return -EBADMSG;
-        }
-        *ret = (uint64_t)llround(ns);
-        return 0;
-}
-
-int json_read_ns(json_t *o, const char *key, uint64_t *ret)
-{
-        double v;
-        int r = json_read_number(o, key, &v);
-
-        if (r < 0) {
-                return r;
-        }
-        return ns_from_number(v, ret);
-}
-
-int json_read_string(json_t *o, const char *key, size_t max_len, const char **ret)
-{
-        json_t *v = json_object_get(o, key);
-
-        if (!json_is_string(v) || json_string_length(v) > max_len ||
-            strlen(json_string_value(v)) != json_string_length(v)) {
-                return -EBADMSG;
-        }
-        *ret = json_string_value(v);
-        return 0;
-}
 
 /* The member readers of the typed readers: a member that is missing or null leaves the value
  * as it is (0, NaN, NULL) and is no error; one that is there but malformed is. Each returns

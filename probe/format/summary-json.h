@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "json-read.h"
 #include "report.h"
 #include "summary.h"
 
@@ -28,27 +29,8 @@ json_t *signed_histogram_to_json(const SignedHistogram *h, const TickConv *conv,
  * summary @s. Returns a new reference, or NULL on OOM. */
 json_t *interval_cpu_to_json(int cpu, const char *state, const SlotSummary *s);
 
-/* --- reading them back: the one reader of these forms (jitterctl, the Prometheus renderer) ---
- * Each json_read_*() reads member @key of object @o (NULL or not an object: missing) and
- * returns 0, or -EBADMSG when it is missing or not what is asked for. */
-
-/* An integer in [@min, @max]. */
-int json_read_int(json_t *o, const char *key, json_int_t min, json_int_t max, json_int_t *ret);
-
-/* A non-negative integer. */
-int json_read_u64(json_t *o, const char *key, uint64_t *ret);
-
-/* A finite number, integer or real (whole ns values are sent as integers). */
-int json_read_number(json_t *o, const char *key, double *ret);
-
-/* A non-negative whole number of ns, integer or real, rounded; below 2^63 ns (292 years). */
-int json_read_ns(json_t *o, const char *key, uint64_t *ret);
-
-/* The same rule for a number already read (NaN: missing). Returns 0 or -EBADMSG. */
-int ns_from_number(double ns, uint64_t *ret);
-
-/* A string of at most @max_len bytes without a NUL inside (borrowed). */
-int json_read_string(json_t *o, const char *key, size_t max_len, const char **ret);
+/* --- reading them back: the one reader of these forms (jitterctl, the Prometheus renderer),
+ * member by member with json-read.h. --- */
 
 /* Value @key of @v: "min_ns", "max_ns", "mean_ns", "stddev_ns", "median_ns" or a percentile
  * ("p99.99"; "p50" is the median). NaN when @v does not have it or @key names none of these. */

@@ -1,5 +1,4 @@
 #include "varlink.h"
-#include "varlink-internal.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -548,63 +547,5 @@ int varlink_params_check(json_t *params, const VarlinkField *fields, size_t n, j
                         return check_failed(fields[i].name, ret_error);
                 }
         }
-        return 0;
-}
-
-static json_t *get_field(json_t *params, const char *name)
-{
-        json_t *v = json_is_object(params) ? json_object_get(params, name) : NULL;
-
-        return json_is_null(v) ? NULL : v;
-}
-
-int varlink_get_int(json_t *params, const char *name, json_int_t min, json_int_t max,
-                    json_int_t def, json_int_t *ret)
-{
-        json_t *v = get_field(params, name);
-        json_int_t i;
-
-        if (!v) {
-                *ret = def;
-                return 0;
-        }
-        if (!json_is_integer(v)) {
-                return -EINVAL;
-        }
-        i = json_integer_value(v);
-        if (i < min || i > max) {
-                return -ERANGE;
-        }
-        *ret = i;
-        return 0;
-}
-
-int varlink_get_string(json_t *params, const char *name, const char *def, const char **ret)
-{
-        json_t *v = get_field(params, name);
-
-        if (!v) {
-                *ret = def;
-                return 0;
-        }
-        if (!json_is_string(v)) {
-                return -EINVAL;
-        }
-        *ret = json_string_value(v);
-        return 0;
-}
-
-int varlink_get_bool(json_t *params, const char *name, bool def, bool *ret)
-{
-        json_t *v = get_field(params, name);
-
-        if (!v) {
-                *ret = def;
-                return 0;
-        }
-        if (!json_is_boolean(v)) {
-                return -EINVAL;
-        }
-        *ret = json_is_true(v);
         return 0;
 }

@@ -113,14 +113,6 @@ typedef struct VarlinkField {
 /* Checks @params (an object, or NULL for none) against the @n entries of @fields: unknown
  * fields, missing required fields and values of the wrong type are refused. A null value counts
  * as absent (the Varlink "?type" convention). Returns 0, or -EINVAL with an InvalidParameter error
- * message naming the field in *ret_error (NULL if that could not be allocated). */
+ * message naming the field in *ret_error (NULL if that could not be allocated). The values are
+ * then read with json_read_int_default() and json_read_string_default() (json-read.h). */
 int varlink_params_check(json_t *params, const VarlinkField *fields, size_t n, json_t **ret_error);
-
-/* Reads integer field @name of @params. Absent or null gives @def. Returns 0, -EINVAL if the value
- * is not an integer, or -ERANGE if it lies outside [@min, @max]. */
-int varlink_get_int(json_t *params, const char *name, json_int_t min, json_int_t max,
-                    json_int_t def, json_int_t *ret);
-
-/* Reads string field @name of @params (borrowed, valid while @params lives). Absent or null gives
- * @def. Returns 0 or -EINVAL if the value is not a string. */
-int varlink_get_string(json_t *params, const char *name, const char *def, const char **ret);
