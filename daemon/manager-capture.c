@@ -85,11 +85,6 @@ static bool capture_name_valid(const char *name)
                strcmp(name + len - 5, ".json") == 0 && strspn(name + 8, "0123456789") == len - 13;
 }
 
-static int cmp_names(const void *a, const void *b)
-{
-        return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* Removes the files beyond the store's bounds, oldest first. */
 static void capture_evict(Manager *m, int dfd)
 {
@@ -129,7 +124,7 @@ static void capture_scan(Manager *m, int dfd)
                 n++;
         }
         if (n) {
-                qsort(names, n, sizeof(*names), cmp_names);
+                qsort(names, n, sizeof(*names), cmp_strings);
         }
         for (size_t i = 0; i < n; i++) {
                 struct stat st;

@@ -1,13 +1,15 @@
 #pragma once
 
 /* The helpers every part of the project shares: the number of elements of an array, the units
- * of time in ns and the one reader of a clock in ns, and the one set of cleanup attributes (a
- * variable declared with one is released when it goes out of scope, on every return path).
- * Header-only, so that a library uses them without linking libjitter. */
+ * of time in ns and the one reader of a clock in ns, the qsort() comparisons of plain values,
+ * and the one set of cleanup attributes (a variable declared with one is released when it goes
+ * out of scope, on every return path). Header-only, so that a library uses them without linking
+ * libjitter. */
 
 #include <dirent.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,6 +28,20 @@ static inline uint64_t now_ns(clockid_t clock)
 
         clock_gettime(clock, &ts);
         return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+/* qsort() comparisons, ascending: of two uint64_t, and of two C strings through an array of
+ * pointers to them (strcmp() order). */
+static inline int cmp_u64(const void *a, const void *b)
+{
+        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+        return (x > y) - (x < y);
+}
+
+static inline int cmp_strings(const void *a, const void *b)
+{
+        return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
 /* The number of elements of the array @x. Refuses to compile when @x is a pointer (an array

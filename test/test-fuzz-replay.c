@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "util.h"
+
 #define LLVMFuzzerTestOneInput fuzz_varlink_codec_one
 #include "fuzz/fuzz-varlink-codec.c"
 #undef LLVMFuzzerTestOneInput
@@ -27,11 +29,6 @@
 #define LLVMFuzzerTestOneInput fuzz_history_load_one
 #include "fuzz/fuzz-history-load.c"
 #undef LLVMFuzzerTestOneInput
-
-static int name_cmp(const void *a, const void *b)
-{
-        return strcmp(*(char *const *)a, *(char *const *)b);
-}
 
 /* Runs @one on every regular file of test/fuzz/@corpus, in name order; returns how many. */
 static size_t replay(const char *corpus, int (*one)(const uint8_t *, size_t))
@@ -59,7 +56,7 @@ static size_t replay(const char *corpus, int (*one)(const uint8_t *, size_t))
                 n++;
         }
         closedir(d);
-        qsort(names, n, sizeof(*names), name_cmp);
+        qsort(names, n, sizeof(*names), cmp_strings);
 
         for (size_t i = 0; i < n; i++) {
                 FILE *f;

@@ -21,13 +21,6 @@ static uint64_t random_value(void)
         return bits == 0 ? 0 : rng_next() & ((1ULL << bits) - 1);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-        return x < y ? -1 : x > y;
-}
-
 static void test_bucket_edges(void **state)
 {
         (void)state;

@@ -44,13 +44,6 @@ static void add(Events *e, double t_ns)
         e->t[e->n++] = (uint64_t)llround(t_ns);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-        return x < y ? -1 : x > y;
-}
-
 static void finish(Events *e)
 {
         qsort(e->t, e->n, sizeof(*e->t), cmp_u64);

@@ -8,7 +8,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "bench-clock.h"
 #include "varlink-client.h"
 #include "util.h"
 

@@ -26,7 +26,6 @@
 
 #include <jansson.h>
 
-#include "bench-clock.h"
 #include "counter.h"
 #include "probe.h"
 #include "scale-fixture.h"

@@ -22,7 +22,6 @@
 #include <sys/time.h>
 #include <time.h>
 
-#include "bench-clock.h"
 #include "util.h"
 #include "varlink-client.h"
 

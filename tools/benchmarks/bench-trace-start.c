@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bench-clock.h"
 #include "counter.h"
 #include "ksyms.h"
 #include "trace.h"
