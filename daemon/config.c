@@ -388,33 +388,6 @@ static int parse_size(const char *s, uint64_t *ret)
         return -EINVAL;
 }
 
-/* Formats @ns exactly, in the largest unit that divides it, so that it parses back to the
- * same value. Days only from two on: "24h" reads better than "1d". */
-static void format_duration(uint64_t ns, char *buf, size_t size)
-{
-        static const struct {
-                const char *suffix;
-                uint64_t ns;
-        } units[] = {
-                {"d", NSEC_PER_DAY}, {"h", NSEC_PER_HOUR},  {"min", NSEC_PER_MIN},
-                {"s", NSEC_PER_SEC}, {"ms", NSEC_PER_MSEC}, {"us", NSEC_PER_USEC},
-                {"ns", 1},
-        };
-
-        if (ns == 0) {
-                snprintf(buf, size, "0");
-                return;
-        }
-        for (size_t i = 0; i < ELEMENTSOF(units); i++) {
-                if (ns % units[i].ns == 0 &&
-                    (units[i].ns != NSEC_PER_DAY || ns >= 2 * NSEC_PER_DAY)) {
-                        snprintf(buf, size, "%llu%s", (unsigned long long)(ns / units[i].ns),
-                                 units[i].suffix);
-                        return;
-                }
-        }
-}
-
 static void format_size(uint64_t bytes, char *buf, size_t size)
 {
         if (bytes != 0 && bytes % GIB == 0) {
@@ -432,7 +405,7 @@ static void format_number(const ConfigKey *k, uint64_t v, char *buf, size_t size
 {
         switch (k->type) {
         case CONFIG_TYPE_DURATION:
-                format_duration(v, buf, size);
+                duration_format_exact(buf, size, v);
                 break;
         case CONFIG_TYPE_SIZE:
                 format_size(v, buf, size);
@@ -739,8 +712,8 @@ static int check_rules(const Config *c, const Origin *origins, const ConfigKey *
                 if (na <= nb) {
                         continue;
                 }
-                format_duration(na, va, sizeof(va));
-                format_duration(nb, vb, sizeof(vb));
+                duration_format_exact(va, sizeof(va), na);
+                duration_format_exact(vb, sizeof(vb), nb);
                 if (origins && origins[a - keys].seq > origins[b - keys].seq) {
                         if (ret_key) {
                                 *ret_key = a;

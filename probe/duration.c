@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -64,16 +65,57 @@ int duration_parse(const char *text, uint64_t default_unit_ns, uint64_t *ret_ns)
         return 0;
 }
 
+/* @ns in the unit chosen for its magnitude. Whole ns below 1000 print as such (%.0f of a
+ * whole number), the rest with two decimals. */
+static char *format_scaled(char *buf, size_t size, double ns)
+{
+        double a = fabs(ns);
+
+        if (a < 1e3) {
+                snprintf(buf, size, "%.0f ns", ns);
+        } else if (a < 1e6) {
+                snprintf(buf, size, "%.2f us", ns / 1e3);
+        } else if (a < 1e9) {
+                snprintf(buf, size, "%.2f ms", ns / 1e6);
+        } else {
+                snprintf(buf, size, "%.2f s", ns / 1e9);
+        }
+        return buf;
+}
+
 char *duration_format(char *buf, size_t size, uint64_t ns)
 {
-        if (ns < 1000ULL) {
-                snprintf(buf, size, "%llu ns", (unsigned long long)ns);
-        } else if (ns < 1000000ULL) {
-                snprintf(buf, size, "%.2f us", (double)ns / 1e3);
-        } else if (ns < 1000000000ULL) {
-                snprintf(buf, size, "%.2f ms", (double)ns / 1e6);
-        } else {
-                snprintf(buf, size, "%.2f s", (double)ns / 1e9);
+        return format_scaled(buf, size, (double)ns);
+}
+
+char *duration_format_signed(char *buf, size_t size, int64_t ns)
+{
+        return format_scaled(buf, size, (double)ns);
+}
+
+char *duration_format_exact(char *buf, size_t size, uint64_t ns)
+{
+        static const struct {
+                const char *suffix;
+                uint64_t ns;
+        } exact[] = {
+                {"d", NSEC_PER_DAY}, {"h", NSEC_PER_HOUR},  {"min", NSEC_PER_MIN},
+                {"s", NSEC_PER_SEC}, {"ms", NSEC_PER_MSEC}, {"us", NSEC_PER_USEC},
+                {"ns", 1},
+        };
+
+        if (ns == 0) {
+                snprintf(buf, size, "0");
+                return buf;
+        }
+        /* Days only from two on: "24h" reads better than "1d". */
+        for (size_t i = 0; i < ELEMENTSOF(exact); i++) {
+                if (ns % exact[i].ns == 0 &&
+                    (exact[i].ns != NSEC_PER_DAY || ns >= 2 * NSEC_PER_DAY)) {
+                        snprintf(buf, size, "%llu%s", (unsigned long long)(ns / exact[i].ns),
+                                 exact[i].suffix);
+                        break;
+                }
         }
         return buf;
 }

@@ -9,9 +9,17 @@
  * does not fit in 64 bits. */
 int duration_parse(const char *text, uint64_t default_unit_ns, uint64_t *ret_ns);
 
-/* Formats @ns with the unit chosen for its size ("850 ns", "12.3 us", "4.56 ms", "2.00 s")
+/* Formats @ns with the unit chosen for its size ("850 ns", "12.30 us", "4.56 ms", "2.00 s")
  * into @buf; returns @buf. */
 char *duration_format(char *buf, size_t size, uint64_t ns);
+
+/* The same for a signed difference of times ("-850 ns", "-12.30 us"). */
+char *duration_format_signed(char *buf, size_t size, int64_t ns);
+
+/* Formats @ns exactly, as a whole number of the largest unit that divides it ("0", "250us",
+ * "10s", "5min", "24h", "2d"), so that duration_parse() reads it back as @ns: the form of the
+ * configuration's values. Returns @buf. */
+char *duration_format_exact(char *buf, size_t size, uint64_t ns);
 
 /* Formats a CLOCK_REALTIME time in ns as ISO 8601 UTC with nanoseconds
  * ("2026-11-30T07:41:02.123456789Z") into @buf; returns @buf. */

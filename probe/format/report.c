@@ -4,6 +4,8 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "duration.h"
+
 #define US(ns) ((ns) / 1000.0)
 
 static void section(FILE *f, const char *name, const ValueSummary *v)
@@ -37,21 +39,6 @@ void report_statistics(FILE *f, const SlotSummary *s, uint64_t threshold_ns)
         fprintf(f, "  CPU AVAILABLE: %.5f %%\n", s->cpu_available_pct);
 }
 
-static void format_ns(char *buf, size_t size, int64_t ns)
-{
-        double a = fabs((double)ns);
-
-        if (a < 1e3) {
-                snprintf(buf, size, "%lld ns", (long long)ns);
-        } else if (a < 1e6) {
-                snprintf(buf, size, "%.2f us", (double)ns / 1e3);
-        } else if (a < 1e9) {
-                snprintf(buf, size, "%.2f ms", (double)ns / 1e6);
-        } else {
-                snprintf(buf, size, "%.2f s", (double)ns / 1e9);
-        }
-}
-
 void report_bars(FILE *f, const ReportBucket *b, size_t n, bool color)
 {
         const int width = 40;
@@ -67,8 +54,8 @@ void report_bars(FILE *f, const ReportBucket *b, size_t n, bool color)
                 int len =
                         (int)lround(log10((double)b[i].count + 1) / log10((double)max + 1) * width);
 
-                format_ns(lo, sizeof(lo), b[i].lower_ns);
-                format_ns(hi, sizeof(hi), b[i].upper_ns);
+                duration_format_signed(lo, sizeof(lo), b[i].lower_ns);
+                duration_format_signed(hi, sizeof(hi), b[i].upper_ns);
                 if (len < 1) {
                         len = 1;
                 }
