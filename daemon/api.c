@@ -19,6 +19,7 @@
 #include "cpulist.h"
 #include "isolation.h"
 #include "duration.h"
+#include "history.h"
 #include "json-read.h"
 #include "json-text.h"
 #include "log.h"
@@ -86,34 +87,25 @@ struct Api {
         HistoryWindow *scratch;
 };
 
-static const struct {
-        const char *name;
-        uint64_t ns;
-} windows[] = {
-        {"10s", 10ULL * 1000000000ULL},    {"1m", 60ULL * 1000000000ULL},
-        {"5m", 300ULL * 1000000000ULL},    {"1h", 3600ULL * 1000000000ULL},
-        {"24h", 86400ULL * 1000000000ULL},
-};
-
 int api_window(const char *window, uint64_t *ret_from_ns, uint64_t *ret_to_ns, bool *ret_all)
 {
-        uint64_t now = now_ns(CLOCK_MONOTONIC);
+        uint64_t now = now_ns(CLOCK_MONOTONIC), span_ns;
+        HistorySpan span;
 
         *ret_to_ns = now;
         *ret_all = false;
-        if (strcmp(window, "all") == 0) {
+        if (history_span_from_name(window, &span) < 0) {
+                return -EINVAL;
+        }
+        if (span == HISTORY_SPAN_ALL) {
                 *ret_from_ns = 0;
                 *ret_to_ns = UINT64_MAX;
                 *ret_all = true;
                 return 0;
         }
-        for (size_t i = 0; i < ELEMENTSOF(windows); i++) {
-                if (strcmp(window, windows[i].name) == 0) {
-                        *ret_from_ns = now > windows[i].ns ? now - windows[i].ns : 0;
-                        return 0;
-                }
-        }
-        return -EINVAL;
+        span_ns = history_span_ns(span);
+        *ret_from_ns = now > span_ns ? now - span_ns : 0;
+        return 0;
 }
 
 /* Whether a running sum that ends at @to_ns is current: its CPU's newest interval ended within

@@ -1952,6 +1952,11 @@ const char *history_span_name(HistorySpan span)
         return (unsigned)span < HISTORY_SPAN_MAX ? spans[span].name : NULL;
 }
 
+uint64_t history_span_ns(HistorySpan span)
+{
+        return (unsigned)span < HISTORY_SPAN_MAX ? spans[span].ns : 0;
+}
+
 int history_span_from_name(const char *name, HistorySpan *ret)
 {
         for (unsigned i = 0; name && i < HISTORY_SPAN_MAX; i++) {

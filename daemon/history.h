@@ -196,6 +196,9 @@ typedef enum HistorySpan {
 const char *history_span_name(HistorySpan span);
 int history_span_from_name(const char *name, HistorySpan *ret);
 
+/* The length of @span in ns: 0 for HISTORY_SPAN_ALL, which has none, or a span out of range. */
+uint64_t history_span_ns(HistorySpan span);
+
 /* The standard window @span of @cpu, ending at the newest interval recorded, into @ret: the
  * intervals this header's "Which intervals a standard window holds" names, at the resolution
  * it names. A copy of a running sum: no merge, no allocation, the same cost for every span.

@@ -530,6 +530,10 @@ static void test_invalid_input(void **state)
                 assert_int_equal(history_span_from_name("2m", &span), -EINVAL);
                 assert_int_equal(history_span_from_name(NULL, &span), -EINVAL);
         }
+        assert_true(history_span_ns(HISTORY_SPAN_10S) == 10 * NSEC_PER_SEC);
+        assert_true(history_span_ns(HISTORY_SPAN_24H) == NSEC_PER_DAY);
+        assert_true(history_span_ns(HISTORY_SPAN_ALL) == 0);
+        assert_true(history_span_ns(HISTORY_SPAN_MAX) == 0);
         history_free(h);
         free(a);
         free(w);
