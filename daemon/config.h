@@ -52,6 +52,7 @@ typedef struct Config {
         unsigned server_max_clients;
         uint64_t server_max_message_bytes;
         uint64_t server_idle_timeout_ns;
+        unsigned server_cpu_budget_percent;
 
         /* [export] */
         char export_prometheus_textfile[CONFIG_PATH_MAX]; /* "": no export */

@@ -1202,7 +1202,7 @@ int manager_new(const Config *config, const char *config_path, const char *dropi
         if (r < 0) {
                 return r;
         }
-        r = admission_new(m->server, &m->admission);
+        r = admission_new(m->server, m->config.server_cpu_budget_percent, &m->admission);
         if (r < 0) {
                 log_error("cannot set up the CPU budget of the clients: %s", strerror(-r));
                 return r;
@@ -1376,6 +1376,22 @@ const AttribTable *manager_attrib(const Manager *m)
 const VarlinkServer *manager_server(const Manager *m)
 {
         return m->server;
+}
+
+void manager_admission_limits(const Manager *m, AdmissionLimits *ret)
+{
+        if (m->admission) {
+                admission_limits(m->admission, ret);
+        } else {
+                *ret = (AdmissionLimits){0};
+        }
+}
+
+void manager_charge_clients(Manager *m, uint64_t cpu_ns)
+{
+        if (m->admission) {
+                admission_charge_heavy(m->admission, cpu_ns);
+        }
 }
 
 const char *manager_socket_path(const Manager *m)

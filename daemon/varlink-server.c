@@ -169,16 +169,6 @@ static const VarlinkMethod service_methods[] = {
         {"GetInterfaceDescription", service_get_interface_description, 0},
 };
 
-static uint64_t clock_ns(clockid_t id)
-{
-        struct timespec ts;
-
-        if (clock_gettime(id, &ts) < 0) {
-                return 0;
-        }
-        return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t server_now(VarlinkServer *s)
 {
         uint64_t now = 0;
@@ -544,13 +534,13 @@ static void conn_dispatch(Connection *c, json_t *msg, uint64_t cpu_start_ns)
         call->uid = c->uid;
         call->gid = c->gid;
         call->pid = c->pid;
-        call->start_ns = clock_ns(CLOCK_MONOTONIC);
+        call->start_ns = now_ns(CLOCK_MONOTONIC);
         c->current = call;
         conn_touch(c);
 
         call_run(s, call);
         if (call->stats) {
-                cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_start_ns;
+                cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_start_ns;
                 call->stats->cpu_ns += cpu_ns;
                 s->charged_ns += cpu_ns;
                 if (s->gate.charge) {
@@ -564,7 +554,7 @@ static void conn_dispatch(Connection *c, json_t *msg, uint64_t cpu_start_ns)
 static void conn_process(Connection *c, size_t budget)
 {
         while (budget-- > 0 && !c->dead && !c->closing && !c->current && !c->held) {
-                uint64_t cpu_start_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+                uint64_t cpu_start_ns = now_ns(CLOCK_THREAD_CPUTIME_ID);
                 json_t *msg = NULL;
                 json_t *error;
                 int r;
@@ -644,7 +634,7 @@ typedef struct Uncharged {
  * something else ran in between (a harvest, a timer), that time is not the clients'. */
 static Uncharged uncharged_begin(const VarlinkServer *s)
 {
-        uint64_t now = clock_ns(CLOCK_THREAD_CPUTIME_ID), iteration = 0;
+        uint64_t now = now_ns(CLOCK_THREAD_CPUTIME_ID), iteration = 0;
         Uncharged u = {now, s->charged_ns, 0};
 
         if (sd_event_get_iteration(s->event, &iteration) >= 0 && s->last_iteration > 0 &&
@@ -660,7 +650,7 @@ static Uncharged uncharged_begin(const VarlinkServer *s)
  * make, the more of it there is, and it is theirs. */
 static void uncharged_end(VarlinkServer *s, const Uncharged *u)
 {
-        uint64_t end = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+        uint64_t end = now_ns(CLOCK_THREAD_CPUTIME_ID);
         uint64_t cpu_ns = end - u->cpu_start_ns + u->turn_ns;
         uint64_t calls_ns = s->charged_ns - u->charged_ns;
 
@@ -1355,7 +1345,7 @@ VarlinkCallCtx *varlink_call_unref(VarlinkCallCtx *call)
 /* The first answer of a call that was let through: its duration since dispatch. */
 static void call_account_answer(VarlinkCallCtx *call)
 {
-        uint64_t d = clock_ns(CLOCK_MONOTONIC) - call->start_ns;
+        uint64_t d = now_ns(CLOCK_MONOTONIC) - call->start_ns;
         size_t k = 0;
 
         call->timed = false;
