@@ -27,7 +27,7 @@
 #include "summary-json.h"
 #include "summary.h"
 #include "util.h"
-#include "window-data.h"
+#include "api-window.h"
 
 #define EVENTS_LIMIT_DEFAULT 1000
 #define EVENTS_LIMIT_MAX 10000
@@ -433,7 +433,7 @@ static int method_get_stats(VarlinkCallCtx *call, json_t *params, void *userdata
         return varlink_call_reply_text(call, text, len);
 }
 
-/* The raw data of one CPU's window, for the client's own causes and periods (window-data.h). */
+/* The raw data of one CPU's window, for the client's own causes and periods (api-window.h). */
 static int method_get_window(VarlinkCallCtx *call, json_t *params, void *userdata)
 {
         static const VarlinkField fields[] = {
@@ -458,7 +458,7 @@ static int method_get_window(VarlinkCallCtx *call, json_t *params, void *userdat
         if (get_window(m, call, params, "1m", &window, &from, &to, &all) < 0) {
                 return 0;
         }
-        o = window_data_to_json(m, (int)cpu, window, from, to, all);
+        o = api_window_to_json(m, (int)cpu, window, from, to, all);
         if (!o) {
                 return -ENOMEM;
         }
