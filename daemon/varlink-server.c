@@ -236,6 +236,30 @@ static void conn_fail(Connection *c)
         conn_update(c);
 }
 
+/* Frees @c, which is in no list: its event sources, its socket and its buffers. */
+static void conn_free(Connection *c)
+{
+        if (!c) {
+                return;
+        }
+        c->io = sd_event_source_disable_unref(c->io);
+        c->defer = sd_event_source_disable_unref(c->defer);
+        c->idle = sd_event_source_disable_unref(c->idle);
+        c->hold = sd_event_source_disable_unref(c->hold);
+        if (c->fd >= 0) {
+                close(c->fd);
+        }
+        varlink_reader_free(c->reader);
+        free(c->out);
+        free(c);
+}
+
+static void conn_freep(Connection **c)
+{
+        conn_free(*c);
+}
+#define _cleanup_conn_ __attribute__((cleanup(conn_freep)))
+
 static void conn_disconnect(Connection *c)
 {
         VarlinkServer *s = c->server;
@@ -250,16 +274,10 @@ static void conn_disconnect(Connection *c)
                 c->next->prev = c->prev;
         }
         s->n_connections--;
-
-        c->io = sd_event_source_disable_unref(c->io);
-        c->defer = sd_event_source_disable_unref(c->defer);
-        c->idle = sd_event_source_disable_unref(c->idle);
-        c->hold = sd_event_source_disable_unref(c->hold);
-        if (c->fd >= 0) {
-                close(c->fd);
-        }
-
         c->current = NULL;
+        conn_free(c);
+
+        /* The call outlives its connection while its handler holds it: it learns it closed. */
         if (call) {
                 call->conn = NULL;
                 call->closed = true;
@@ -268,9 +286,6 @@ static void conn_disconnect(Connection *c)
                 }
                 varlink_call_unref(call);
         }
-        varlink_reader_free(c->reader);
-        free(c->out);
-        free(c);
 }
 
 static void conn_touch(Connection *c)
@@ -731,32 +746,25 @@ static int conn_on_hold(sd_event_source *source, uint64_t usec, void *userdata)
         return 0;
 }
 
+/* Takes @fd, a connection just accepted, whatever the result. */
 static int conn_new(VarlinkServer *s, int fd)
 {
         struct ucred cred;
         socklen_t len = sizeof(cred);
         uint64_t timeout = s->limits.idle_timeout_usec;
-        Connection *c;
+        _cleanup_conn_ Connection *c = calloc(1, sizeof(*c));
         int r;
 
-        c = calloc(1, sizeof(*c));
         if (!c) {
                 close(fd);
                 return -ENOMEM;
         }
         c->server = s;
         c->fd = fd;
-        c->next = s->connections;
-        if (c->next) {
-                c->next->prev = c;
-        }
-        s->connections = c;
-        s->n_connections++;
 
         /* Credentials are taken once, at accept, so they describe who connected. */
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
-                r = -errno;
-                goto fail;
+                return -errno;
         }
         c->uid = cred.uid;
         c->gid = cred.gid;
@@ -765,19 +773,19 @@ static int conn_new(VarlinkServer *s, int fd)
 
         r = varlink_reader_new(s->limits.max_message_bytes, &c->reader);
         if (r < 0) {
-                goto fail;
+                return r;
         }
         r = sd_event_add_io(s->event, &c->io, fd, EPOLLIN, conn_on_io, c);
         if (r < 0) {
-                goto fail;
+                return r;
         }
         r = sd_event_add_defer(s->event, &c->defer, conn_on_defer, c);
         if (r < 0) {
-                goto fail;
+                return r;
         }
         r = sd_event_source_set_enabled(c->defer, SD_EVENT_OFF);
         if (r < 0) {
-                goto fail;
+                return r;
         }
         if (timeout > 0) {
                 uint64_t accuracy = timeout / 20;
@@ -785,14 +793,17 @@ static int conn_new(VarlinkServer *s, int fd)
                 r = sd_event_add_time_relative(s->event, &c->idle, CLOCK_MONOTONIC, timeout,
                                                accuracy > 0 ? accuracy : 1, conn_on_idle, c);
                 if (r < 0) {
-                        goto fail;
+                        return r;
                 }
         }
+        c->next = s->connections;
+        if (c->next) {
+                c->next->prev = c;
+        }
+        s->connections = c;
+        s->n_connections++;
+        c = NULL; /* the server's now */
         return 0;
-
-fail:
-        conn_disconnect(c);
-        return r;
 }
 
 /* ---- listeners ---- */
