@@ -132,6 +132,11 @@ void config_init_defaults(Config *c);
  * may be warnings), -EINVAL when an error was found, or -ENOMEM. */
 int config_load(Config *c, const char *main_path, const char *dropin_dir, ConfigDiag *diag);
 
+/* Checks the rules that involve more than one key (the coarse history must reach at least as
+ * far back as the fine one). config_load() applies it itself. Returns 0, or -EINVAL with a
+ * message to free() stored in @ret_error if that is not NULL; -ENOMEM. */
+int config_check(const Config *c, char **ret_error);
+
 /* Sets @section/@key to @value (surrounding whitespace ignored, as in a file; an empty value
  * restores the default) with the same validation as a file, for command-line options. On
  * failure @c is unchanged and, if @ret_error is not NULL, a message to free() such as

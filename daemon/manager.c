@@ -743,6 +743,18 @@ static void arm_ready(Manager *m)
 
 /* --- reload and signals ------------------------------------------------------------------- */
 
+/* The rules between keys, once the options are applied. Returns 0, or -EINVAL after logging. */
+static int check_overridden(const Config *c)
+{
+        _cleanup_free_ char *err = NULL;
+
+        if (config_check(c, &err) < 0) {
+                log_error("%s", err ? err : "the options contradict the configuration");
+                return -EINVAL;
+        }
+        return 0;
+}
+
 /* Applies the command-line overrides to @c. Returns 0, or -EINVAL after logging. */
 static int apply_overrides(Config *c, const Overrides *o)
 {
@@ -771,7 +783,7 @@ static int apply_overrides(Config *c, const Overrides *o)
                         return -EINVAL;
                 }
         }
-        return 0;
+        return check_overridden(c);
 }
 
 int manager_load_config(const char *path, const char *dropin, const Overrides *o, Config *ret)
