@@ -15,6 +15,7 @@
 
 #include "admission.h"
 #include "audit.h"
+#include "host-audit.h"
 #include "interface.h"
 #include "cpulist.h"
 #include "isolation.h"
@@ -1415,6 +1416,7 @@ static int method_audit(VarlinkCallCtx *call, json_t *params, void *userdata)
         static const VarlinkField fields[] = {{NULL, 0, false}};
         Api *a = userdata;
         Manager *m = a->manager;
+        __attribute__((cleanup(host_audit_freep))) AuditFacts *facts = NULL;
         AuditOptions opt;
         json_t *report;
         int r;
@@ -1424,7 +1426,8 @@ static int method_audit(VarlinkCallCtx *call, json_t *params, void *userdata)
         }
         audit_options_init(&opt);
         opt.probe_priority = manager_config(m)->probe_priority;
-        r = audit_run(manager_config(m)->audit_root, manager_cpus(m), &opt, &report);
+        r = host_audit_gather(manager_config(m)->audit_root, manager_cpus(m), 0, &facts);
+        r = r < 0 ? r : audit_run(facts, &opt, &report);
         if (r < 0) {
                 return r;
         }

@@ -7,6 +7,7 @@
 
 #include "audit.h"
 #include "cpulist.h"
+#include "host-audit.h"
 #include "host.h"
 #include "jitterctl.h"
 
@@ -47,6 +48,7 @@ static int audit_option(Ctl *ctl, const CtlCommand *cmd, int c, void *userdata)
  * saying why not. */
 static int audit_local(const CtlCommand *cmd, const AuditArgs *a, json_t **ret)
 {
+        __attribute__((cleanup(host_audit_freep))) AuditFacts *facts = NULL;
         cpu_set_t set;
         int r;
 
@@ -63,7 +65,8 @@ static int audit_local(const CtlCommand *cmd, const AuditArgs *a, json_t **ret)
                                         a->root ? a->root : "/", strerror(r < 0 ? -r : ENOENT));
                 }
         }
-        r = audit_run(a->root, &set, &a->opt, ret);
+        r = host_audit_gather(a->root, &set, 0, &facts);
+        r = r < 0 ? r : audit_run(facts, &a->opt, ret);
         if (r < 0) {
                 return ctl_fail("cannot run the audit: %s", strerror(-r));
         }

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "cpulist.h"
+#include "host-audit.h"
 #include "jitterctl-diagnosis.h"
 #include "jitterctl-format.h"
 #include "jitterctl.h"
@@ -171,6 +172,7 @@ int cmd_doctor(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                 .cpus = &cpus,
         };
         __attribute__((cleanup(replies_done))) Replies r = {0};
+        __attribute__((cleanup(host_audit_freep))) AuditFacts *facts = NULL;
         __attribute__((cleanup(audit_freep))) Audit *host = NULL;
         cpu_set_t probed;
         int e;
@@ -189,7 +191,8 @@ int cmd_doctor(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
         }
         /* The housekeeping CPUs and the host's settings, read here: jitterd runs on this
          * host (its socket is local). */
-        e = audit_new(NULL, &probed, NULL, &host);
+        e = host_audit_gather(NULL, &probed, HOST_AUDIT_REMEDIES, &facts);
+        e = e < 0 ? e : audit_new(facts, NULL, &host);
         if (e < 0) {
                 return ctl_fail("cannot read this host's settings: %s", strerror(-e));
         }
