@@ -21,6 +21,7 @@ static const char *const light_methods[] = {
 
 struct Admission {
         VarlinkServer *server;
+        AdmissionLimits limits;
         Budget heavy, light;
 };
 
@@ -70,17 +71,29 @@ static void admission_charge(const char *method, uint64_t cpu_ns, void *userdata
         budget_charge(bucket_of(a, method), now_ns(CLOCK_MONOTONIC), cpu_ns);
 }
 
-int admission_new(VarlinkServer *s, Admission **ret)
+int admission_new(VarlinkServer *s, unsigned percent, Admission **ret)
 {
-        Admission *a = calloc(1, sizeof(*a));
+        Admission *a;
+        AdmissionLimits *l;
         uint64_t now = now_ns(CLOCK_MONOTONIC);
 
+        if (percent < 1 || percent > 100) {
+                return -EINVAL;
+        }
+        a = calloc(1, sizeof(*a));
         if (!a) {
                 return -ENOMEM;
         }
         a->server = s;
-        budget_init(&a->heavy, ADMISSION_HEAVY_RATIO, ADMISSION_HEAVY_BURST_NS, now);
-        budget_init(&a->light, ADMISSION_LIGHT_RATIO, ADMISSION_LIGHT_BURST_NS, now);
+        l = &a->limits;
+        /* Integers divided once, so that 10 % gives 0.07 and 0.015 exactly as written. */
+        l->cpu_ratio = percent / 100.0;
+        l->heavy_ratio = percent * ADMISSION_HEAVY_SHARE_PERCENT / 10000.0;
+        l->light_ratio = percent * ADMISSION_LIGHT_SHARE_PERCENT / 10000.0;
+        l->heavy_burst_ns = percent * ADMISSION_HEAVY_BURST_NS_PER_PERCENT;
+        l->light_burst_ns = percent * ADMISSION_LIGHT_BURST_NS_PER_PERCENT;
+        budget_init(&a->heavy, l->heavy_ratio, l->heavy_burst_ns, now);
+        budget_init(&a->light, l->light_ratio, l->light_burst_ns, now);
         varlink_server_set_gate(s, &(VarlinkServerGate){
                                            .admit = admission_admit,
                                            .charge = admission_charge,
@@ -98,6 +111,16 @@ Admission *admission_free(Admission *a)
         varlink_server_set_gate(a->server, NULL);
         free(a);
         return NULL;
+}
+
+void admission_limits(const Admission *a, AdmissionLimits *ret)
+{
+        *ret = a->limits;
+}
+
+void admission_charge_heavy(Admission *a, uint64_t cpu_ns)
+{
+        budget_charge(&a->heavy, now_ns(CLOCK_MONOTONIC), cpu_ns);
 }
 
 const char *const *admission_light_methods(size_t *ret_n)

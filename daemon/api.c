@@ -15,6 +15,7 @@
 
 #include "admission.h"
 #include "audit.h"
+#include "host-audit.h"
 #include "interface.h"
 #include "cpulist.h"
 #include "isolation.h"
@@ -29,7 +30,7 @@
 #include "summary-json.h"
 #include "summary.h"
 #include "util.h"
-#include "window-data.h"
+#include "api-window.h"
 
 #define EVENTS_LIMIT_DEFAULT 1000
 #define EVENTS_LIMIT_MAX 10000
@@ -426,7 +427,7 @@ static int method_get_stats(VarlinkCallCtx *call, json_t *params, void *userdata
         return varlink_call_reply_text(call, text, len);
 }
 
-/* The raw data of one CPU's window, for the client's own causes and periods (window-data.h). */
+/* The raw data of one CPU's window, for the client's own causes and periods (api-window.h). */
 static int method_get_window(VarlinkCallCtx *call, json_t *params, void *userdata)
 {
         static const VarlinkField fields[] = {
@@ -451,7 +452,7 @@ static int method_get_window(VarlinkCallCtx *call, json_t *params, void *userdat
         if (get_window(m, call, params, "1m", &window, &from, &to, &all) < 0) {
                 return 0;
         }
-        o = window_data_to_json(m, (int)cpu, window, from, to, all);
+        o = api_window_to_json(m, (int)cpu, window, from, to, all);
         if (!o) {
                 return -ENOMEM;
         }
@@ -998,19 +999,20 @@ static json_t *probe_status(const Manager *m, size_t i, const Isolation *iso,
 
 /* The budget as GetStatus reports it in "self": {"cpu_ratio", "heavy": {"ratio", "burst_ns"},
  * "light": {"ratio", "burst_ns", "methods"}, "min_retry_ms"}. NULL on OOM. */
-static json_t *budget_to_json(void)
+static json_t *budget_to_json(const Manager *m)
 {
         size_t n;
         const char *const *light = admission_light_methods(&n);
         json_t *names = json_array();
+        AdmissionLimits l;
 
+        manager_admission_limits(m, &l);
         for (size_t i = 0; names && i < n; i++) {
                 json_array_append_new(names, json_string(light[i]));
         }
-        return json_pack("{sf s{sf sI} s{sf sI so*} si}", "cpu_ratio", ADMISSION_CPU_RATIO, "heavy",
-                         "ratio", ADMISSION_HEAVY_RATIO, "burst_ns",
-                         (json_int_t)ADMISSION_HEAVY_BURST_NS, "light", "ratio",
-                         ADMISSION_LIGHT_RATIO, "burst_ns", (json_int_t)ADMISSION_LIGHT_BURST_NS,
+        return json_pack("{sf s{sf sI} s{sf sI so*} si}", "cpu_ratio", l.cpu_ratio, "heavy",
+                         "ratio", l.heavy_ratio, "burst_ns", (json_int_t)l.heavy_burst_ns, "light",
+                         "ratio", l.light_ratio, "burst_ns", (json_int_t)l.light_burst_ns,
                          "methods", names, "min_retry_ms", ADMISSION_MIN_RETRY_MS);
 }
 
@@ -1066,7 +1068,7 @@ static json_t *self_cost_to_json(const Manager *m)
                 varlink_server_foreach_stats(manager_server(m), add_method, methods);
         }
         return json_pack("{sI si so* so* so*}", "cpu_ns", (json_int_t)cpu_ns, "threads",
-                         (int)threads, "budget", budget_to_json(), "duration_bounds_ns", bounds,
+                         (int)threads, "budget", budget_to_json(m), "duration_bounds_ns", bounds,
                          "methods", methods);
 }
 
@@ -1407,6 +1409,7 @@ static int method_audit(VarlinkCallCtx *call, json_t *params, void *userdata)
         static const VarlinkField fields[] = {{NULL, 0, false}};
         Api *a = userdata;
         Manager *m = a->manager;
+        __attribute__((cleanup(host_audit_freep))) AuditFacts *facts = NULL;
         AuditOptions opt;
         json_t *report;
         int r;
@@ -1416,7 +1419,8 @@ static int method_audit(VarlinkCallCtx *call, json_t *params, void *userdata)
         }
         audit_options_init(&opt);
         opt.probe_priority = manager_config(m)->probe_priority;
-        r = audit_run(manager_config(m)->audit_root, manager_cpus(m), &opt, &report);
+        r = host_audit_gather(manager_config(m)->audit_root, manager_cpus(m), 0, &facts);
+        r = r < 0 ? r : audit_run(facts, &opt, &report);
         if (r < 0) {
                 return r;
         }
@@ -1505,10 +1509,14 @@ void api_interval(Api *a)
 {
         uint64_t now = now_ns(CLOCK_MONOTONIC);
         uint64_t keep = 2 * manager_config(a->manager)->history_interval_ns;
+        uint64_t cpu_start_ns;
 
         notify_monitors(a);
         reply_cache_invalidate(a->stats_cache);
+        /* Written only because clients asked for them: the clients pay. */
+        cpu_start_ns = now_ns(CLOCK_THREAD_CPUTIME_ID);
         reply_cache_refresh(a->stats_cache, now > keep ? now - keep : 0, refresh_stats_entry, a);
+        manager_charge_clients(a->manager, now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_start_ns);
         /* A tenth off the age, so that a harvest an interval after the last one reads again;
          * watched as long as a call would still find the reading young enough. */
         if (a->status_asked_ns &&

@@ -14,11 +14,6 @@ const ConfigKey *config_keys(size_t *ret_n);
 /* Returns the table entry for @section/@name, or NULL when there is none. */
 const ConfigKey *config_key_find(const char *section, const char *name);
 
-/* Checks the rules that involve more than one key (the coarse history must reach at least as
- * far back as the fine one). config_load() applies it itself. Returns 0, or -EINVAL with a
- * message to free() stored in @ret_error if that is not NULL; -ENOMEM. */
-int config_check(const Config *c, char **ret_error);
-
 /* Formats the value of @key in @c as it would be written in the file into @buf. Returns 0,
  * -ENOBUFS when @size is too small, or -EINVAL when the field holds what no file could have
  * set (an unknown enum value, a string without its NUL). */

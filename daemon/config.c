@@ -143,6 +143,11 @@ static const ConfigKey keys[] = {
                      NSEC_PER_DAY, 0,
                      "A client that neither sends nor waits for a reply this long is "
                      "disconnected."),
+        KEY_UINT("server", "cpu_budget_percent", server_cpu_budget_percent, "10", 1, 100,
+                 "The daemon's CPU budget beyond its probes, in percent of a core: what "
+                 "serving clients may take (85 % of it) and the daemon's own work. Calls "
+                 "beyond it are refused with io.jitterd.Busy and a retry delay; the "
+                 "JitterdOverBudget alert compares the daemon's CPU time against it."),
 
         KEY_PATH("export", "prometheus_textfile", export_prometheus_textfile, "", FLAG_PATH_FILE,
                  "File for node_exporter's textfile collector, rewritten every "

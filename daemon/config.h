@@ -52,6 +52,7 @@ typedef struct Config {
         unsigned server_max_clients;
         uint64_t server_max_message_bytes;
         uint64_t server_idle_timeout_ns;
+        unsigned server_cpu_budget_percent;
 
         /* [export] */
         char export_prometheus_textfile[CONFIG_PATH_MAX]; /* "": no export */
@@ -130,6 +131,11 @@ void config_init_defaults(Config *c);
  * bad value an error. @c is replaced only when no error was found. Returns 0 on success (there
  * may be warnings), -EINVAL when an error was found, or -ENOMEM. */
 int config_load(Config *c, const char *main_path, const char *dropin_dir, ConfigDiag *diag);
+
+/* Checks the rules that involve more than one key (the coarse history must reach at least as
+ * far back as the fine one). config_load() applies it itself. Returns 0, or -EINVAL with a
+ * message to free() stored in @ret_error if that is not NULL; -ENOMEM. */
+int config_check(const Config *c, char **ret_error);
 
 /* Sets @section/@key to @value (surrounding whitespace ignored, as in a file; an empty value
  * restores the default) with the same validation as a file, for command-line options. On

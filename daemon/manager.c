@@ -252,13 +252,29 @@ static void checkpoint_load(Manager *m)
         }
 }
 
+/* Sets the timer @s to fire at @usec, enabled as @enabled. A timer that cannot be armed would
+ * stop the daemon's work for good: that is logged, and the loop ends with status 1. */
+static int rearm(Manager *m, sd_event_source *s, uint64_t usec, int enabled, const char *what)
+{
+        int r = sd_event_source_set_time(s, usec);
+
+        if (r >= 0) {
+                r = sd_event_source_set_enabled(s, enabled);
+        }
+        if (r < 0) {
+                log_error("cannot arm the %s timer: %s", what, strerror(-r));
+                return sd_event_exit(m->event, 1);
+        }
+        return 0;
+}
+
 static int on_checkpoint(sd_event_source *s, uint64_t usec, void *userdata)
 {
         Manager *m = userdata;
 
         checkpoint(m);
-        sd_event_source_set_time(s, usec + m->config.history_checkpoint_ns / 1000);
-        return 0;
+        return rearm(m, s, usec + m->config.history_checkpoint_ns / 1000, SD_EVENT_ON,
+                     "checkpoint");
 }
 
 /* --- probes ------------------------------------------------------------------------------- */
@@ -625,16 +641,18 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata)
 {
         Manager *m = userdata;
 
+        int r;
+
         tick(m);
         manager_drain_start(m);
-        sd_event_source_set_time(s, usec + m->config.history_interval_ns / 1000);
+        r = rearm(m, s, usec + m->config.history_interval_ns / 1000, SD_EVENT_ON, "tick");
         /* The harvest takes, once, what the probes acknowledged by then; a late one is taken at
          * the next. */
-        if (m->harvest_source) {
-                sd_event_source_set_time(m->harvest_source, usec + HARVEST_DELAY_USEC);
-                sd_event_source_set_enabled(m->harvest_source, SD_EVENT_ONESHOT);
+        if (r >= 0 && m->harvest_source) {
+                r = rearm(m, m->harvest_source, usec + HARVEST_DELAY_USEC, SD_EVENT_ONESHOT,
+                          "harvest");
         }
-        return 0;
+        return r;
 }
 
 /* Logs, one line per probe, what each one is doing: why READY=1 was not sent. */
@@ -677,7 +695,7 @@ static int on_ready_poll(sd_event_source *s, uint64_t usec, void *userdata)
         }
         if (all_running) {
                 m->ready = true;
-                sd_event_source_set_enabled(s, SD_EVENT_OFF);
+                (void)sd_event_source_set_enabled(s, SD_EVENT_OFF);
                 notifier_state(m->notifier, "READY=1\nSTATUS=probes preheated, measuring");
                 log_info("ready: %zu probe%s preheated, measuring; socket %s", m->n_probes,
                          m->n_probes == 1 ? "" : "s", m->socket_path);
@@ -686,7 +704,7 @@ static int on_ready_poll(sd_event_source *s, uint64_t usec, void *userdata)
         if (failed || usec >= m->ready_deadline_usec) {
                 char bound[32], preheat[32];
 
-                sd_event_source_set_enabled(s, SD_EVENT_OFF);
+                (void)sd_event_source_set_enabled(s, SD_EVENT_OFF);
                 if (failed) {
                         log_error("cannot get ready: a probe failed");
                 } else {
@@ -704,8 +722,7 @@ static int on_ready_poll(sd_event_source *s, uint64_t usec, void *userdata)
                                 failed ? "a probe failed" : "the probes are not all running");
                 return sd_event_exit(m->event, 1);
         }
-        sd_event_source_set_time(s, usec + READY_POLL_USEC);
-        return 0;
+        return rearm(m, s, usec + READY_POLL_USEC, SD_EVENT_ON, "readiness");
 }
 
 /* Waits for every probe to run before READY=1 (on_ready_poll), from now on, and tells systemd
@@ -721,11 +738,22 @@ static void arm_ready(Manager *m)
         /* The start may also end with a checkpoint and stopping the probes. */
         notifier_status(m->notifier, "EXTEND_TIMEOUT_USEC=%llu\nSTATUS=preheating the probes",
                         (unsigned long long)(wait + PROBE_STOP_TIMEOUT_NS / 1000 + 5000000ULL));
-        sd_event_source_set_time(m->ready_source, now + READY_POLL_USEC);
-        sd_event_source_set_enabled(m->ready_source, SD_EVENT_ON);
+        (void)rearm(m, m->ready_source, now + READY_POLL_USEC, SD_EVENT_ON, "readiness");
 }
 
 /* --- reload and signals ------------------------------------------------------------------- */
+
+/* The rules between keys, once the options are applied. Returns 0, or -EINVAL after logging. */
+static int check_overridden(const Config *c)
+{
+        _cleanup_free_ char *err = NULL;
+
+        if (config_check(c, &err) < 0) {
+                log_error("%s", err ? err : "the options contradict the configuration");
+                return -EINVAL;
+        }
+        return 0;
+}
 
 /* Applies the command-line overrides to @c. Returns 0, or -EINVAL after logging. */
 static int apply_overrides(Config *c, const Overrides *o)
@@ -755,7 +783,7 @@ static int apply_overrides(Config *c, const Overrides *o)
                         return -EINVAL;
                 }
         }
-        return 0;
+        return check_overridden(c);
 }
 
 int manager_load_config(const char *path, const char *dropin, const Overrides *o, Config *ret)
@@ -1202,7 +1230,7 @@ int manager_new(const Config *config, const char *config_path, const char *dropi
         if (r < 0) {
                 return r;
         }
-        r = admission_new(m->server, &m->admission);
+        r = admission_new(m->server, m->config.server_cpu_budget_percent, &m->admission);
         if (r < 0) {
                 log_error("cannot set up the CPU budget of the clients: %s", strerror(-r));
                 return r;
@@ -1376,6 +1404,22 @@ const AttribTable *manager_attrib(const Manager *m)
 const VarlinkServer *manager_server(const Manager *m)
 {
         return m->server;
+}
+
+void manager_admission_limits(const Manager *m, AdmissionLimits *ret)
+{
+        if (m->admission) {
+                admission_limits(m->admission, ret);
+        } else {
+                *ret = (AdmissionLimits){0};
+        }
+}
+
+void manager_charge_clients(Manager *m, uint64_t cpu_ns)
+{
+        if (m->admission) {
+                admission_charge_heavy(m->admission, cpu_ns);
+        }
 }
 
 const char *manager_socket_path(const Manager *m)

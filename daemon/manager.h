@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "admission.h"
 #include "attrib.h"
 #include "capture-store.h"
 #include "cause-store.h"
@@ -127,6 +128,11 @@ const AttribTable *manager_attrib(const Manager *m);
 /* The server, for its counts; NULL in a Manager built without one. */
 const VarlinkServer *manager_server(const Manager *m);
 /* The path the server listens on, or "(socket-activated)". */
+/* The clients' CPU budget (admission.h); all zero without a server. */
+void manager_admission_limits(const Manager *m, AdmissionLimits *ret);
+/* Charges @cpu_ns of work done for the clients outside their calls (at a harvest) to their
+ * budget. */
+void manager_charge_clients(Manager *m, uint64_t cpu_ns);
 const char *manager_socket_path(const Manager *m);
 /* CLOCK_MONOTONIC and CLOCK_REALTIME when the daemon started, in ns. */
 uint64_t manager_start_mono_ns(const Manager *m);

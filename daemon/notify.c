@@ -117,7 +117,7 @@ static void flush_pending(Notifier *n)
                 pending_pop(n);
         }
         if (n->retry_source) {
-                sd_event_source_set_enabled(n->retry_source, SD_EVENT_OFF);
+                (void)sd_event_source_set_enabled(n->retry_source, SD_EVENT_OFF);
         }
 }
 
@@ -133,7 +133,7 @@ static void give_up(Notifier *n)
                 pending_pop(n);
         }
         if (n->retry_source) {
-                sd_event_source_set_enabled(n->retry_source, SD_EVENT_OFF);
+                (void)sd_event_source_set_enabled(n->retry_source, SD_EVENT_OFF);
         }
 }
 
@@ -150,7 +150,10 @@ static int on_retry(sd_event_source *s, uint64_t usec, void *userdata)
                 give_up(n);
                 return 0;
         }
-        sd_event_source_set_time(s, usec + NOTIFY_RETRY_USEC);
+        /* Without the timer the next notification retries; nothing blocks. */
+        if (sd_event_source_set_time(s, usec + NOTIFY_RETRY_USEC) < 0) {
+                log_warning("cannot arm the timer that retries notifications to %s", n->name);
+        }
         return 0;
 }
 
@@ -170,10 +173,13 @@ static void arm_retry(Notifier *n)
                 }
         } else if (sd_event_source_get_enabled(n->retry_source, NULL) > 0) {
                 return;
-        } else {
-                sd_event_source_set_time(n->retry_source, t);
+        } else if (sd_event_source_set_time(n->retry_source, t) < 0) {
+                log_warning("cannot arm the timer that retries notifications to %s", n->name);
+                return;
         }
-        sd_event_source_set_enabled(n->retry_source, SD_EVENT_ON);
+        if (sd_event_source_set_enabled(n->retry_source, SD_EVENT_ON) < 0) {
+                log_warning("cannot arm the timer that retries notifications to %s", n->name);
+        }
 }
 
 static int on_watchdog(sd_event_source *s, uint64_t usec, void *userdata)
@@ -181,7 +187,10 @@ static int on_watchdog(sd_event_source *s, uint64_t usec, void *userdata)
         Notifier *n = userdata;
 
         notifier_status(n, "WATCHDOG=1");
-        sd_event_source_set_time(s, usec + n->watchdog_usec / 2);
+        /* Without the next ping the service manager ends the daemon: say why first. */
+        if (sd_event_source_set_time(s, usec + n->watchdog_usec / 2) < 0) {
+                log_error("cannot arm the watchdog timer: the service manager will stop jitterd");
+        }
         return 0;
 }
 

@@ -169,16 +169,6 @@ static const VarlinkMethod service_methods[] = {
         {"GetInterfaceDescription", service_get_interface_description, 0},
 };
 
-static uint64_t clock_ns(clockid_t id)
-{
-        struct timespec ts;
-
-        if (clock_gettime(id, &ts) < 0) {
-                return 0;
-        }
-        return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t server_now(VarlinkServer *s)
 {
         uint64_t now = 0;
@@ -246,6 +236,30 @@ static void conn_fail(Connection *c)
         conn_update(c);
 }
 
+/* Frees @c, which is in no list: its event sources, its socket and its buffers. */
+static void conn_free(Connection *c)
+{
+        if (!c) {
+                return;
+        }
+        c->io = sd_event_source_disable_unref(c->io);
+        c->defer = sd_event_source_disable_unref(c->defer);
+        c->idle = sd_event_source_disable_unref(c->idle);
+        c->hold = sd_event_source_disable_unref(c->hold);
+        if (c->fd >= 0) {
+                close(c->fd);
+        }
+        varlink_reader_free(c->reader);
+        free(c->out);
+        free(c);
+}
+
+static void conn_freep(Connection **c)
+{
+        conn_free(*c);
+}
+#define _cleanup_conn_ __attribute__((cleanup(conn_freep)))
+
 static void conn_disconnect(Connection *c)
 {
         VarlinkServer *s = c->server;
@@ -260,16 +274,10 @@ static void conn_disconnect(Connection *c)
                 c->next->prev = c->prev;
         }
         s->n_connections--;
-
-        c->io = sd_event_source_disable_unref(c->io);
-        c->defer = sd_event_source_disable_unref(c->defer);
-        c->idle = sd_event_source_disable_unref(c->idle);
-        c->hold = sd_event_source_disable_unref(c->hold);
-        if (c->fd >= 0) {
-                close(c->fd);
-        }
-
         c->current = NULL;
+        conn_free(c);
+
+        /* The call outlives its connection while its handler holds it: it learns it closed. */
         if (call) {
                 call->conn = NULL;
                 call->closed = true;
@@ -278,9 +286,6 @@ static void conn_disconnect(Connection *c)
                 }
                 varlink_call_unref(call);
         }
-        varlink_reader_free(c->reader);
-        free(c->out);
-        free(c);
 }
 
 static void conn_touch(Connection *c)
@@ -544,13 +549,13 @@ static void conn_dispatch(Connection *c, json_t *msg, uint64_t cpu_start_ns)
         call->uid = c->uid;
         call->gid = c->gid;
         call->pid = c->pid;
-        call->start_ns = clock_ns(CLOCK_MONOTONIC);
+        call->start_ns = now_ns(CLOCK_MONOTONIC);
         c->current = call;
         conn_touch(c);
 
         call_run(s, call);
         if (call->stats) {
-                cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_start_ns;
+                cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_start_ns;
                 call->stats->cpu_ns += cpu_ns;
                 s->charged_ns += cpu_ns;
                 if (s->gate.charge) {
@@ -564,7 +569,7 @@ static void conn_dispatch(Connection *c, json_t *msg, uint64_t cpu_start_ns)
 static void conn_process(Connection *c, size_t budget)
 {
         while (budget-- > 0 && !c->dead && !c->closing && !c->current && !c->held) {
-                uint64_t cpu_start_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+                uint64_t cpu_start_ns = now_ns(CLOCK_THREAD_CPUTIME_ID);
                 json_t *msg = NULL;
                 json_t *error;
                 int r;
@@ -644,7 +649,7 @@ typedef struct Uncharged {
  * something else ran in between (a harvest, a timer), that time is not the clients'. */
 static Uncharged uncharged_begin(const VarlinkServer *s)
 {
-        uint64_t now = clock_ns(CLOCK_THREAD_CPUTIME_ID), iteration = 0;
+        uint64_t now = now_ns(CLOCK_THREAD_CPUTIME_ID), iteration = 0;
         Uncharged u = {now, s->charged_ns, 0};
 
         if (sd_event_get_iteration(s->event, &iteration) >= 0 && s->last_iteration > 0 &&
@@ -660,7 +665,7 @@ static Uncharged uncharged_begin(const VarlinkServer *s)
  * make, the more of it there is, and it is theirs. */
 static void uncharged_end(VarlinkServer *s, const Uncharged *u)
 {
-        uint64_t end = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+        uint64_t end = now_ns(CLOCK_THREAD_CPUTIME_ID);
         uint64_t cpu_ns = end - u->cpu_start_ns + u->turn_ns;
         uint64_t calls_ns = s->charged_ns - u->charged_ns;
 
@@ -741,32 +746,25 @@ static int conn_on_hold(sd_event_source *source, uint64_t usec, void *userdata)
         return 0;
 }
 
+/* Takes @fd, a connection just accepted, whatever the result. */
 static int conn_new(VarlinkServer *s, int fd)
 {
         struct ucred cred;
         socklen_t len = sizeof(cred);
         uint64_t timeout = s->limits.idle_timeout_usec;
-        Connection *c;
+        _cleanup_conn_ Connection *c = calloc(1, sizeof(*c));
         int r;
 
-        c = calloc(1, sizeof(*c));
         if (!c) {
                 close(fd);
                 return -ENOMEM;
         }
         c->server = s;
         c->fd = fd;
-        c->next = s->connections;
-        if (c->next) {
-                c->next->prev = c;
-        }
-        s->connections = c;
-        s->n_connections++;
 
         /* Credentials are taken once, at accept, so they describe who connected. */
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
-                r = -errno;
-                goto fail;
+                return -errno;
         }
         c->uid = cred.uid;
         c->gid = cred.gid;
@@ -775,19 +773,19 @@ static int conn_new(VarlinkServer *s, int fd)
 
         r = varlink_reader_new(s->limits.max_message_bytes, &c->reader);
         if (r < 0) {
-                goto fail;
+                return r;
         }
         r = sd_event_add_io(s->event, &c->io, fd, EPOLLIN, conn_on_io, c);
         if (r < 0) {
-                goto fail;
+                return r;
         }
         r = sd_event_add_defer(s->event, &c->defer, conn_on_defer, c);
         if (r < 0) {
-                goto fail;
+                return r;
         }
         r = sd_event_source_set_enabled(c->defer, SD_EVENT_OFF);
         if (r < 0) {
-                goto fail;
+                return r;
         }
         if (timeout > 0) {
                 uint64_t accuracy = timeout / 20;
@@ -795,14 +793,17 @@ static int conn_new(VarlinkServer *s, int fd)
                 r = sd_event_add_time_relative(s->event, &c->idle, CLOCK_MONOTONIC, timeout,
                                                accuracy > 0 ? accuracy : 1, conn_on_idle, c);
                 if (r < 0) {
-                        goto fail;
+                        return r;
                 }
         }
+        c->next = s->connections;
+        if (c->next) {
+                c->next->prev = c;
+        }
+        s->connections = c;
+        s->n_connections++;
+        c = NULL; /* the server's now */
         return 0;
-
-fail:
-        conn_disconnect(c);
-        return r;
 }
 
 /* ---- listeners ---- */
@@ -1355,7 +1356,7 @@ VarlinkCallCtx *varlink_call_unref(VarlinkCallCtx *call)
 /* The first answer of a call that was let through: its duration since dispatch. */
 static void call_account_answer(VarlinkCallCtx *call)
 {
-        uint64_t d = clock_ns(CLOCK_MONOTONIC) - call->start_ns;
+        uint64_t d = now_ns(CLOCK_MONOTONIC) - call->start_ns;
         size_t k = 0;
 
         call->timed = false;

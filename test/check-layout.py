@@ -51,17 +51,13 @@ FORBIDDEN = {
     ],
 }
 # jitter-probe, the CLI, sits on top of the engine, its formats (with their JSON readers) and
-# the host's readers. The tuning audit still reads the host through host.h while it checks what
-# it read, and the attribution's sampling reads its /proc files and the SMI count through
+# the host's readers. The attribution's sampling reads its /proc files and the SMI count through
 # host-files.h and host-msr.h before it parses them.
 EXEMPT = {
     ("probe/jitter-probe.c", "probe/format/"),
     ("probe/jitter-probe.c", "probe/json/"),
     ("probe/jitter-probe.c", "probe/host/"),
     ("probe/analysis/attrib.c", "probe/host/"),
-    ("probe/analysis/audit.c", "probe/host/"),
-    ("probe/analysis/audit-remedy.c", "probe/host/"),
-    ("probe/analysis/audit-private.h", "probe/host/"),
 }
 # Header-only helpers that every layer may use (the clock, the cleanup attributes).
 SHARED = {"probe/util.h"}

@@ -17,11 +17,13 @@
 #include "audit-fixture.h"
 #include "audit-internal.h"
 #include "cpulist.h"
+#include "host-audit.h"
 #include "util.h"
 
 typedef struct Fixture {
         char root[PATH_MAX];
         bool loaded; /* base/ is in root */
+        AuditFacts *facts;
         Audit *audit;
         json_t *remedy;
 } Fixture;
@@ -44,9 +46,19 @@ static int teardown(void **state)
 
         json_decref(f->remedy);
         audit_freep(&f->audit);
+        host_audit_freep(&f->facts);
         remove_tree(f->root);
         free(f);
         return 0;
+}
+
+/* Reads the host below the fixture's root for the probed CPUs @set, as jitterctl doctor does. */
+static void read_host(Fixture *f, const cpu_set_t *set)
+{
+        audit_freep(&f->audit);
+        host_audit_freep(&f->facts);
+        assert_int_equal(host_audit_gather(f->root, set, HOST_AUDIT_REMEDIES, &f->facts), 0);
+        assert_int_equal(audit_new(f->facts, NULL, &f->audit), 0);
 }
 
 /* Reads the tree (base/ with @overlay over it and over those laid before: each overlay
@@ -63,8 +75,7 @@ static void host(Fixture *f, const char *overlay, const char *cpus)
                 fixture_tree_overlay(f->root, overlay);
         }
         assert_int_equal(cpulist_parse(cpus, &set), 0);
-        audit_freep(&f->audit);
-        assert_int_equal(audit_new(f->root, &set, NULL, &f->audit), 0);
+        read_host(f, &set);
 }
 
 /* A clock tick of /proc/PID/stat's start time, in ns. */
@@ -151,8 +162,7 @@ static void reread(Fixture *f, const char *cpus)
         cpu_set_t set;
 
         assert_int_equal(cpulist_parse(cpus, &set), 0);
-        audit_freep(&f->audit);
-        assert_int_equal(audit_new(f->root, &set, NULL, &f->audit), 0);
+        read_host(f, &set);
 }
 
 /* ---- IRQs ---- */
@@ -204,7 +214,7 @@ static void test_irq_managed_and_long_names(void **state)
         fixture_tree_put(f->root, "proc/irq/60/smp_affinity_list", "0-1");
         fixture_tree_put(f->root, "proc/irq/60/a-very-long-handler-name-for-queue-7/.keep", "");
         assert_int_equal(cpulist_parse("1", &set), 0);
-        assert_int_equal(audit_new(f->root, &set, NULL, &f->audit), 0);
+        read_host(f, &set);
 
         r = remedy(f, "irq", "nvme0q1", 1);
         well_formed(r);

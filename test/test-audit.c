@@ -22,6 +22,7 @@
 #include "audit-fixture.h"
 #include "audit-internal.h"
 #include "cpulist.h"
+#include "host-audit.h"
 #include "util.h"
 
 static const char *const cpu_checks[] = {
@@ -80,6 +81,20 @@ static void drop(Fixture *f, const char *rel)
         fixture_tree_drop(f->root, rel);
 }
 
+/* audit_run() of the facts gathered below @root for @set. */
+static int audit_of(const char *root, const cpu_set_t *set, const AuditOptions *opt, json_t **ret)
+{
+        AuditFacts *facts = NULL;
+        int r;
+
+        r = host_audit_gather(root, set, 0, &facts);
+        if (r == 0) {
+                r = audit_run(facts, opt, ret);
+        }
+        host_audit_freep(&facts);
+        return r;
+}
+
 /* Runs the audit on the fixture for the CPU list @cpus. */
 static void run_opt(Fixture *f, const char *cpus, const AuditOptions *opt)
 {
@@ -88,7 +103,7 @@ static void run_opt(Fixture *f, const char *cpus, const AuditOptions *opt)
         assert_int_equal(cpulist_parse(cpus, &set), 0);
         json_decref(f->report);
         f->report = NULL;
-        assert_int_equal(audit_run(f->root, &set, opt, &f->report), 0);
+        assert_int_equal(audit_of(f->root, &set, opt, &f->report), 0);
         assert_non_null(f->report);
 }
 
@@ -784,12 +799,13 @@ static void test_invalid_arguments(void **state)
         CPU_ZERO(&empty);
         CPU_ZERO(&one);
         CPU_SET(0, &one);
-        assert_int_equal(audit_run("/", NULL, NULL, &report), -EINVAL);
-        assert_int_equal(audit_run("/", &empty, NULL, &report), -EINVAL);
-        assert_int_equal(audit_run("/", &one, NULL, NULL), -EINVAL);
+        assert_int_equal(audit_of("/", NULL, NULL, &report), -EINVAL);
+        assert_int_equal(audit_of("/", &empty, NULL, &report), -EINVAL);
+        assert_int_equal(audit_of("/", &one, NULL, NULL), -EINVAL);
+        assert_int_equal(audit_run(NULL, NULL, &report), -EINVAL);
         memset(long_root, 'a', sizeof(long_root) - 1);
         long_root[sizeof(long_root) - 1] = '\0';
-        assert_int_equal(audit_run(long_root, &one, NULL, &report), -ENAMETOOLONG);
+        assert_int_equal(audit_of(long_root, &one, NULL, &report), -ENAMETOOLONG);
         assert_null(report);
 }
 
@@ -888,7 +904,7 @@ static json_t *audit_beside_shields(const char *root, int cpu, const cpu_set_t *
 
         for (int attempt = 0;; attempt++) {
                 v1_shield_of(cpu, shield, size);
-                assert_int_equal(audit_run(root, set, NULL, &report), 0);
+                assert_int_equal(audit_of(root, set, NULL, &report), 0);
                 v1_shield_of(cpu, after, sizeof(after));
                 if (strcmp(shield, after) == 0) {
                         return report;

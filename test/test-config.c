@@ -103,6 +103,7 @@ static void test_defaults(void **state)
         assert_int_equal(c.server_max_clients, 64);
         assert_int_equal(c.server_max_message_bytes, 65536);
         assert_int_equal(c.server_idle_timeout_ns, 5 * NSEC_PER_MIN);
+        assert_int_equal(c.server_cpu_budget_percent, 10);
         assert_string_equal(c.export_prometheus_textfile, "");
         assert_string_equal(c.audit_root, "");
         assert_int_equal(config_check(&c, NULL), 0);
@@ -193,6 +194,7 @@ static void test_good_file(void **state)
         assert_int_equal(c.server_max_clients, 8);
         assert_int_equal(c.server_max_message_bytes, 1024 * 1024);
         assert_int_equal(c.server_idle_timeout_ns, 90 * NSEC_PER_SEC);
+        assert_int_equal(c.server_cpu_budget_percent, 4);
         assert_string_equal(c.export_prometheus_textfile, "/var/lib/node-exporter/jitterd.prom");
         assert_string_equal(c.audit_root, "/srv/fixture");
         config_diag_clear(&diag);
@@ -224,6 +226,7 @@ static void test_bad_values(void **state)
                 {29, "keep_above: 2s is out of range 10us..1s (or 0 to disable)"},
                 {30, "keep_per_minute: 0 is out of range 1..600"},
                 {31, "keep_max_size: 1KiB is out of range 1MiB..4GiB"},
+                {34, "cpu_budget_percent: 101 is out of range 1..100"},
         };
         ConfigDiag diag = {0};
         Config c, before;

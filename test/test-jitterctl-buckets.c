@@ -15,6 +15,7 @@
 
 #include "summary-json-internal.h"
 #include "jitterctl-buckets.h"
+#include "jitterctl-buckets-internal.h"
 #include "jitterctl-format.h"
 #include "summary-json.h"
 #include "util.h"

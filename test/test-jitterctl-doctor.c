@@ -18,6 +18,7 @@
 #include "audit-fixture.h"
 #include "audit.h"
 #include "cpulist.h"
+#include "host-audit.h"
 #include "jitterctl-diagnosis.h"
 #include "util.h"
 
@@ -32,6 +33,7 @@
 
 typedef struct Fixture {
         char root[PATH_MAX];
+        AuditFacts *facts;
         Audit *host;
         json_t *causes, *stats, *events, *findings, *d;
 } Fixture;
@@ -57,7 +59,8 @@ static void make_host(Fixture *f, const char *cpus)
         fixture_tree_put(f->root, "proc/cpuinfo",
                          "processor\t: 0\nflags\t\t: fpu tsc msr hypervisor lahf_lm\n");
         assert_int_equal(cpulist_parse(cpus, &set), 0);
-        assert_int_equal(audit_new(f->root, &set, NULL, &f->host), 0);
+        assert_int_equal(host_audit_gather(f->root, &set, HOST_AUDIT_REMEDIES, &f->facts), 0);
+        assert_int_equal(audit_new(f->facts, NULL, &f->host), 0);
 }
 
 static json_t *load(const char *text)
@@ -94,6 +97,7 @@ static int teardown(void **state)
         json_decref(f->findings);
         json_decref(f->d);
         audit_freep(&f->host);
+        host_audit_freep(&f->facts);
         remove_tree(f->root);
         free(f);
         return 0;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "jitterctl-format.h"
+#include "jitterctl-format-internal.h"
 
 static void check_ns(double ns, const char *want)
 {

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "jitterctl-svg-internal.h"
 #include "jitterctl-svg.h"
 #include "util.h"
 

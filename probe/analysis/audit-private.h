@@ -1,8 +1,8 @@
 #pragma once
 
-/* What the audit's files share: the host as audit_new() reads it, a growing string, and the fix
- * texts. The checks (audit.c) and the remedies for single causes (audit-remedy.c) word their
- * fixes with the same audit_fix_*() builders, so that a command is written in one place. */
+/* What the audit's files share: the host as audit_new() takes it from the facts, a growing string,
+ * and the fix texts. The checks (audit.c) and the remedies for single causes (audit-remedy.c) word
+ * their fixes with the same audit_fix_*() builders, so that a command is written in one place. */
 
 #include <inttypes.h>
 #include <limits.h>
@@ -14,11 +14,7 @@
 
 #include "audit.h"
 #include "cpulist.h"
-#include "isolation.h"
-
-/* Task flags from /proc/PID/stat (include/linux/sched.h); stable ABI for years. */
-#define PF_KTHREAD 0x00200000u
-#define PF_NO_SETAFFINITY 0x04000000u
+#include "audit-facts.h"
 
 /* isolcpus= flags. */
 #define ISOL_DOMAIN (1u << 0)
@@ -159,29 +155,8 @@ typedef struct Cmdline {
         bool rcu_nocb_poll;
 } Cmdline;
 
-typedef struct Irq {
-        unsigned number;
-        char name[96];
-        cpu_set_t affinity;
-        cpu_set_t effective;
-        bool has_effective;
-        bool unmovable; /* managed or per-CPU: the kernel refuses a new affinity */
-} Irq;
-
-typedef struct Kthread {
-        int pid;
-        char comm[64];
-        unsigned flags;
-        cpu_set_t allowed;
-} Kthread;
-
-typedef struct IrqName {
-        unsigned number;
-        char name[96];
-} IrqName;
-
 struct Audit {
-        char root[PATH_MAX];
+        const AuditFacts *facts; /* what was read of the host; the caller's */
         AuditOptions opt;
         cpu_set_t cpus;
         int nr_cpu_ids; /* from .../cpu/possible; -1 when unknown */
@@ -191,26 +166,23 @@ struct Audit {
         cpu_set_t online;
         int isolated_error;
         cpu_set_t isolated;
-        /* The run-time isolation: cgroup v1 shields and v2 isolated partitions. */
-        Isolation iso;
-        cpu_set_t cpuset_isolated;
-        int nohz_full_error; /* the running kernel's nohz_full mask */
+        cpu_set_t cpuset_isolated; /* at run time, by cgroup v1 shields and v2 partitions */
+        int nohz_full_error;       /* the running kernel's nohz_full mask */
         cpu_set_t nohz_full;
         int workqueue_error;
-        char workqueue_text[256];
         cpu_set_t workqueue;
 
         bool housekeeping_known;
         cpu_set_t housekeeping;
 
         int irqs_error;
-        Irq *irqs;
+        const AuditIrq *irqs;
         size_t n_irqs;
         int default_affinity_error;
         cpu_set_t default_affinity;
 
         int kthreads_error;
-        Kthread *kthreads;
+        const AuditKthread *kthreads;
         size_t n_kthreads;
 
         json_t *findings;
@@ -222,7 +194,7 @@ typedef enum IrqHere {
         IRQ_UNMOVABLE, /* managed or per-CPU, and delivered to the CPU now */
 } IrqHere;
 
-static inline IrqHere irq_here(const Irq *irq, int cpu)
+static inline IrqHere irq_here(const AuditIrq *irq, int cpu)
 {
         bool effective = irq->has_effective && CPU_ISSET(cpu, &irq->effective);
 
@@ -242,7 +214,7 @@ typedef enum KthreadKind {
         KTHREAD_MOVABLE,   /* could be moved with sched_setaffinity() */
 } KthreadKind;
 
-static inline KthreadKind kthread_kind(const Kthread *k, int cpu)
+static inline KthreadKind kthread_kind(const AuditKthread *k, int cpu)
 {
         if (!CPU_ISSET(cpu, &k->allowed)) {
                 return KTHREAD_ELSEWHERE;
@@ -260,18 +232,6 @@ static inline KthreadKind kthread_kind(const Kthread *k, int cpu)
         }
         return KTHREAD_MOVABLE;
 }
-
-/* Reads root + the formatted path into @buf (trailing white space removed, unprintable bytes
- * replaced). Returns 0 or a negative errno. */
-__attribute__((format(printf, 4, 5))) int audit_read_text(const Audit *a, char *buf, size_t size,
-                                                          const char *fmt, ...);
-
-/* Reads a CPU list file below the root; "(null)" and an empty file give an empty set. */
-__attribute__((format(printf, 3, 4))) int audit_read_cpulist(const Audit *a, cpu_set_t *ret,
-                                                             const char *fmt, ...);
-
-/* Parses a whole decimal number. Returns 0 or -EINVAL. */
-int audit_parse_long(const char *text, long *ret);
 
 /* When a fix takes effect. */
 typedef enum FixWhen {
@@ -334,10 +294,10 @@ RcuState audit_rcu_state(const Audit *a, int cpu);
 void audit_fix_isolcpus(const Audit *a, Fix *f);
 void audit_fix_nohz_full(const Audit *a, int cpu, Fix *f);
 void audit_fix_rcu_nocbs(const Audit *a, int cpu, Fix *f);
-void audit_fix_irqs(const Audit *a, const Irq *const *irqs, size_t n, Fix *f);
+void audit_fix_irqs(const Audit *a, const AuditIrq *const *irqs, size_t n, Fix *f);
 void audit_fix_managed_irq(const Audit *a, Fix *f);
 void audit_fix_workqueue(const Audit *a, Fix *f);
-void audit_fix_kthreads(const Audit *a, const Kthread *const *k, size_t n, Fix *f);
+void audit_fix_kthreads(const Audit *a, const AuditKthread *const *k, size_t n, Fix *f);
 void audit_fix_sysctl(const Audit *a, const char *check, const char *key, const char *value,
                       Fix *f);
 void audit_fix_watchdog(const Audit *a, Fix *f);

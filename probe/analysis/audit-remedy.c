@@ -63,7 +63,7 @@ static void fix_not_isolated(const Audit *a, int cpu, Fix *f)
 
 /* Whether the IRQ's handler names (comma-separated) hold @name; a name as long as the trace
  * keeps may have been cut, and matches as a prefix. */
-static bool irq_named(const Irq *irq, const char *name)
+static bool irq_named(const AuditIrq *irq, const char *name)
 {
         size_t len = strlen(name);
 
@@ -79,7 +79,7 @@ static bool irq_named(const Irq *irq, const char *name)
         return false;
 }
 
-static const Irq *irq_by_number(const Audit *a, unsigned number)
+static const AuditIrq *irq_by_number(const Audit *a, unsigned number)
 {
         for (size_t i = 0; i < a->n_irqs; i++) {
                 if (a->irqs[i].number == number) {
@@ -90,7 +90,7 @@ static const Irq *irq_by_number(const Audit *a, unsigned number)
 }
 
 /* The remedy for IRQ @irq delivered to @cpu. */
-static void remedy_one_irq(const Audit *a, const Irq *irq, int cpu, Remedy *r)
+static void remedy_one_irq(const Audit *a, const AuditIrq *irq, int cpu, Remedy *r)
 {
         IrqHere here = irq_here(irq, cpu);
 
@@ -124,7 +124,7 @@ static void remedy_one_irq(const Audit *a, const Irq *irq, int cpu, Remedy *r)
 static int remedy_irq(Audit *a, const AuditCause *c, Remedy *r)
 {
         int cpu = first_cpu(c);
-        const Irq *found = NULL;
+        const AuditIrq *found = NULL;
 
         for (size_t i = 0; i < a->n_irqs && !found; i++) {
                 if (irq_named(&a->irqs[i], c->name)) {
@@ -146,7 +146,7 @@ static int remedy_irq(Audit *a, const AuditCause *c, Remedy *r)
 /* The movable IRQs allowed on @cpu, whose softirq work follows them there. */
 static int fix_irqs_here(const Audit *a, int cpu, Fix *f)
 {
-        _cleanup_free_ const Irq **irqs = calloc(a->n_irqs + 1, sizeof(*irqs));
+        _cleanup_free_ const AuditIrq **irqs = calloc(a->n_irqs + 1, sizeof(*irqs));
         size_t n = 0;
 
         if (!irqs) {
@@ -174,81 +174,11 @@ static int fix_irqs_here(const Audit *a, int cpu, Fix *f)
 
 /* ---- tasks ---- */
 
-/* What /proc/PID/stat and status say of a task now. */
-typedef struct TaskNow {
-        char comm[64];
-        unsigned flags;
-        uint64_t start_ticks; /* clock ticks after boot */
-        int tgid;
-        cpu_set_t allowed;
-        bool have_allowed;
-} TaskNow;
-
-/* Reads task @pid below the root; -ENOENT when it is gone. */
-static int task_read(const Audit *a, int pid, TaskNow *ret)
-{
-        char stat[1024], status[8192], *close_paren, *open_paren, *save = NULL;
-        const char *line;
-        unsigned long long v;
-        int field = 3, r;
-
-        r = audit_read_text(a, stat, sizeof(stat), "/proc/%d/stat", pid);
-        if (r < 0) {
-                return r == -ENOENT || r == -ESRCH ? -ENOENT : r;
-        }
-        open_paren = strchr(stat, '(');
-        close_paren = strrchr(stat, ')');
-        if (!open_paren || !close_paren || close_paren < open_paren) {
-                return -EINVAL;
-        }
-        *ret = (TaskNow){.tgid = pid};
-        snprintf(ret->comm, sizeof(ret->comm), "%.*s", (int)(close_paren - open_paren - 1),
-                 open_paren + 1);
-        /* Fields from 3 (state) on, after the comm: 9 is flags, 22 the start time. */
-        for (char *t = strtok_r(close_paren + 1, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
-                if (field == 9 || field == 22) {
-                        char *end;
-
-                        errno = 0;
-                        v = strtoull(t, &end, 10);
-                        if (errno || *end) {
-                                return -EINVAL;
-                        }
-                        if (field == 9) {
-                                ret->flags = (unsigned)v;
-                        } else {
-                                ret->start_ticks = v;
-                        }
-                }
-                if (field++ == 22) {
-                        break;
-                }
-        }
-        if (field <= 22) {
-                return -EINVAL;
-        }
-        if (audit_read_text(a, status, sizeof(status), "/proc/%d/status", pid) == 0) {
-                line = strstr(status, "\nTgid:");
-                if (line) {
-                        ret->tgid = atoi(line + strlen("\nTgid:"));
-                }
-                line = strstr(status, "\nCpus_allowed_list:");
-                if (line) {
-                        char list[4096];
-
-                        line += strlen("\nCpus_allowed_list:");
-                        snprintf(list, sizeof(list), "%.*s", (int)strcspn(line, "\n"), line);
-                        ret->have_allowed = cpulist_parse(list, &ret->allowed) == 0;
-                }
-        }
-        return 0;
-}
-
 /* Whether task @t, at its pid now, is the task of @c: "checked" when it surely started
  * before the interruption (or before the window, when the interruption's time is not known),
  * "reused" when it surely started after it, else "unchecked". The start time is in clock
  * ticks, so the task started somewhere within [ticks, ticks + 1). */
-static const char *task_identity(const TaskNow *t, const AuditCause *c)
+static const char *task_identity(const AuditTask *t, const AuditCause *c)
 {
         long hz = sysconf(_SC_CLK_TCK);
         uint64_t tick_ns = hz > 0 ? 1000000000ULL / (uint64_t)hz : 10000000ULL;
@@ -266,39 +196,7 @@ static const char *task_identity(const TaskNow *t, const AuditCause *c)
         return "unchecked";
 }
 
-/* The systemd service of task @pid ("foo.service"), from /proc/PID/cgroup, into @buf; false
- * when it is in none. */
-static bool task_unit(const Audit *a, int pid, char *buf, size_t size)
-{
-        char text[4096];
-        bool found = false;
-
-        if (audit_read_text(a, text, sizeof(text), "/proc/%d/cgroup", pid) < 0) {
-                return false;
-        }
-        for (char *save = NULL, *l = strtok_r(text, "\n", &save); l && !found;
-             l = strtok_r(NULL, "\n", &save)) {
-                /* the unified line "0::/path", or the v1 systemd one */
-                if (strncmp(l, "0::", 3) != 0 && !strstr(l, ":name=systemd:")) {
-                        continue;
-                }
-                char *unit = strrchr(l, '/');
-                size_t n = unit ? strlen(unit + 1) : 0;
-
-                if (n > 8 && n < size && strcmp(unit + 1 + n - 8, ".service") == 0) {
-                        snprintf(buf, size, "%s", unit + 1);
-                        found = true;
-                }
-        }
-        for (const char *p = buf; found && *p; p++) {
-                if (!isalnum((unsigned char)*p) && !strchr("-_.@:\\", *p)) {
-                        found = false; /* not a name to put in a command */
-                }
-        }
-        return found;
-}
-
-static const Kthread *kthread_by_pid(const Audit *a, int pid)
+static const AuditKthread *kthread_by_pid(const Audit *a, int pid)
 {
         for (size_t i = 0; i < a->n_kthreads; i++) {
                 if (a->kthreads[i].pid == pid) {
@@ -310,9 +208,9 @@ static const Kthread *kthread_by_pid(const Audit *a, int pid)
 
 /* A kernel thread: movable ones move with taskset; unbound kworkers follow the workqueue
  * cpumask, IRQ threads their interrupt; per-CPU ones cannot move. */
-static void remedy_kthread(const Audit *a, const Kthread *k, int cpu, Remedy *r)
+static void remedy_kthread(const Audit *a, const AuditKthread *k, int cpu, Remedy *r)
 {
-        const Kthread *one = k;
+        const AuditKthread *one = k;
         unsigned irq;
 
         switch (kthread_kind(k, cpu)) {
@@ -331,7 +229,7 @@ static void remedy_kthread(const Audit *a, const Kthread *k, int cpu, Remedy *r)
                 sb_printf(&r->fix.setting,
                           "%s is an unbound kworker: it runs where the "
                           "workqueue cpumask (%s) lets it.",
-                          k->comm, a->workqueue_error == 0 ? a->workqueue_text : "unknown");
+                          k->comm, a->workqueue_error == 0 ? a->facts->workqueue : "unknown");
                 audit_fix_workqueue(a, &r->fix);
                 return;
         case KTHREAD_PER_CPU:
@@ -352,35 +250,11 @@ static void remedy_kthread(const Audit *a, const Kthread *k, int cpu, Remedy *r)
         }
 }
 
-/* The CPUs of the cpuset of task @pid (its path, from /proc/PID/cpuset, into @path); false
- * when they cannot be read. */
-static bool task_cpuset(const Audit *a, int pid, char *path, size_t size, cpu_set_t *ret)
-{
-        static const char *const v1_files[] = {"cpuset.effective_cpus", "cpuset.cpus",
-                                               "effective_cpus", "cpus"};
-        const char *rel;
-
-        if (audit_read_text(a, path, size, "/proc/%d/cpuset", pid) < 0 || path[0] != '/') {
-                return false;
-        }
-        rel = strcmp(path, "/") == 0 ? "" : path;
-        for (size_t i = 0; a->iso.v1_error == 0 && i < ELEMENTSOF(v1_files); i++) {
-                if (audit_read_cpulist(a, ret, "%s%s/%s", a->iso.v1_mount, rel, v1_files[i]) == 0 &&
-                    CPU_COUNT(ret) > 0) {
-                        return true;
-                }
-        }
-        return a->iso.v2_error == 0 &&
-               audit_read_cpulist(a, ret, "%s%s/cpuset.cpus.effective", a->iso.v2_mount, rel) ==
-                       0 &&
-               CPU_COUNT(ret) > 0;
-}
-
 /* A user task that is the one seen: its affinity (or its cpuset) lets it onto the CPU. */
-static void remedy_user_task(const Audit *a, const TaskNow *t, int pid, int cpu, Remedy *r)
+static void remedy_user_task(const Audit *a, const AuditTask *t, int pid, int cpu, Remedy *r)
 {
         char unit[256], cpuset[1024];
-        bool have_unit = task_unit(a, pid, unit, sizeof(unit));
+        bool have_unit = a->facts->task_unit(a->facts, pid, unit, sizeof(unit));
         cpu_set_t hk, set;
 
         if (!t->have_allowed || !CPU_ISSET(cpu, &t->allowed)) {
@@ -399,7 +273,8 @@ static void remedy_user_task(const Audit *a, const TaskNow *t, int pid, int cpu,
         sb_printf(&r->fix.setting, ") allows CPU %d%s%s.", cpu, have_unit ? "; it runs in " : "",
                   have_unit ? unit : "");
         audit_fix_task(a, pid, &t->allowed, have_unit ? unit : NULL, &r->fix);
-        if (audit_housekeeping(a, &hk) == 0 && task_cpuset(a, pid, cpuset, sizeof(cpuset), &set)) {
+        if (audit_housekeeping(a, &hk) == 0 &&
+            a->facts->task_cpuset(a->facts, pid, cpuset, sizeof(cpuset), &set)) {
                 CPU_AND(&hk, &hk, &set);
                 if (CPU_COUNT(&hk) == 0) {
                         sb_sentence(&r->fix.note, "Its cpuset %s holds no housekeeping CPU (",
@@ -412,7 +287,7 @@ static void remedy_user_task(const Audit *a, const TaskNow *t, int pid, int cpu,
 }
 
 /* The task of @c is gone, or its pid now belongs to another: no command names the pid. */
-static void remedy_task_gone(const Audit *a, const char *comm, const TaskNow *now, int cpu,
+static void remedy_task_gone(const Audit *a, const char *comm, const AuditTask *now, int cpu,
                              Remedy *r)
 {
         /* The pid is not shown: it would name another task, or one that cannot be told. */
@@ -443,7 +318,7 @@ static int remedy_task(Audit *a, const AuditCause *c, Remedy *r)
         const char *colon = strrchr(c->name, ':');
         int cpu = first_cpu(c), pid, e;
         char comm[64], *end;
-        TaskNow now = {0};
+        AuditTask now = {0};
         long v;
 
         errno = 0;
@@ -456,7 +331,7 @@ static int remedy_task(Audit *a, const AuditCause *c, Remedy *r)
         snprintf(comm, sizeof(comm), "%.*s", (int)(colon - c->name), c->name);
         /* A task whose /proc entry cannot be read (hidepid, a malformed stat) cannot be
          * checked. */
-        e = task_read(a, pid, &now);
+        e = a->facts->task_read ? a->facts->task_read(a->facts, pid, &now) : -ENODATA;
         if (e == -ENOENT) {
                 r->identity = "exited";
         } else if (e < 0) {
@@ -472,8 +347,8 @@ static int remedy_task(Audit *a, const AuditCause *c, Remedy *r)
         }
         sb_printf(&r->what, "task %s:%d", comm, pid);
         if (now.flags & PF_KTHREAD) {
-                const Kthread *k = kthread_by_pid(a, pid);
-                Kthread fresh = {.pid = pid, .flags = now.flags, .allowed = now.allowed};
+                const AuditKthread *k = kthread_by_pid(a, pid);
+                AuditKthread fresh = {.pid = pid, .flags = now.flags, .allowed = now.allowed};
 
                 snprintf(fresh.comm, sizeof(fresh.comm), "%s", now.comm);
                 remedy_kthread(a, k ? k : &fresh, cpu, r);
@@ -514,11 +389,9 @@ static int remedy_tick(Audit *a, int cpu, Remedy *r)
 
 static int remedy_timer_migration(Audit *a, int cpu, Remedy *r)
 {
-        char text[64];
-        long v;
+        long v = a->facts->timer_migration.value;
 
-        if (audit_read_text(a, text, sizeof(text), "/proc/sys/kernel/timer_migration") == 0 &&
-            audit_parse_long(text, &v) == 0 && v != 0) {
+        if (a->facts->timer_migration.value_error == 0 && v != 0) {
                 sb_printf(&r->fix.setting,
                           "kernel.timer_migration=%ld: the timers of idle CPUs "
                           "are expired by a busy one, and CPU %d, always busy "
@@ -565,9 +438,9 @@ static int remedy_device_softirq(Audit *a, int cpu, Remedy *r)
 
 static int remedy_watchdog(Audit *a, int cpu, Remedy *r)
 {
-        char text[256];
+        const char *text = a->facts->watchdog_cpumask.text;
 
-        if (audit_read_text(a, text, sizeof(text), "/proc/sys/kernel/watchdog_cpumask") < 0) {
+        if (a->facts->watchdog_cpumask.error < 0) {
                 sb_sentence(&r->fix.note, "The soft-lockup watchdog's timer; its CPU mask "
                                           "(kernel.watchdog_cpumask) is not readable here.");
                 return 0;
@@ -582,10 +455,7 @@ static int remedy_watchdog(Audit *a, int cpu, Remedy *r)
 
 static int remedy_rt_period(Audit *a, int cpu, Remedy *r)
 {
-        char text[64];
-
-        if (audit_read_text(a, text, sizeof(text), "/proc/sys/kernel/sched_rt_runtime_us") == 0 &&
-            strcmp(text, "-1") == 0) {
+        if (a->facts->rt_runtime.error == 0 && strcmp(a->facts->rt_runtime.text, "-1") == 0) {
                 r->fix.check = "rt_throttling";
                 sb_sentence(&r->fix.note, "RT throttling is off now: the timer ran before it was "
                                           "turned off; nothing is left to do.");
@@ -601,11 +471,10 @@ static int remedy_rt_period(Audit *a, int cpu, Remedy *r)
 
 static int remedy_vmstat(Audit *a, int cpu, Remedy *r)
 {
-        char text[64], value[16];
-        long v = 0;
+        char value[16];
+        long v = a->facts->stat_interval.value_error == 0 ? a->facts->stat_interval.value : 0;
 
-        if (audit_read_text(a, text, sizeof(text), "/proc/sys/vm/stat_interval") == 0 &&
-            audit_parse_long(text, &v) == 0 && v < AUDIT_VMSTAT_INTERVAL_S) {
+        if (a->facts->stat_interval.value_error == 0 && v < AUDIT_VMSTAT_INTERVAL_S) {
                 sb_printf(&r->fix.setting,
                           "vm.stat_interval=%ld: every %ld s, CPU %d folds "
                           "its memory counters in a kworker when they changed.",
@@ -692,7 +561,7 @@ static int remedy_work(Audit *a, const AuditCause *c, int cpu, Remedy *r)
                 sb_printf(&r->fix.setting,
                           "It ran in the unbound kworker %s, which the workqueue "
                           "cpumask (%s) lets run on CPU %d.",
-                          w, a->workqueue_error == 0 ? a->workqueue_text : "unknown", cpu);
+                          w, a->workqueue_error == 0 ? a->facts->workqueue : "unknown", cpu);
                 audit_fix_workqueue(a, &r->fix);
                 return 0;
         }

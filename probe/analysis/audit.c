@@ -1,22 +1,16 @@
 #include "audit.h"
 #include "audit-internal.h"
 
+#include <assert.h>
 #include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cpulist.h"
-#include "host.h"
-#include "isolation.h"
 #include "util.h"
 #include "audit-private.h"
 
@@ -80,20 +74,6 @@ static int cpumask_parse(const char *text, cpu_set_t *ret)
         return 0;
 }
 
-/* Replaces bytes that are neither printable ASCII nor line structure: names from /proc and
- * /sys end up in JSON strings, which must be valid UTF-8, and in terminal output. */
-static void sanitize(char *s)
-{
-        for (; *s; s++) {
-                if (*s == '\n' || *s == '\t') {
-                        continue;
-                }
-                if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f) {
-                        *s = '?';
-                }
-        }
-}
-
 static const char *const severity_names[_AUDIT_SEVERITY_MAX] = {
         [AUDIT_OK] = "ok",
         [AUDIT_INFO] = "info",
@@ -140,84 +120,6 @@ static const char *arch_clocksource(void)
 #else
         return NULL;
 #endif
-}
-
-__attribute__((format(printf, 4, 0))) static int vpath(const Audit *a, char *buf, size_t size,
-                                                       const char *fmt, va_list ap)
-{
-        int n = snprintf(buf, size, "%s", a->root);
-
-        if (n < 0 || (size_t)n >= size) {
-                return -ENAMETOOLONG;
-        }
-        int m = vsnprintf(buf + n, size - (size_t)n, fmt, ap);
-        if (m < 0 || (size_t)m >= size - (size_t)n) {
-                return -ENAMETOOLONG;
-        }
-        return 0;
-}
-
-__attribute__((format(printf, 4, 5))) static int path(const Audit *a, char *buf, size_t size,
-                                                      const char *fmt, ...)
-{
-        va_list ap;
-        int r;
-
-        va_start(ap, fmt);
-        r = vpath(a, buf, size, fmt, ap);
-        va_end(ap);
-        return r;
-}
-
-/* host_read_text() of root + the formatted path, made printable. */
-__attribute__((format(printf, 4, 5))) int audit_read_text(const Audit *a, char *buf, size_t size,
-                                                          const char *fmt, ...)
-{
-        char p[PATH_MAX];
-        va_list ap;
-        int r;
-
-        buf[0] = '\0';
-        va_start(ap, fmt);
-        r = vpath(a, p, sizeof(p), fmt, ap);
-        va_end(ap);
-        if (r < 0) {
-                return r;
-        }
-        r = host_read_text(p, buf, size);
-        sanitize(buf);
-        return r;
-}
-
-/* host_read_cpulist() of the formatted path below the root. */
-__attribute__((format(printf, 3, 4))) int audit_read_cpulist(const Audit *a, cpu_set_t *ret,
-                                                             const char *fmt, ...)
-{
-        char p[PATH_MAX];
-        va_list ap;
-        int r;
-
-        va_start(ap, fmt);
-        r = vsnprintf(p, sizeof(p), fmt, ap);
-        va_end(ap);
-        if (r < 0 || (size_t)r >= sizeof(p)) {
-                return -ENAMETOOLONG;
-        }
-        return host_read_cpulist(a->root, p, ret);
-}
-
-int audit_parse_long(const char *text, long *ret)
-{
-        char *end;
-        long v;
-
-        errno = 0;
-        v = strtol(text, &end, 10);
-        if (errno != 0 || end == text || *end != '\0') {
-                return -EINVAL;
-        }
-        *ret = v;
-        return 0;
 }
 
 /* Parses a CPU list from the kernel command line, which also accepts "all" and "N" (the last
@@ -362,424 +264,82 @@ static bool list_has(const CmdlineList *l, int cpu)
         return l->present && l->valid && CPU_ISSET(cpu, &l->cpus);
 }
 
-static bool isdigits(const char *s)
+/* The housekeeping CPUs: online, neither probed nor isolated in any way. If that leaves none,
+ * at least not probed. */
+static void find_housekeeping(Audit *a)
 {
-        if (!*s) {
-                return false;
+        cpu_set_t taken = a->cpus;
+
+        if (a->online_error < 0) {
+                return;
         }
-        for (; *s; s++) {
-                if (!isdigit((unsigned char)*s)) {
-                        return false;
-                }
+        if (a->isolated_error == 0) {
+                CPU_OR(&taken, &taken, &a->isolated);
         }
-        return true;
+        CPU_OR(&taken, &taken, &a->cpuset_isolated);
+        if (a->nohz_full_error == 0) {
+                CPU_OR(&taken, &taken, &a->nohz_full);
+        }
+        if (a->cmdline.isolcpus.valid) {
+                CPU_OR(&taken, &taken, &a->cmdline.isolcpus.cpus);
+        }
+        if (a->cmdline.nohz_full.valid) {
+                CPU_OR(&taken, &taken, &a->cmdline.nohz_full.cpus);
+        }
+        CPU_XOR(&a->housekeeping, &a->online, &taken);
+        CPU_AND(&a->housekeeping, &a->housekeeping, &a->online);
+        if (CPU_COUNT(&a->housekeeping) == 0) {
+                CPU_XOR(&a->housekeeping, &a->online, &a->cpus);
+                CPU_AND(&a->housekeeping, &a->housekeeping, &a->online);
+        }
+        a->housekeeping_known = CPU_COUNT(&a->housekeeping) > 0;
 }
 
-/* Whether the directory entry @name in @dir is a directory (d_type may be DT_UNKNOWN). */
-static bool entry_is_dir(DIR *dir, const struct dirent *de)
-{
-        struct stat st;
-
-        if (de->d_type != DT_UNKNOWN) {
-                return de->d_type == DT_DIR;
-        }
-        return fstatat(dirfd(dir), de->d_name, &st, 0) == 0 && S_ISDIR(st.st_mode);
-}
-
-static int irq_compare(const void *x, const void *y)
-{
-        const Irq *a = x, *b = y;
-
-        return a->number < b->number ? -1 : a->number > b->number;
-}
-
-/* Names of the handlers from /proc/interrupts: the last column, for IRQs whose /proc/irq/N has
- * no handler subdirectory (names that are not valid file names). */
-static int interrupts_names(const Audit *a, IrqName **ret, size_t *ret_n)
-{
-        char p[PATH_MAX], line[4096];
-        IrqName *names = NULL;
-        size_t n = 0;
-        FILE *f;
-        int fd, r;
-
-        *ret = NULL;
-        *ret_n = 0;
-        r = path(a, p, sizeof(p), "/proc/interrupts");
-        if (r < 0) {
-                return r;
-        }
-        fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        f = fd < 0 ? NULL : fdopen(fd, "re");
-        if (!f) {
-                r = -errno;
-                if (fd >= 0) {
-                        close(fd);
-                }
-                return r;
-        }
-        while (fgets(line, sizeof(line), f)) {
-                char *s = line, *end, *last;
-                unsigned long irq;
-
-                while (isspace((unsigned char)*s)) {
-                        s++;
-                }
-                if (!isdigit((unsigned char)*s)) {
-                        continue;
-                }
-                irq = strtoul(s, &end, 10);
-                if (*end != ':' || irq > UINT_MAX) {
-                        continue;
-                }
-                size_t len = strlen(end);
-                while (len > 0 && isspace((unsigned char)end[len - 1])) {
-                        end[--len] = '\0';
-                }
-                last = strrchr(end, ' ');
-                if (!last || !last[1] || isdigit((unsigned char)last[1])) {
-                        continue;
-                }
-                IrqName *grown = realloc(names, (n + 1) * sizeof(*names));
-                if (!grown) {
-                        free(names);
-                        fclose(f);
-                        return -ENOMEM;
-                }
-                names = grown;
-                names[n].number = (unsigned)irq;
-                snprintf(names[n].name, sizeof(names[n].name), "%s", last + 1);
-                sanitize(names[n].name);
-                n++;
-        }
-        fclose(f);
-        *ret = names;
-        *ret_n = n;
-        return 0;
-}
-
-/* Whether the kernel refuses to change the affinity of @irq from user space: managed and
- * per-CPU interrupts. Only the IRQ debugfs tells for sure; without it, an ARM GIC private
- * peripheral interrupt (hwirq 16-31, e.g. the arch timer) is recognised by its number. */
-static bool irq_unmovable(const Audit *a, unsigned irq)
-{
-        char text[8192], chip[64];
-        long hwirq;
-
-        if (audit_read_text(a, text, sizeof(text), "/sys/kernel/debug/irq/irqs/%u", irq) == 0) {
-                return strstr(text, "IRQD_AFFINITY_MANAGED") || strstr(text, "IRQD_PER_CPU") ||
-                       strstr(text, "IRQD_NO_BALANCING");
-        }
-        if (audit_read_text(a, chip, sizeof(chip), "/sys/kernel/irq/%u/chip_name", irq) == 0 &&
-            strncmp(chip, "GIC", 3) == 0 &&
-            audit_read_text(a, text, sizeof(text), "/sys/kernel/irq/%u/hwirq", irq) == 0 &&
-            audit_parse_long(text, &hwirq) == 0) {
-                return hwirq >= 16 && hwirq < 32;
-        }
-        return false;
-}
-
-/* The names of the handlers of IRQ @number, the subdirectories of /proc/irq/N, into @name
- * ("eth0-rx-0,eth0-tx-0"; cut where @size ends, enough to recognise the device). */
-static void irq_handler_names(const Audit *a, unsigned number, char *name, size_t size)
-{
-        _cleanup_closedir_ DIR *sub = NULL;
-        char p[PATH_MAX];
-
-        name[0] = '\0';
-        if (path(a, p, sizeof(p), "/proc/irq/%u", number) == 0) {
-                sub = opendir(p);
-        }
-        for (struct dirent *e; sub && (e = readdir(sub));) {
-                if (e->d_name[0] == '.' || !entry_is_dir(sub, e)) {
-                        continue;
-                }
-                size_t len = strlen(name);
-                int n = snprintf(name + len, size - len, "%s%s", len ? "," : "", e->d_name);
-                if (n < 0 || (size_t)n >= size - len) {
-                        break;
-                }
-        }
-}
-
-/* Reads IRQ @number: its affinity, effective affinity and name (its handlers', else the
- * action of /proc/interrupts in @names). Returns 1 when filled, 0 for an IRQ without an
- * affinity file or a handler, which cannot fire. */
-static int read_irq(const Audit *a, unsigned number, const IrqName *names, size_t n_names, Irq *ret)
-{
-        char name[sizeof(((Irq *)0)->name)];
-        Irq irq = {.number = number};
-
-        if (audit_read_cpulist(a, &irq.affinity, "/proc/irq/%u/smp_affinity_list", number) < 0) {
-                return 0;
-        }
-        irq.has_effective = audit_read_cpulist(a, &irq.effective,
-                                               "/proc/irq/%u/effective_affinity_list", number) == 0;
-        irq_handler_names(a, number, name, sizeof(name));
-        for (size_t i = 0; name[0] == '\0' && i < n_names; i++) {
-                if (names[i].number == number) {
-                        snprintf(name, sizeof(name), "%s", names[i].name);
-                }
-        }
-        if (name[0] == '\0') {
-                return 0;
-        }
-        sanitize(name);
-        snprintf(irq.name, sizeof(irq.name), "%s", name);
-        irq.unmovable = irq_unmovable(a, number);
-        *ret = irq;
-        return 1;
-}
-
-/* Reads every IRQ of /proc/irq with its affinity and name into a->irqs, sorted by number, and
- * the default affinity. What cannot be read is recorded in the *_error fields. Returns 0 or
- * -ENOMEM. */
-static int scan_irqs(Audit *a)
-{
-        _cleanup_closedir_ DIR *dir = NULL;
-        _cleanup_free_ IrqName *names = NULL;
-        size_t n_names = 0, cap = 0;
-        char p[PATH_MAX], text[256];
-        struct dirent *de;
-        int r;
-
-        r = audit_read_text(a, text, sizeof(text), "/proc/irq/default_smp_affinity");
-        a->default_affinity_error = r < 0 ? r : cpumask_parse(text, &a->default_affinity);
-
-        r = path(a, p, sizeof(p), "/proc/irq");
-        if (r < 0) {
-                a->irqs_error = r;
-                return 0;
-        }
-        dir = opendir(p);
-        if (!dir) {
-                a->irqs_error = -errno;
-                return 0;
-        }
-        r = interrupts_names(a, &names, &n_names);
-        if (r == -ENOMEM) {
-                return r;
-        }
-        while ((de = readdir(dir))) {
-                unsigned long number;
-                Irq irq;
-
-                if (!isdigits(de->d_name)) {
-                        continue;
-                }
-                number = strtoul(de->d_name, NULL, 10);
-                if (number > UINT_MAX || read_irq(a, (unsigned)number, names, n_names, &irq) == 0) {
-                        continue;
-                }
-                if (a->n_irqs == cap) {
-                        size_t ncap = cap ? cap * 2 : 64;
-                        Irq *grown = realloc(a->irqs, ncap * sizeof(*grown));
-
-                        if (!grown) {
-                                return -ENOMEM;
-                        }
-                        a->irqs = grown;
-                        cap = ncap;
-                }
-                a->irqs[a->n_irqs++] = irq;
-        }
-        if (a->irqs) {
-                qsort(a->irqs, a->n_irqs, sizeof(*a->irqs), irq_compare);
-        }
-        return 0;
-}
-
-/* Reads one kernel thread; returns 1 if @pid is one, 0 if not (or it went away meanwhile). */
-static int read_kthread(const Audit *a, int pid, Kthread *ret)
-{
-        char stat[1024], status[8192];
-        const char *open_paren, *close_paren, *line;
-        unsigned long flags;
-        char *end;
-        size_t n;
-
-        if (audit_read_text(a, stat, sizeof(stat), "/proc/%d/stat", pid) < 0) {
-                return 0;
-        }
-        /* "pid (comm) state ppid pgrp session tty_nr tpgid flags ..."; comm may hold spaces
-         * and parentheses, so it ends at the last ')'. */
-        open_paren = strchr(stat, '(');
-        close_paren = strrchr(stat, ')');
-        if (!open_paren || !close_paren || close_paren < open_paren) {
-                return 0;
-        }
-        const char *field = close_paren + 1;
-        for (int i = 3; i < 9; i++) {
-                while (*field == ' ') {
-                        field++;
-                }
-                while (*field && *field != ' ') {
-                        field++;
-                }
-        }
-        while (*field == ' ') {
-                field++;
-        }
-        errno = 0;
-        flags = strtoul(field, &end, 10);
-        if (errno != 0 || end == field || !(flags & PF_KTHREAD)) {
-                return 0;
-        }
-
-        if (audit_read_text(a, status, sizeof(status), "/proc/%d/status", pid) < 0) {
-                return 0;
-        }
-        line = strstr(status, "Cpus_allowed_list:");
-        if (!line) {
-                return 0;
-        }
-        line += strlen("Cpus_allowed_list:");
-        char list[4096];
-        n = strcspn(line, "\n");
-        if (n >= sizeof(list)) {
-                return 0;
-        }
-        memcpy(list, line, n);
-        list[n] = '\0';
-        if (cpulist_parse(list, &ret->allowed) < 0) {
-                return 0;
-        }
-        n = (size_t)(close_paren - open_paren - 1);
-        if (n >= sizeof(ret->comm)) {
-                n = sizeof(ret->comm) - 1;
-        }
-        memcpy(ret->comm, open_paren + 1, n);
-        ret->comm[n] = '\0';
-        ret->pid = pid;
-        ret->flags = (unsigned)flags;
-        return 1;
-}
-
-static int kthread_compare(const void *x, const void *y)
-{
-        const Kthread *a = x, *b = y;
-
-        return a->pid < b->pid ? -1 : a->pid > b->pid;
-}
-
-static int scan_kthreads(Audit *a)
-{
-        _cleanup_closedir_ DIR *dir = NULL;
-        char p[PATH_MAX];
-        struct dirent *de;
-        size_t cap = 0;
-        int r;
-
-        r = path(a, p, sizeof(p), "/proc");
-        if (r < 0) {
-                a->kthreads_error = r;
-                return 0;
-        }
-        dir = opendir(p);
-        if (!dir) {
-                a->kthreads_error = -errno;
-                return 0;
-        }
-        while ((de = readdir(dir))) {
-                Kthread k = {0};
-                long pid;
-
-                if (!isdigits(de->d_name) || audit_parse_long(de->d_name, &pid) < 0 || pid <= 0 ||
-                    pid > INT_MAX) {
-                        continue;
-                }
-                if (read_kthread(a, (int)pid, &k) <= 0) {
-                        continue;
-                }
-                if (a->n_kthreads == cap) {
-                        size_t ncap = cap ? cap * 2 : 128;
-                        Kthread *grown = realloc(a->kthreads, ncap * sizeof(*grown));
-
-                        if (!grown) {
-                                return -ENOMEM;
-                        }
-                        a->kthreads = grown;
-                        cap = ncap;
-                }
-                a->kthreads[a->n_kthreads++] = k;
-        }
-        if (a->kthreads) {
-                qsort(a->kthreads, a->n_kthreads, sizeof(*a->kthreads), kthread_compare);
-        }
-        return 0;
-}
-
-/* Reads everything the per-CPU checks share. Only allocation failures are errors. */
+/* Takes in what the per-CPU checks share from the facts. Only allocation failures are
+ * errors. */
 static int audit_load(Audit *a)
 {
+        const AuditFacts *f = a->facts;
         _cleanup_free_ char *cmdline = NULL;
-        cpu_set_t possible, taken;
-        int r;
 
-        if (audit_read_cpulist(a, &possible, "/sys/devices/system/cpu/possible") == 0) {
-                a->nr_cpu_ids = cpulist_last(&possible) + 1;
-        } else {
-                a->nr_cpu_ids = -1;
-        }
-        a->online_error = audit_read_cpulist(a, &a->online, "/sys/devices/system/cpu/online");
+        a->nr_cpu_ids = f->possible_error == 0 ? cpulist_last(&f->possible) + 1 : -1;
+        a->online_error = f->online_error;
+        a->online = f->online;
         if (a->online_error < 0 && a->nr_cpu_ids > 0) {
-                a->online = possible;
+                a->online = f->possible;
                 a->online_error = 0;
         } else if (a->online_error == 0 && a->nr_cpu_ids < 0) {
                 a->nr_cpu_ids = cpulist_last(&a->online) + 1;
         }
-        a->isolated_error = audit_read_cpulist(a, &a->isolated, "/sys/devices/system/cpu/isolated");
-        (void)isolation_read(a->root, &a->iso);
-        CPU_ZERO(&a->cpuset_isolated);
-        isolation_runtime_cpus(&a->iso, &a->cpuset_isolated);
-        a->nohz_full_error =
-                audit_read_cpulist(a, &a->nohz_full, "/sys/devices/system/cpu/nohz_full");
+        a->isolated_error = f->isolated_error;
+        a->isolated = f->isolated;
+        a->cpuset_isolated = f->cpuset_isolated;
+        a->nohz_full_error = f->nohz_full_error;
+        a->nohz_full = f->nohz_full;
+        a->workqueue_error = f->workqueue_error < 0 ? f->workqueue_error
+                                                    : cpumask_parse(f->workqueue, &a->workqueue);
+        a->default_affinity_error =
+                f->default_affinity_error < 0
+                        ? f->default_affinity_error
+                        : cpumask_parse(f->default_affinity, &a->default_affinity);
+        a->irqs_error = f->irqs_error;
+        a->irqs = f->irqs;
+        a->n_irqs = f->n_irqs;
+        a->kthreads_error = f->kthreads_error;
+        a->kthreads = f->kthreads;
+        a->n_kthreads = f->n_kthreads;
 
-        r = audit_read_text(a, a->workqueue_text, sizeof(a->workqueue_text),
-                            "/sys/devices/virtual/workqueue/cpumask");
-        a->workqueue_error = r < 0 ? r : cpumask_parse(a->workqueue_text, &a->workqueue);
-
-        /* The command line is at most a few KiB (COMMAND_LINE_SIZE). */
-        cmdline = malloc(65536);
-        if (!cmdline) {
-                return -ENOMEM;
-        }
-        a->cmdline.error = audit_read_text(a, cmdline, 65536, "/proc/cmdline");
+        a->cmdline.error = f->cmdline_error;
         if (a->cmdline.error == 0) {
+                /* cmdline_parse() cuts the text into its words. */
+                cmdline = strdup(f->cmdline);
+                if (!cmdline) {
+                        return -ENOMEM;
+                }
                 cmdline_parse(a, &a->cmdline, cmdline);
         }
-
-        /* Housekeeping CPUs: online, neither probed nor isolated in any way. If that leaves
-         * none, at least not probed. */
-        if (a->online_error == 0) {
-                taken = a->cpus;
-                if (a->isolated_error == 0) {
-                        CPU_OR(&taken, &taken, &a->isolated);
-                }
-                CPU_OR(&taken, &taken, &a->cpuset_isolated);
-                if (a->nohz_full_error == 0) {
-                        CPU_OR(&taken, &taken, &a->nohz_full);
-                }
-                if (a->cmdline.isolcpus.valid) {
-                        CPU_OR(&taken, &taken, &a->cmdline.isolcpus.cpus);
-                }
-                if (a->cmdline.nohz_full.valid) {
-                        CPU_OR(&taken, &taken, &a->cmdline.nohz_full.cpus);
-                }
-                CPU_XOR(&a->housekeeping, &a->online, &taken);
-                CPU_AND(&a->housekeeping, &a->housekeeping, &a->online);
-                if (CPU_COUNT(&a->housekeeping) == 0) {
-                        CPU_XOR(&a->housekeeping, &a->online, &a->cpus);
-                        CPU_AND(&a->housekeeping, &a->housekeeping, &a->online);
-                }
-                a->housekeeping_known = CPU_COUNT(&a->housekeeping) > 0;
-        }
-
-        r = scan_irqs(a);
-        if (r < 0) {
-                return r;
-        }
-        return scan_kthreads(a);
+        find_housekeeping(a);
+        return 0;
 }
 
 /* Appends the housekeeping CPU list, or a placeholder when it is not known. */
@@ -1038,7 +598,7 @@ void audit_fix_rcu_nocbs(const Audit *a, int cpu, Fix *f)
 }
 
 /* Moves the @n IRQs @irqs to the housekeeping CPUs. */
-void audit_fix_irqs(const Audit *a, const Irq *const *irqs, size_t n, Fix *f)
+void audit_fix_irqs(const Audit *a, const AuditIrq *const *irqs, size_t n, Fix *f)
 {
         f->check = "irq_affinity";
         f->when = FIX_NOW;
@@ -1094,7 +654,7 @@ void audit_fix_workqueue(const Audit *a, Fix *f)
         sb_printf(&f->command, " > /sys/devices/virtual/workqueue/cpumask");
         if (a->workqueue_error == 0) {
                 sb_printf(&f->revert, "echo %s > /sys/devices/virtual/workqueue/cpumask",
-                          a->workqueue_text);
+                          a->facts->workqueue);
         }
         sb_printf(&f->persist, "At boot, isolcpus=domain and nohz_full= remove CPUs from it on "
                                "recent kernels; or write it at each boot with the tmpfiles.d "
@@ -1103,7 +663,7 @@ void audit_fix_workqueue(const Audit *a, Fix *f)
 }
 
 /* Moves the @n kernel threads @k (movable ones) to the housekeeping CPUs. */
-void audit_fix_kthreads(const Audit *a, const Kthread *const *k, size_t n, Fix *f)
+void audit_fix_kthreads(const Audit *a, const AuditKthread *const *k, size_t n, Fix *f)
 {
         f->check = "kthreads";
         f->when = FIX_NOW;
@@ -1133,10 +693,32 @@ void audit_fix_kthreads(const Audit *a, const Kthread *const *k, size_t n, Fix *
         sb_printf(&f->persist, " keeps kernel threads on housekeeping CPUs.");
 }
 
+/* The value of sysctl @key as the facts hold it; "" when it was not read. */
+static const char *sysctl_now(const Audit *a, const char *key)
+{
+        const AuditFacts *f = a->facts;
+        const struct {
+                const char *key;
+                const AuditSysctl *sysctl;
+        } known[] = {
+                {"kernel.timer_migration", &f->timer_migration},
+                {"kernel.sched_rt_runtime_us", &f->rt_runtime},
+                {"vm.stat_interval", &f->stat_interval},
+                {"kernel.watchdog_cpumask", &f->watchdog_cpumask},
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(known); i++) {
+                if (strcmp(key, known[i].key) == 0 && known[i].sysctl->error == 0) {
+                        return known[i].sysctl->text;
+                }
+        }
+        return "";
+}
+
 /* The sysctl @key (e.g. "kernel.timer_migration") set to @value, now and at every boot. */
 void audit_fix_sysctl(const Audit *a, const char *check, const char *key, const char *value, Fix *f)
 {
-        char p[128], now[256];
+        const char *now = sysctl_now(a, key);
 
         f->check = check;
         f->when = FIX_NOW;
@@ -1145,11 +727,7 @@ void audit_fix_sysctl(const Audit *a, const char *check, const char *key, const 
                   "Put the line \"%s = %s\" in a file of /etc/sysctl.d/ (e.g. "
                   "/etc/sysctl.d/90-jitterd.conf) to keep it.",
                   key, value);
-        snprintf(p, sizeof(p), "/proc/sys/%s", key);
-        for (char *s = p + strlen("/proc/sys/"); *s; s++) {
-                *s = *s == '.' ? '/' : *s;
-        }
-        if (audit_read_text(a, now, sizeof(now), "%s", p) == 0 && now[0]) {
+        if (now[0]) {
                 sb_printf(&f->revert, "sysctl -w %s=%s", key, now);
         }
 }
@@ -1191,7 +769,7 @@ void audit_fix_task(const Audit *a, int tid, const cpu_set_t *allowed, const cha
                           "CPUs (from the next boot).",
                           sb_str(&hk), sb_str(&hk));
         }
-        if (a->iso.v1_error == 0) {
+        if (a->facts->cpuset_v1_error == 0) {
                 sb_sentence(&f->note, "To move every task off at once: cset shield --cpu ");
                 sb_union(&f->note, a, NULL);
                 sb_printf(&f->note, " --kthread on (cgroup v1 cpusets; cset proc --move moves "
@@ -1200,12 +778,12 @@ void audit_fix_task(const Audit *a, int tid, const cpu_set_t *allowed, const cha
 }
 
 /* Appends each cpuset that isolates CPUs, saying which kind it is. */
-static void sb_cpusets(StrBuf *sb, const Isolation *iso)
+static void sb_cpusets(StrBuf *sb, const AuditFacts *facts)
 {
-        for (size_t i = 0; i < iso->n_sets; i++) {
-                const IsolationSet *s = &iso->sets[i];
+        for (size_t i = 0; i < facts->n_cpusets; i++) {
+                const AuditCpuset *s = &facts->cpusets[i];
 
-                if (s->kind == ISOLATION_CPUSET_V1) {
+                if (!s->v2) {
                         sb_printf(sb,
                                   "; cgroup v1 cpuset shield %s (exclusive, no load balancing): ",
                                   s->path);
@@ -1238,7 +816,7 @@ static int check_isolcpus(Audit *a, int cpu)
         _cleanup_strbuf_ StrBuf seen = {0}, fix = {0};
         const Cmdline *c = &a->cmdline;
         bool listed = list_has(&c->isolcpus, cpu);
-        IsolationKind runtime;
+        bool shielded, partitioned;
         AuditSeverity severity;
         const char *why;
 
@@ -1254,10 +832,12 @@ static int check_isolcpus(Audit *a, int cpu)
                 sb_printf(&seen, "; isolated: ");
                 sb_cpulist(&seen, &a->isolated, "none");
         }
-        sb_cpusets(&seen, &a->iso);
-        runtime = isolation_of(&a->iso, cpu, NULL);
+        sb_cpusets(&seen, a->facts);
+        shielded = CPU_ISSET(cpu, &a->facts->shielded_v1);
+        partitioned = CPU_ISSET(cpu, &a->facts->partitioned_v2);
 
-        if (c->error < 0 && a->isolated_error < 0 && a->iso.v1_error < 0 && a->iso.v2_error < 0) {
+        if (c->error < 0 && a->isolated_error < 0 && a->facts->cpuset_v1_error < 0 &&
+            a->facts->cpuset_v2_error < 0) {
                 severity = AUDIT_INFO;
                 why = "Neither the kernel command line nor /sys/devices/system/cpu/isolated "
                       "could be read, so whether this CPU is isolated is unknown.";
@@ -1266,18 +846,17 @@ static int check_isolcpus(Audit *a, int cpu)
                 severity = AUDIT_OK;
                 why = "The scheduler neither places nor balances tasks onto this CPU, and "
                       "managed interrupts avoid it.";
-        } else if (!listed && (runtime == ISOLATION_CPUSET_V1 || runtime == ISOLATION_CPUSET_V2)) {
+        } else if (!listed && (shielded || partitioned)) {
                 severity = AUDIT_INFO;
-                why = runtime == ISOLATION_CPUSET_V1
-                              ? "Isolated at run time by a cgroup v1 cpuset shield: no scheduling "
-                                "domain balances load onto it and only the tasks of its exclusive "
-                                "cpuset (or of the root cpuset) may run there. Managed interrupts "
-                                "may still be routed to it, and the isolation ends with the "
-                                "cpusets or at reboot."
-                              : "Isolated at run time by a cgroup v2 isolated partition: no "
-                                "scheduling domain balances load onto it and only the tasks of "
-                                "that partition run there. Managed interrupts may still be routed "
-                                "to it, and the isolation ends with the partition or at reboot.";
+                why = shielded ? "Isolated at run time by a cgroup v1 cpuset shield: no scheduling "
+                                 "domain balances load onto it and only the tasks of its exclusive "
+                                 "cpuset (or of the root cpuset) may run there. Managed interrupts "
+                                 "may still be routed to it, and the isolation ends with the "
+                                 "cpusets or at reboot."
+                               : "Isolated at run time by a cgroup v2 isolated partition: no "
+                                 "scheduling domain balances load onto it and only the tasks of "
+                                 "that partition run there. Managed interrupts may still be routed "
+                                 "to it, and the isolation ends with the partition or at reboot.";
                 isolcpus_fix(a, &fix);
         } else if (audit_domain_isolated(a, cpu)) {
                 severity = AUDIT_INFO;
@@ -1417,7 +996,7 @@ static void sb_irqs(StrBuf *sb, const Audit *a, int cpu, IrqHere kind, size_t n)
         size_t shown = 0;
 
         for (size_t i = 0; i < a->n_irqs && shown < SEEN_NAMES_MAX; i++) {
-                const Irq *irq = &a->irqs[i];
+                const AuditIrq *irq = &a->irqs[i];
 
                 if (irq_here(irq, cpu) != kind) {
                         continue;
@@ -1434,7 +1013,7 @@ static void sb_irqs(StrBuf *sb, const Audit *a, int cpu, IrqHere kind, size_t n)
 /* The fix for the IRQs that may be delivered to @cpu and can be moved. */
 static int movable_irqs_fix(const Audit *a, int cpu, StrBuf *out)
 {
-        _cleanup_free_ const Irq **irqs = calloc(a->n_irqs, sizeof(*irqs));
+        _cleanup_free_ const AuditIrq **irqs = calloc(a->n_irqs, sizeof(*irqs));
         _cleanup_fix_ Fix f = {0};
         size_t n = 0;
 
@@ -1543,7 +1122,7 @@ static int check_workqueue(Audit *a, int cpu)
                                    "exists since Linux 4.2).",
                                    &fix);
         }
-        sb_printf(&seen, "workqueue cpumask %s (CPUs ", a->workqueue_text);
+        sb_printf(&seen, "workqueue cpumask %s (CPUs ", a->facts->workqueue);
         sb_cpulist(&seen, &a->workqueue, "none");
         sb_printf(&seen, ")");
         if (CPU_ISSET(cpu, &a->workqueue)) {
@@ -1564,7 +1143,7 @@ static int check_workqueue(Audit *a, int cpu)
 /* The fix for the kernel threads allowed on @cpu that can be moved. */
 static int movable_kthreads_fix(const Audit *a, int cpu, StrBuf *out)
 {
-        _cleanup_free_ const Kthread **k = calloc(a->n_kthreads, sizeof(*k));
+        _cleanup_free_ const AuditKthread **k = calloc(a->n_kthreads, sizeof(*k));
         _cleanup_fix_ Fix f = {0};
         size_t n = 0;
 
@@ -1599,7 +1178,7 @@ static int check_kthreads(Audit *a, int cpu)
         sb_printf(&seen, "%zu movable kthread%s allowed here", count[KTHREAD_MOVABLE],
                   count[KTHREAD_MOVABLE] == 1 ? "" : "s");
         for (size_t i = 0; i < a->n_kthreads && shown < SEEN_NAMES_MAX; i++) {
-                const Kthread *k = &a->kthreads[i];
+                const AuditKthread *k = &a->kthreads[i];
 
                 if (kthread_kind(k, cpu) == KTHREAD_MOVABLE) {
                         sb_printf(&seen, "%s%s (%d)", shown++ == 0 ? ": " : ", ", k->comm, k->pid);
@@ -1640,17 +1219,27 @@ static int check_kthreads(Audit *a, int cpu)
         return finding_add(a, "kthreads", cpu, severity, &seen, why, &fix);
 }
 
+/* The facts of probed CPU @cpu. */
+static const AuditCpu *cpu_facts(const Audit *a, int cpu)
+{
+        for (size_t i = 0; i < a->facts->n_cpu; i++) {
+                if (a->facts->cpu[i].cpu == cpu) {
+                        return &a->facts->cpu[i];
+                }
+        }
+        assert(false); /* the facts hold every probed CPU */
+        return NULL;
+}
+
 static int check_smt_sibling(Audit *a, int cpu)
 {
         _cleanup_strbuf_ StrBuf seen = {0}, fix = {0};
-        cpu_set_t siblings, busy, probed;
-        char control[64];
+        const AuditCpu *facts = cpu_facts(a, cpu);
+        cpu_set_t siblings = facts->siblings, busy, probed;
         AuditSeverity severity;
         const char *why;
-        int r;
+        int r = facts->siblings_error;
 
-        r = audit_read_cpulist(a, &siblings,
-                               "/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list", cpu);
         if (r < 0) {
                 sb_error(&seen, "topology/thread_siblings_list", r);
                 return finding_add(a, "smt_sibling", cpu, AUDIT_INFO, &seen,
@@ -1686,9 +1275,8 @@ static int check_smt_sibling(Audit *a, int cpu)
                         sb_printf(&seen, " (isolated)");
                 }
         }
-        if (audit_read_text(a, control, sizeof(control), "/sys/devices/system/cpu/smt/control") ==
-            0) {
-                sb_printf(&seen, "; SMT control: %s", control);
+        if (a->facts->smt_control_error == 0) {
+                sb_printf(&seen, "; SMT control: %s", a->facts->smt_control);
         }
 
         if (CPU_COUNT(&busy) > 0) {
@@ -1717,11 +1305,10 @@ static int check_smt_sibling(Audit *a, int cpu)
 static int check_governor(Audit *a, int cpu)
 {
         _cleanup_strbuf_ StrBuf seen = {0}, fix = {0};
-        char governor[64], driver[64];
-        int r;
+        const AuditCpu *facts = cpu_facts(a, cpu);
+        const char *governor = facts->governor;
+        int r = facts->governor_error;
 
-        r = audit_read_text(a, governor, sizeof(governor),
-                            "/sys/devices/system/cpu/cpu%d/cpufreq/scaling_governor", cpu);
         if (r < 0) {
                 sb_error(&seen, "cpufreq/scaling_governor", r);
                 return finding_add(a, "governor", cpu, AUDIT_INFO, &seen,
@@ -1732,9 +1319,8 @@ static int check_governor(Audit *a, int cpu)
                                    &fix);
         }
         sb_printf(&seen, "governor %s", governor);
-        if (audit_read_text(a, driver, sizeof(driver),
-                            "/sys/devices/system/cpu/cpu%d/cpufreq/scaling_driver", cpu) == 0) {
-                sb_printf(&seen, ", driver %s", driver);
+        if (facts->driver_error == 0) {
+                sb_printf(&seen, ", driver %s", facts->driver);
         }
         if (strcmp(governor, "performance") == 0) {
                 return finding_add(a, "governor", cpu, AUDIT_OK, &seen,
@@ -1753,97 +1339,10 @@ static int check_governor(Audit *a, int cpu)
                            &fix);
 }
 
-typedef struct CState {
-        long index;
-        char name[32];
-        long latency_us;
-        bool disabled;
-} CState;
-
-static int cstate_compare(const void *x, const void *y)
-{
-        const CState *a = x, *b = y;
-
-        return a->index < b->index ? -1 : a->index > b->index;
-}
-
-/* Reads the C-state of directory @entry ("state3") of @cpu. Returns 1 when filled, 0 when
- * @entry is no C-state or its name or latency cannot be read. */
-static int read_cstate(const Audit *a, int cpu, const char *entry, CState *ret)
-{
-        char text[64];
-        CState s = {0};
-        long v;
-
-        if (strncmp(entry, "state", 5) != 0 || !isdigits(entry + 5) ||
-            audit_parse_long(entry + 5, &s.index) < 0) {
-                return 0;
-        }
-        if (audit_read_text(a, s.name, sizeof(s.name),
-                            "/sys/devices/system/cpu/cpu%d/cpuidle/state%ld/name", cpu,
-                            s.index) < 0 ||
-            audit_read_text(a, text, sizeof(text),
-                            "/sys/devices/system/cpu/cpu%d/cpuidle/state%ld/latency", cpu,
-                            s.index) < 0 ||
-            audit_parse_long(text, &s.latency_us) < 0) {
-                return 0;
-        }
-        /* "disable" appeared in 3.4; without it every state is enabled. */
-        if (audit_read_text(a, text, sizeof(text),
-                            "/sys/devices/system/cpu/cpu%d/cpuidle/state%ld/disable", cpu,
-                            s.index) == 0 &&
-            audit_parse_long(text, &v) == 0) {
-                s.disabled = v != 0;
-        }
-        *ret = s;
-        return 1;
-}
-
-/* Reads the C-states of @cpu into *@ret, sorted by index. Returns 0, -ENOMEM, or the error of
- * opening its cpuidle directory. */
-static int read_cstates(const Audit *a, int cpu, CState **ret, size_t *ret_n)
-{
-        _cleanup_closedir_ DIR *dir = NULL;
-        _cleanup_free_ CState *states = NULL;
-        char p[PATH_MAX];
-        struct dirent *de;
-        size_t n = 0;
-        int r;
-
-        r = path(a, p, sizeof(p), "/sys/devices/system/cpu/cpu%d/cpuidle", cpu);
-        if (r < 0) {
-                return r;
-        }
-        dir = opendir(p);
-        if (!dir) {
-                return -errno;
-        }
-        while ((de = readdir(dir))) {
-                CState s;
-
-                if (read_cstate(a, cpu, de->d_name, &s) == 0) {
-                        continue;
-                }
-                CState *grown = realloc(states, (n + 1) * sizeof(*states));
-                if (!grown) {
-                        return -ENOMEM;
-                }
-                states = grown;
-                states[n++] = s;
-        }
-        if (n > 0) {
-                qsort(states, n, sizeof(*states), cstate_compare);
-        }
-        *ret = states;
-        states = NULL;
-        *ret_n = n;
-        return 0;
-}
-
 /* The finding for the enabled C-states of @cpu whose exit latency is above @bound, with the
  * commands that disable them or the boot arguments that keep them off under @driver. */
-static int cstates_too_deep(Audit *a, int cpu, const char *driver, const CState *states, size_t n,
-                            long bound, StrBuf *seen)
+static int cstates_too_deep(Audit *a, int cpu, const char *driver, const AuditCState *states,
+                            size_t n, long bound, StrBuf *seen)
 {
         _cleanup_strbuf_ StrBuf fix = {0};
         bool first = true;
@@ -1886,24 +1385,19 @@ static int cstates_too_deep(Audit *a, int cpu, const char *driver, const CState 
 static int check_cstates(Audit *a, int cpu)
 {
         _cleanup_strbuf_ StrBuf seen = {0}, fix = {0};
-        _cleanup_free_ CState *states = NULL;
+        const AuditCpu *facts = cpu_facts(a, cpu);
+        const AuditCState *states = facts->cstates;
         long bound = (long)a->opt.cstate_latency_max_us;
-        size_t n = 0;
-        char driver[64];
+        size_t n = facts->n_cstates;
+        const char *driver = a->facts->idle_driver;
         bool first = true;
-        int r;
+        int r = facts->cstates_error;
 
-        if (audit_read_text(a, driver, sizeof(driver),
-                            "/sys/devices/system/cpu/cpuidle/current_driver") < 0 ||
-            driver[0] == '\0') {
-                snprintf(driver, sizeof(driver), "unknown");
+        if (a->facts->idle_driver_error < 0 || driver[0] == '\0') {
+                driver = "unknown";
         }
         sb_printf(&seen, "idle driver %s", driver);
 
-        r = read_cstates(a, cpu, &states, &n);
-        if (r == -ENOMEM) {
-                return r;
-        }
         if (r < 0 || n == 0) {
                 if (r < 0) {
                         sb_printf(&seen, "; ");
@@ -1948,23 +1442,18 @@ static void sysctl_fix(const Audit *a, const char *check, const char *key, const
 static int check_rt_throttling(Audit *a)
 {
         _cleanup_strbuf_ StrBuf seen = {0}, fix = {0};
-        char text[64];
-        long runtime = 0, period = 1000000;
+        const AuditFacts *f = a->facts;
+        long runtime = f->rt_runtime.value, period = 1000000;
         AuditSeverity severity;
-        int r;
+        int r = f->rt_runtime.value_error;
 
-        r = audit_read_text(a, text, sizeof(text), "/proc/sys/kernel/sched_rt_runtime_us");
-        if (r == 0) {
-                r = audit_parse_long(text, &runtime);
-        }
         if (r < 0) {
                 sb_error(&seen, "/proc/sys/kernel/sched_rt_runtime_us", r);
                 return finding_add(a, "rt_throttling", -1, AUDIT_INFO, &seen,
                                    "Whether real-time tasks are throttled is unknown.", &fix);
         }
-        if (audit_read_text(a, text, sizeof(text), "/proc/sys/kernel/sched_rt_period_us") < 0 ||
-            audit_parse_long(text, &period) < 0 || period <= 0) {
-                period = 1000000;
+        if (f->rt_period.value_error == 0 && f->rt_period.value > 0) {
+                period = f->rt_period.value;
         }
         sb_printf(&seen, "sched_rt_runtime_us=%ld", runtime);
         if (runtime < 0) {
@@ -1992,21 +1481,20 @@ static int check_clocksource(Audit *a)
         _cleanup_strbuf_ StrBuf seen = {0}, fix = {0};
         const char *expected =
                 a->opt.expected_clocksource ? a->opt.expected_clocksource : arch_clocksource();
-        char current[64], available[512];
+        const char *current = a->facts->clocksource;
+        char available[sizeof(a->facts->clocksources)];
         bool can_switch = false;
-        int r;
+        int r = a->facts->clocksource_error;
 
-        r = audit_read_text(a, current, sizeof(current),
-                            "/sys/devices/system/clocksource/clocksource0/current_clocksource");
         if (r < 0) {
                 sb_error(&seen, "current_clocksource", r);
                 return finding_add(a, "clocksource", -1, AUDIT_INFO, &seen,
                                    "The kernel's clocksource is unknown.", &fix);
         }
         sb_printf(&seen, "clocksource %s", current);
-        if (audit_read_text(a, available, sizeof(available),
-                            "/sys/devices/system/clocksource/clocksource0/available_clocksource") ==
-            0) {
+        if (a->facts->clocksources_error == 0) {
+                /* strtok_r() cuts it into the names. */
+                memcpy(available, a->facts->clocksources, sizeof(available));
                 sb_printf(&seen, " (available: %s)", available);
                 for (char *save = NULL, *t = strtok_r(available, " ", &save); t && expected;
                      t = strtok_r(NULL, " ", &save)) {
@@ -2058,14 +1546,9 @@ static int check_clocksource(Audit *a)
 static int check_timer_migration(Audit *a)
 {
         _cleanup_strbuf_ StrBuf seen = {0}, fix = {0};
-        char text[64];
-        long v = 0;
-        int r;
+        long v = a->facts->timer_migration.value;
+        int r = a->facts->timer_migration.value_error;
 
-        r = audit_read_text(a, text, sizeof(text), "/proc/sys/kernel/timer_migration");
-        if (r == 0) {
-                r = audit_parse_long(text, &v);
-        }
         if (r < 0) {
                 sb_error(&seen, "/proc/sys/kernel/timer_migration", r);
                 return finding_add(a, "timer_migration", -1, AUDIT_INFO, &seen,
@@ -2088,14 +1571,10 @@ static int check_timer_migration(Audit *a)
 static int check_vmstat(Audit *a)
 {
         _cleanup_strbuf_ StrBuf seen = {0}, fix = {0};
-        char text[64], value[16];
-        long v = 0;
-        int r;
+        char value[16];
+        long v = a->facts->stat_interval.value;
+        int r = a->facts->stat_interval.value_error;
 
-        r = audit_read_text(a, text, sizeof(text), "/proc/sys/vm/stat_interval");
-        if (r == 0) {
-                r = audit_parse_long(text, &v);
-        }
         if (r < 0) {
                 sb_error(&seen, "/proc/sys/vm/stat_interval", r);
                 return finding_add(a, "vmstat", -1, AUDIT_INFO, &seen,
@@ -2121,8 +1600,6 @@ static int check_vmstat(Audit *a)
 static Audit *audit_free(Audit *a)
 {
         if (a) {
-                free(a->irqs);
-                free(a->kthreads);
                 json_decref(a->findings);
                 free(a);
         }
@@ -2134,37 +1611,25 @@ void audit_freep(Audit **a)
         *a = audit_free(*a);
 }
 
-int audit_new(const char *root, const cpu_set_t *cpus, const AuditOptions *opt, Audit **ret)
+int audit_new(const AuditFacts *facts, const AuditOptions *opt, Audit **ret)
 {
         __attribute__((cleanup(audit_freep))) Audit *a = NULL;
-        size_t len;
         int r;
 
-        if (!cpus || CPU_COUNT(cpus) == 0 || !ret) {
+        if (!facts || CPU_COUNT(&facts->cpus) == 0 || !ret) {
                 return -EINVAL;
         }
         a = calloc(1, sizeof(*a));
         if (!a) {
                 return -ENOMEM;
         }
-        if (!root) {
-                root = "";
-        }
-        len = strlen(root);
-        while (len > 0 && root[len - 1] == '/') {
-                len--; /* "/" and "" both mean the real system */
-        }
-        if (len >= sizeof(a->root) - 256) {
-                return -ENAMETOOLONG;
-        }
-        memcpy(a->root, root, len);
-        a->root[len] = '\0';
+        a->facts = facts;
         if (opt) {
                 a->opt = *opt;
         } else {
                 audit_options_init(&a->opt);
         }
-        a->cpus = *cpus;
+        a->cpus = facts->cpus;
         r = audit_load(a);
         if (r < 0) {
                 return r;
@@ -2223,7 +1688,7 @@ int audit_findings(Audit *a, json_t **ret)
         return 0;
 }
 
-int audit_run(const char *root, const cpu_set_t *cpus, const AuditOptions *opt, json_t **ret)
+int audit_run(const AuditFacts *facts, const AuditOptions *opt, json_t **ret)
 {
         __attribute__((cleanup(audit_freep))) Audit *a = NULL;
         int r;
@@ -2231,7 +1696,7 @@ int audit_run(const char *root, const cpu_set_t *cpus, const AuditOptions *opt, 
         if (!ret) {
                 return -EINVAL;
         }
-        r = audit_new(root, cpus, opt, &a);
+        r = audit_new(facts, opt, &a);
         if (r < 0) {
                 return r;
         }
@@ -2249,32 +1714,7 @@ int audit_housekeeping(const Audit *a, cpu_set_t *ret)
 
 bool audit_is_virtual(const Audit *a)
 {
-        _cleanup_free_ char *cpuinfo = malloc(65536);
-        const char *line, *flag;
-        char text[64];
-        size_t n;
-
-        if (audit_read_text(a, text, sizeof(text), "/sys/hypervisor/type") == 0 && text[0]) {
-                return true;
-        }
-        /* The first processor's flags are enough: every CPU of a guest has the flag. */
-        if (!cpuinfo || audit_read_text(a, cpuinfo, 65536, "/proc/cpuinfo") < 0) {
-                return false;
-        }
-        line = strstr(cpuinfo, "\nflags");
-        if (!line) {
-                return false;
-        }
-        n = strcspn(line + 1, "\n");
-        for (flag = strstr(line, " hypervisor"); flag && flag < line + 1 + n;
-             flag = strstr(flag + 1, " hypervisor")) {
-                char after = flag[strlen(" hypervisor")];
-
-                if (after == ' ' || after == '\n' || after == '\0') {
-                        return true;
-                }
-        }
-        return false;
+        return a->facts->is_virtual;
 }
 
 int audit_worst_severity(json_t *findings)

@@ -6,14 +6,17 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "audit-facts.h"
+
 /* The tuning audit: for each probed CPU, and for the machine as a whole, what in the kernel
  * command line, /proc and /sys will take that CPU away from a task that wants it 100 % of the
  * time, why it matters, and the exact fix (kernel argument, sysctl, file and value to write).
  *
- * Everything is read below a root prefix so that the audit runs against fixture trees as well
- * as the real system. The audit only reads: it never changes the system. A source that cannot
- * be read (no cpufreq in a VM, a kernel without nohz_full support) gives an "info" finding that
- * says what was missing; it is never an error of audit_run(). This module never logs.
+ * The audit judges what host_audit_gather() (probe/host/host-audit.h) read of the host, below a
+ * root prefix so that fixture trees stand for a machine; it reads nothing itself and never
+ * changes the system. A source that could not be read (no cpufreq in a VM, a kernel without
+ * nohz_full support) gives an "info" finding that says what was missing; it is never an error
+ * of audit_run(). This module never logs.
  *
  * Check ids, in report order:
  *   per CPU:  isolcpus, nohz_full, rcu_nocbs, irq_affinity, workqueue, kthreads, smt_sibling,
@@ -49,27 +52,27 @@ typedef struct AuditOptions {
         const char *expected_clocksource;
 } AuditOptions;
 
-/* What the audit reads of one host, for a set of probed CPUs. */
+/* What the audit makes of one host's facts, for their probed CPUs. */
 typedef struct Audit Audit;
 
 /* Fills @opt with the defaults: SCHED_OTHER probes, AUDIT_CSTATE_LATENCY_MAX_US_DEFAULT,
  * the architecture's clocksource. */
 void audit_options_init(AuditOptions *opt);
 
-/* Audits the CPUs in @cpus (non-empty) reading /proc and /sys below @root (NULL, "" or "/" for
- * the real system). @opt may be NULL for the defaults. On success stores in @ret a new object
+/* Audits the probed CPUs of @facts (as host_audit_gather() read them). @opt may be NULL for
+ * the defaults. On success stores in @ret a new object
  * {"findings": [{"check", "cpu" (integer, or null for global checks), "severity" ("ok",
  * "info", "warning", "error"), "seen", "why", "fix"}]} with one finding per check and CPU,
- * and returns 0. "fix" is non-empty for every warning and error. Returns -EINVAL for a NULL
- * or empty @cpus or a NULL @ret, -ENAMETOOLONG for an over-long @root, -ENOMEM. */
-int audit_run(const char *root, const cpu_set_t *cpus, const AuditOptions *opt, json_t **ret);
+ * and returns 0. "fix" is non-empty for every warning and error. Returns -EINVAL for NULL
+ * @facts (or facts of no CPU) or a NULL @ret, -ENOMEM. */
+int audit_run(const AuditFacts *facts, const AuditOptions *opt, json_t **ret);
 
-/* Reads, below @root (NULL, "" or "/" for the real system), what the audit of the CPUs in @cpus
- * (non-empty) looks at: the kernel command line, the isolation, the IRQs, the kernel threads,
- * the workqueue mask. @opt may be NULL for the defaults. What cannot be read is remembered,
- * never an error. Stores the new object in @ret and returns 0, or -EINVAL (NULL or empty @cpus,
- * NULL @ret), -ENAMETOOLONG (over-long @root), -ENOMEM. */
-int audit_new(const char *root, const cpu_set_t *cpus, const AuditOptions *opt, Audit **ret);
+/* Takes in @facts (as host_audit_gather() read them; they must outlive the object) for the
+ * audit of their probed CPUs and the remedies: the kernel command line, the isolation, the
+ * IRQs, the kernel threads, the workqueue mask. @opt may be NULL for the defaults. Stores the
+ * new object in @ret and returns 0, or -EINVAL (NULL @facts or facts of no CPU, NULL @ret),
+ * -ENOMEM. */
+int audit_new(const AuditFacts *facts, const AuditOptions *opt, Audit **ret);
 
 /* Frees *@a (NULL is fine) and sets it to NULL: for __attribute__((cleanup)). */
 void audit_freep(Audit **a);
@@ -79,7 +82,8 @@ void audit_freep(Audit **a);
  * not be read. */
 int audit_housekeeping(const Audit *a, cpu_set_t *ret);
 
-/* Whether the host is a virtual machine (the CPU's hypervisor flag, /sys/hypervisor/type). */
+/* Whether the host is a virtual machine (the CPU's hypervisor flag, /sys/hypervisor/type), as
+ * facts gathered with HOST_AUDIT_REMEDIES say; false without them. */
 bool audit_is_virtual(const Audit *a);
 
 /* One cause of interruptions on the probed CPUs, as GetCauses names it. */
@@ -114,7 +118,8 @@ typedef struct AuditCause {
  *               "checked" (it started before the interruption), "reused" (the pid now belongs
  *               to a task started after it), "exited", or "unchecked" (it cannot be told); only
  *               a checked task gets a command that names its pid.
- * Reads /proc/PID for tasks and the IRQs as audit_new() read them. Returns 0, -EINVAL for a
+ * A task is read now through the facts' task readers (gathered with HOST_AUDIT_REMEDIES; without
+ * them it cannot be checked); the IRQs are those of the facts. Returns 0, -EINVAL for a
  * NULL or unknown kind or name, -ENOMEM. */
 int audit_remedy(Audit *a, const AuditCause *cause, json_t **ret);
 

@@ -301,7 +301,10 @@ static bool name_char_ok(char c)
                c == '_' || c == '-' || c == '.';
 }
 
-int clocks_read_clocksource(const char *path, char *buf, size_t size)
+/* Reads a clocksource name from @path (normally CLOCKS_CLOCKSOURCE_PATH) into @buf, without
+ * the newline. Returns 0; -EBADMSG when the file does not hold one plausible name; -ENOBUFS
+ * when it does not fit; or the negative errno of opening or reading it. */
+static int clocks_read_clocksource(const char *path, char *buf, size_t size)
 {
         char text[128];
         size_t len;
@@ -332,7 +335,10 @@ int clocks_read_clocksource(const char *path, char *buf, size_t size)
         return 0;
 }
 
-bool clocks_clocksource_is_fast(const char *name)
+/* Returns true when clocksource @name is the architecture's counter that the vDSO reads
+ * directly: "tsc" on x86, "arch_sys_counter" on arm64. With any other clocksource
+ * clock_gettime() of the fine clocks may fall back to a system call. */
+static bool clocks_clocksource_is_fast(const char *name)
 {
         if (!name) {
                 return false;
@@ -344,19 +350,6 @@ bool clocks_clocksource_is_fast(const char *name)
 #else
         return false;
 #endif
-}
-
-const ClockCost *clocks_find(const ClocksReport *report, const char *name)
-{
-        if (!report || !name) {
-                return NULL;
-        }
-        for (size_t i = 0; i < report->n_clocks; i++) {
-                if (strcmp(report->clocks[i].name, name) == 0) {
-                        return &report->clocks[i];
-                }
-        }
-        return NULL;
 }
 
 static int last_allowed_cpu(const cpu_set_t *set)
@@ -450,19 +443,81 @@ static void clocks_costs(const ClockDef *const *defs, size_t n_rows, const Clock
         }
 }
 
-/* Long because the measurement runs pinned, and every error path between pinning and restoring the
- * affinity is in this one function. */
+/* Chooses the CPU of the measurement into @o->cpu (without one, the last this process may use)
+ * and puts the process's affinity in @ret_old. Returns 0 or a negative errno: -EINVAL when the
+ * CPU may not be used. */
+static int clocks_cpu(ClocksOptions *o, cpu_set_t *ret_old)
+{
+        if (sched_getaffinity(0, sizeof(*ret_old), ret_old) < 0) {
+                return -errno;
+        }
+        if (o->cpu < 0) {
+                o->cpu = last_allowed_cpu(ret_old);
+        }
+        if (o->cpu < 0 || o->cpu >= CPU_SETSIZE || !CPU_ISSET(o->cpu, ret_old)) {
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/* Reads the clocksource into @ret and sets up its counter, the one that times the batches: the
+ * hardware counter where it runs at a known constant rate (then *@ret_hw is true); otherwise
+ * CLOCK_MONOTONIC_RAW, and the counters' tick is unknown. Returns 0 or a negative errno. */
+static int clocks_counter(ClocksReport *ret, bool *ret_hw)
+{
+        if (clocks_read_clocksource(CLOCKS_CLOCKSOURCE_PATH, ret->clocksource,
+                                    sizeof(ret->clocksource)) < 0) {
+                ret->clocksource[0] = '\0';
+        }
+        ret->clocksource_fast = clocks_clocksource_is_fast(ret->clocksource);
+        *ret_hw = counter_info_init(COUNTER_HW, 100.0, 1000, &ret->counter) == 0;
+        if (!*ret_hw) {
+                return counter_info_init(COUNTER_CLOCK, 100.0, 1000, &ret->counter);
+        }
+        return 0;
+}
+
+/* Runs the rounds pinned to @o->cpu, and measures each clock's smallest step there (in ns, NaN
+ * when unknown) into @ret; then gives the process back the affinity @old_set. Returns how many
+ * samples per clock are kept, or a negative errno. */
+static int run_pinned(const ClockDef **defs, size_t n_rows, bool hw, const ClocksOptions *o,
+                      uint64_t budget_ns, const cpu_set_t *old_set, uint64_t *ticks,
+                      ClocksReport *ret)
+{
+        cpu_set_t pin;
+        unsigned kept;
+
+        CPU_ZERO(&pin);
+        CPU_SET(o->cpu, &pin);
+        if (sched_setaffinity(0, sizeof(pin), &pin) < 0) {
+                return -errno;
+        }
+        kept = run_rounds(defs, n_rows, hw, o->batch, o->samples, budget_ns, ticks);
+        for (size_t i = 0; i < n_rows; i++) {
+                uint64_t step = clock_def_min_step(defs[i]);
+                ClockCost *c = &ret->clocks[i];
+
+                c->step_ns = step == 0 ? NAN
+                             : defs[i]->kind == KIND_COUNTER
+                                     ? (hw ? (double)step * 1e9 / (double)ret->counter.hz : NAN)
+                                     : (double)step;
+        }
+        if (sched_setaffinity(0, sizeof(*old_set), old_set) < 0) {
+                return -errno;
+        }
+        return (int)kept;
+}
+
 int clocks_measure(const ClocksOptions *opts, ClocksReport *ret)
 {
         ClocksOptions o;
         const ClockDef *defs[N_CLOCK_DEFS];
-        cpu_set_t old_set, pin;
+        cpu_set_t old_set;
         uint64_t *ticks = NULL;
-        double *costs = NULL, ns_per_tick;
+        double *costs = NULL;
         uint64_t budget_ns;
-        unsigned kept;
-        bool hw, hz_known;
         size_t n_rows = 0;
+        bool hw;
         int r;
 
         if (!ret) {
@@ -472,35 +527,15 @@ int clocks_measure(const ClocksOptions *opts, ClocksReport *ret)
         if (r < 0) {
                 return r;
         }
-        if (sched_getaffinity(0, sizeof(old_set), &old_set) < 0) {
-                return -errno;
+        r = clocks_cpu(&o, &old_set);
+        if (r < 0) {
+                return r;
         }
-        if (o.cpu < 0) {
-                o.cpu = last_allowed_cpu(&old_set);
-        }
-        if (o.cpu < 0 || o.cpu >= CPU_SETSIZE || !CPU_ISSET(o.cpu, &old_set)) {
-                return -EINVAL;
-        }
-
         *ret = (ClocksReport){.cpu = o.cpu, .batch = o.batch};
-        if (clocks_read_clocksource(CLOCKS_CLOCKSOURCE_PATH, ret->clocksource,
-                                    sizeof(ret->clocksource)) < 0) {
-                ret->clocksource[0] = '\0';
+        r = clocks_counter(ret, &hw);
+        if (r < 0) {
+                return r;
         }
-        ret->clocksource_fast = clocks_clocksource_is_fast(ret->clocksource);
-
-        /* The hardware counter times the batches where it runs at a known constant rate;
-         * otherwise CLOCK_MONOTONIC_RAW does, and the counters' tick is unknown. */
-        hw = counter_info_init(COUNTER_HW, 100.0, 1000, &ret->counter) == 0;
-        if (!hw) {
-                r = counter_info_init(COUNTER_CLOCK, 100.0, 1000, &ret->counter);
-                if (r < 0) {
-                        return r;
-                }
-        }
-        hz_known = hw;
-        ns_per_tick = 1e9 / (double)ret->counter.hz;
-
         for (size_t i = 0; i < N_CLOCK_DEFS; i++) {
                 if (clock_def_usable(&clock_defs[i])) {
                         defs[n_rows++] = &clock_defs[i];
@@ -513,31 +548,15 @@ int clocks_measure(const ClocksOptions *opts, ClocksReport *ret)
                 r = -ENOMEM;
                 goto out;
         }
-
-        CPU_ZERO(&pin);
-        CPU_SET(o.cpu, &pin);
-        if (sched_setaffinity(0, sizeof(pin), &pin) < 0) {
-                r = -errno;
+        r = run_pinned(defs, n_rows, hw, &o, budget_ns, &old_set, ticks, ret);
+        if (r < 0) {
                 goto out;
         }
-        kept = run_rounds(defs, n_rows, hw, o.batch, o.samples, budget_ns, ticks);
-        for (size_t i = 0; i < n_rows; i++) {
-                uint64_t step = clock_def_min_step(defs[i]);
-                ClockCost *c = &ret->clocks[i];
-
-                c->step_ns =
-                        step == 0 ? NAN
-                        : defs[i]->kind == KIND_COUNTER
-                                ? (hz_known ? (double)step * 1e9 / (double)ret->counter.hz : NAN)
-                                : (double)step;
-        }
-        if (sched_setaffinity(0, sizeof(old_set), &old_set) < 0) {
-                r = -errno;
-                goto out;
-        }
-        clocks_costs(defs, n_rows, &o, ticks, kept, ns_per_tick, hz_known, costs, ret);
+        /* The counter's tick is known where the hardware counter timed the batches. */
+        clocks_costs(defs, n_rows, &o, ticks, (unsigned)r, 1e9 / (double)ret->counter.hz, hw, costs,
+                     ret);
         ret->n_clocks = n_rows;
-        ret->samples = kept;
+        ret->samples = (unsigned)r;
         r = 0;
 out:
         free(ticks);

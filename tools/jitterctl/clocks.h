@@ -81,16 +81,3 @@ typedef struct ClocksReport {
  * options out of range or a CPU this thread may not run on (offline, outside its cpuset);
  * -ENOMEM; or a negative errno from sched_setaffinity(). */
 int clocks_measure(const ClocksOptions *opts, ClocksReport *ret);
-
-/* Finds the clock named @name in @report; NULL when it was not measured. */
-const ClockCost *clocks_find(const ClocksReport *report, const char *name);
-
-/* Reads a clocksource name from @path (normally CLOCKS_CLOCKSOURCE_PATH) into @buf, without
- * the newline. Returns 0; -EBADMSG when the file does not hold one plausible name; -ENOBUFS
- * when it does not fit; or the negative errno of opening or reading it. */
-int clocks_read_clocksource(const char *path, char *buf, size_t size);
-
-/* Returns true when clocksource @name is the architecture's counter that the vDSO reads
- * directly: "tsc" on x86, "arch_sys_counter" on arm64. With any other clocksource
- * clock_gettime() of the fine clocks may fall back to a system call. */
-bool clocks_clocksource_is_fast(const char *name);

@@ -1,4 +1,5 @@
 #include "jitterctl-buckets.h"
+#include "jitterctl-buckets-internal.h"
 
 uint64_t buckets_total(const ReportBucket *b, size_t n)
 {

@@ -10,9 +10,6 @@
 #include "report.h"
 #include "summary-json.h"
 
-/* Sum of the counts of @n buckets. */
-uint64_t buckets_total(const ReportBucket *b, size_t n);
-
 /* Index of the bucket holding quantile @q (0 < q <= 1) of the counts: the first whose cumulative
  * count reaches ceil(q * total). Returns -1 when there are no counts. */
 long buckets_quantile_index(const ReportBucket *b, size_t n, double q);

@@ -43,28 +43,36 @@ static int call_stream_reply(json_t *params, const char *error_name, bool contin
         return 0;
 }
 
+/* --more (-m): a streaming call, into @userdata, a bool. */
+static int call_option(Ctl *ctl, const CtlCommand *cmd, int c, void *userdata)
+{
+        (void)ctl, (void)cmd, (void)c;
+        *(bool *)userdata = true;
+        return CTL_CONTINUE;
+}
+
 int cmd_call(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 {
-        static const struct option options[] = {
+        static const struct option own[] = {
                 {"more", no_argument, NULL, 'm'},
-                CTL_COMMON_OPTIONS,
                 {},
+        };
+        bool more = false;
+        const CtlOptions options = {
+                .short_options = "m",
+                .long_options = own,
+                .parse = call_option,
+                .userdata = &more,
+                .takes_args = true,
         };
         char full[256];
         json_t *params = NULL, *reply = NULL, *error_params = NULL;
-        bool more = false;
         char *error = NULL;
-        int c, r;
+        int r;
 
-        while ((c = getopt_long(argc, argv, "mh", options, NULL)) >= 0) {
-                if (c == 'm') {
-                        more = true;
-                        continue;
-                }
-                r = ctl_parse_common(ctl, cmd, c);
-                if (r != CTL_CONTINUE) {
-                        return r;
-                }
+        r = ctl_parse_args(ctl, cmd, argc, argv, &options);
+        if (r != CTL_CONTINUE) {
+                return r;
         }
         if (optind >= argc || argc - optind > 2) {
                 return ctl_usage_error(cmd, "expected a method and at most one JSON object");

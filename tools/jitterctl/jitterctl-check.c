@@ -16,53 +16,52 @@ typedef struct CheckArgs {
         json_t *cpus;
         char key[32];
         uint64_t bound_ns;
+        bool have_bound;
 } CheckArgs;
+
+/* --max and --percentile. */
+static int check_option(Ctl *ctl, const CtlCommand *cmd, int c, void *userdata)
+{
+        CheckArgs *a = userdata;
+
+        (void)ctl;
+        if (c == 'M') {
+                if (duration_parse(optarg, 1000ULL, &a->bound_ns) < 0) {
+                        return ctl_usage_error(cmd, "invalid duration \"%s\" (e.g. 20us)", optarg);
+                }
+                a->have_bound = true;
+        } else if (percentile_key(optarg, a->key, sizeof(a->key)) < 0) {
+                return ctl_usage_error(cmd, "invalid percentile \"%s\" (e.g. 99.99)", optarg);
+        }
+        return CTL_CONTINUE;
+}
 
 /* Parses the options of `check` into @a. Returns CTL_CONTINUE, or the exit status after saying
  * what is wrong. */
 static int check_parse(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv, CheckArgs *a)
 {
-        static const struct option options[] = {
+        static const struct option own[] = {
                 {"max", required_argument, NULL, 'M'},
                 {"percentile", required_argument, NULL, 'p'},
-                {"window", required_argument, NULL, 'w'},
-                {"cpu", required_argument, NULL, 'c'},
-                CTL_COMMON_OPTIONS,
                 {},
         };
-        bool have_bound = false;
-        int c, r;
+        const CtlOptions options = {
+                .short_options = "M:p:",
+                .long_options = own,
+                .parse = check_option,
+                .userdata = a,
+                .window = &a->window,
+                .cpus = &a->cpus,
+        };
+        int r;
 
-        while ((c = getopt_long(argc, argv, "M:p:w:c:h", options, NULL)) >= 0) {
-                switch (c) {
-                case 'M':
-                        if (duration_parse(optarg, 1000ULL, &a->bound_ns) < 0) {
-                                json_decref(a->cpus);
-                                return ctl_usage_error(cmd, "invalid duration \"%s\" (e.g. 20us)",
-                                                       optarg);
-                        }
-                        have_bound = true;
-                        break;
-                case 'p':
-                        if (percentile_key(optarg, a->key, sizeof(a->key)) < 0) {
-                                json_decref(a->cpus);
-                                return ctl_usage_error(
-                                        cmd, "invalid percentile \"%s\" (e.g. 99.99)", optarg);
-                        }
-                        break;
-                default:
-                        r = ctl_parse_option(ctl, cmd, c, &a->window, &a->cpus);
-                        if (r != CTL_CONTINUE) {
-                                json_decref(a->cpus);
-                                return r;
-                        }
-                }
+        r = ctl_parse_args(ctl, cmd, argc, argv, &options);
+        if (r != CTL_CONTINUE) {
+                return r;
         }
-        if (optind < argc || !have_bound) {
+        if (!a->have_bound) {
                 json_decref(a->cpus);
-                return optind < argc
-                               ? ctl_usage_error(cmd, "unexpected argument \"%s\"", argv[optind])
-                               : ctl_usage_error(cmd, "--max is required");
+                return ctl_usage_error(cmd, "--max is required");
         }
         return CTL_CONTINUE;
 }

@@ -169,53 +169,58 @@ static int clocks_print_text(const ClocksReport *rep, const char *warning)
         return CTL_EXIT_OK;
 }
 
+/* --cpu N, --samples N and --help, whose text says more than the command table's. */
+static int clocks_option(Ctl *ctl, const CtlCommand *cmd, int c, void *userdata)
+{
+        ClocksOptions *opts = userdata;
+        unsigned long long v;
+
+        (void)ctl;
+        switch (c) {
+        case 'c':
+                if (ctl_parse_uint(optarg, CPU_SETSIZE - 1, &v) < 0) {
+                        return ctl_usage_error(cmd, "invalid CPU \"%s\" (a CPU number)", optarg);
+                }
+                opts->cpu = (int)v;
+                return CTL_CONTINUE;
+        case 'n':
+                if (ctl_parse_uint(optarg, CLOCKS_SAMPLES_MAX, &v) < 0 || v == 0) {
+                        return ctl_usage_error(cmd, "invalid number of samples \"%s\" (1 to %d)",
+                                               optarg, CLOCKS_SAMPLES_MAX);
+                }
+                opts->samples = (unsigned)v;
+                return CTL_CONTINUE;
+        default:
+                clocks_usage(stdout);
+                return CTL_EXIT_OK;
+        }
+}
+
 int cmd_clocks(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 {
-        static const struct option options[] = {
+        /* --socket and --no-color are accepted like every command's, though no daemon is asked
+         * and nothing is coloured. */
+        static const struct option own[] = {
                 {"cpu", required_argument, NULL, 'c'},
                 {"samples", required_argument, NULL, 'n'},
-                /* --socket and --no-color are accepted like every command's, though no daemon
-                 * is asked and nothing is coloured. */
-                CTL_COMMON_OPTIONS,
+                {"help", no_argument, NULL, 'h'},
                 {},
         };
         ClocksOptions opts = {.cpu = -1};
+        const CtlOptions options = {
+                .short_options = "+c:n:h",
+                .long_options = own,
+                .parse = clocks_option,
+                .userdata = &opts,
+        };
         ClocksReport rep;
         char warnbuf[512];
         const char *warning;
-        unsigned long long v;
-        int c, r;
+        int r;
 
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "+c:n:h", options, NULL)) >= 0) {
-                switch (c) {
-                case 'c':
-                        if (ctl_parse_uint(optarg, CPU_SETSIZE - 1, &v) < 0) {
-                                return ctl_usage_error(cmd, "invalid CPU \"%s\" (a CPU number)",
-                                                       optarg);
-                        }
-                        opts.cpu = (int)v;
-                        break;
-                case 'n':
-                        if (ctl_parse_uint(optarg, CLOCKS_SAMPLES_MAX, &v) < 0 || v == 0) {
-                                return ctl_usage_error(cmd,
-                                                       "invalid number of samples \"%s\" (1 to %d)",
-                                                       optarg, CLOCKS_SAMPLES_MAX);
-                        }
-                        opts.samples = (unsigned)v;
-                        break;
-                case 'h':
-                        clocks_usage(stdout);
-                        return CTL_EXIT_OK;
-                default:
-                        r = ctl_parse_common(ctl, cmd, c);
-                        if (r != CTL_CONTINUE) {
-                                return r;
-                        }
-                }
-        }
-        if (optind < argc) {
-                return ctl_usage_error(cmd, "unexpected argument \"%s\"", argv[optind]);
+        r = ctl_parse_args(ctl, cmd, argc, argv, &options);
+        if (r != CTL_CONTINUE) {
+                return r;
         }
 
         r = clocks_measure(&opts, &rep);

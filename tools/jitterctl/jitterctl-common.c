@@ -3,6 +3,7 @@
 
 #include "jitterctl.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <poll.h>
@@ -59,7 +60,11 @@ int ctl_parse_timeout(Ctl *ctl, const char *text)
         return 0;
 }
 
-int ctl_parse_common(Ctl *ctl, const CtlCommand *cmd, int c)
+/* Handles option @c (as getopt_long() returns it) if it is a common one: --socket, --json,
+ * --no-color, --timeout (a bad value prints why and returns CTL_EXIT_USAGE), --help (prints the
+ * command's help, returns CTL_EXIT_OK) or an unknown option (prints the usage to stderr, returns
+ * CTL_EXIT_USAGE). Returns CTL_CONTINUE when the caller should go on parsing. */
+static int parse_common(Ctl *ctl, const CtlCommand *cmd, int c)
 {
         switch (c) {
         case CTL_OPT_TIMEOUT:
@@ -83,18 +88,109 @@ int ctl_parse_common(Ctl *ctl, const CtlCommand *cmd, int c)
         }
 }
 
-static int ctl_parse_cpus(const CtlCommand *cmd, const char *text, json_t **ret);
+static int parse_cpus(const CtlCommand *cmd, const char *text, json_t **ret);
 
-int ctl_parse_option(Ctl *ctl, const CtlCommand *cmd, int c, const char **window, json_t **cpus)
+/* Whether @c is one of the command's own options, which its parse function handles. */
+static bool option_is_own(const CtlOptions *o, int c)
 {
-        if (c == 'w' && window) {
-                *window = optarg;
+        if (c == '?' || c == ':') {
+                return false;
+        }
+        if (c > 0 && c < CTL_OPT_SOCKET && strchr(o->short_options, c)) {
+                return true;
+        }
+        for (const struct option *l = o->long_options; l && l->name; l++) {
+                if (l->val == c) {
+                        return true;
+                }
+        }
+        return false;
+}
+
+/* Handles option @c: --window and --cpu where the command takes them, then the command's own
+ * options, then the common ones. Returns CTL_CONTINUE or the exit status. */
+static int parse_one(Ctl *ctl, const CtlCommand *cmd, const CtlOptions *o, int c)
+{
+        if (c == 'w' && o->window) {
+                *o->window = optarg;
                 return CTL_CONTINUE;
         }
-        if (c == 'c' && cpus) {
-                return ctl_parse_cpus(cmd, optarg, cpus) < 0 ? CTL_EXIT_USAGE : CTL_CONTINUE;
+        if (c == 'c' && o->cpus) {
+                return parse_cpus(cmd, optarg, o->cpus) < 0 ? CTL_EXIT_USAGE : CTL_CONTINUE;
         }
-        return ctl_parse_common(ctl, cmd, c);
+        if (o->only_own || option_is_own(o, c)) {
+                return o->parse(ctl, cmd, c, o->userdata);
+        }
+        return parse_common(ctl, cmd, c);
+}
+
+/* Appends the long options of @from (up to its {} end) to @to at *@n. */
+static void options_append(struct option *to, size_t size, size_t *n, const struct option *from)
+{
+        for (; from && from->name; from++) {
+                assert(*n + 1 < size);
+                to[(*n)++] = *from;
+        }
+}
+
+int ctl_parse_args(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv, const CtlOptions *o)
+{
+        static const struct option window_option[] = {
+                {"window", required_argument, NULL, 'w'},
+                {},
+        };
+        static const struct option cpu_option[] = {
+                {"cpu", required_argument, NULL, 'c'},
+                {},
+        };
+        static const struct option common_options[] = {
+                CTL_COMMON_OPTIONS,
+                {},
+        };
+        struct option options[32] = {0};
+        char short_options[64];
+        size_t n = 0;
+        int c, r;
+
+        /* --window and --cpu first, so that getopt lists an ambiguous abbreviation's
+         * possibilities in the order of the help. */
+        options_append(options, ELEMENTSOF(options), &n, o->window ? window_option : NULL);
+        options_append(options, ELEMENTSOF(options), &n, o->cpus ? cpu_option : NULL);
+        options_append(options, ELEMENTSOF(options), &n, o->long_options);
+        options_append(options, ELEMENTSOF(options), &n, o->only_own ? NULL : common_options);
+        snprintf(short_options, sizeof(short_options), "%s%s%s%s", o->short_options,
+                 o->window ? "w:" : "", o->cpus ? "c:" : "",
+                 o->only_own || strchr(o->short_options, 'h') ? "" : "h");
+
+        while ((c = getopt_long(argc, argv, short_options, options, NULL)) >= 0) {
+                r = parse_one(ctl, cmd, o, c);
+                if (r != CTL_CONTINUE) {
+                        goto fail;
+                }
+        }
+        if (optind < argc && !o->takes_args) {
+                r = ctl_usage_error(cmd, "unexpected argument \"%s\"", argv[optind]);
+                goto fail;
+        }
+        return CTL_CONTINUE;
+fail:
+        if (o->cpus) {
+                json_decref(*o->cpus);
+                *o->cpus = NULL;
+        }
+        return r;
+}
+
+const struct option ctl_diffdiff_option[] = {
+        {"diffdiff", no_argument, NULL, 'd'},
+        {},
+};
+
+int ctl_parse_diffdiff(Ctl *ctl, const CtlCommand *cmd, int c, void *userdata)
+{
+        (void)ctl, (void)cmd, (void)c;
+        *(const char **)userdata = "diffdiff";
+        return CTL_CONTINUE;
 }
 
 int ctl_usage_error(const CtlCommand *cmd, const char *fmt, ...)
@@ -360,7 +456,7 @@ int ctl_parse_uint(const char *text, unsigned long long max, unsigned long long 
 
 /* Parses a CPU list option ("1", "2-5,7"). Returns 0 and a new JSON array of the CPUs, or
  * prints a usage error and returns -EINVAL. */
-static int ctl_parse_cpus(const CtlCommand *cmd, const char *text, json_t **ret)
+static int parse_cpus(const CtlCommand *cmd, const char *text, json_t **ret)
 {
         cpu_set_t set;
         json_t *a;

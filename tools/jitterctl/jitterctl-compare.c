@@ -251,46 +251,15 @@ static int compare_cpu(const Ctl *ctl, json_int_t cpu, json_t *before, json_t *a
         return r;
 }
 
-/* Long because it parses the options, reads both snapshots and compares each CPU present in both
- */
-int cmd_compare(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
+/* Compares each CPU of @before that @after has too, printing the others as "only in" @names[0]
+ * or @names[1] (text) or leaving them out (JSON: into @out). Returns how many CPUs were
+ * compared, or -ENOMEM. */
+static int compare_cpus(Ctl *ctl, json_t *before, json_t *after, char *const names[2], json_t *out)
 {
-        static const struct option options[] = {
-                CTL_COMMON_OPTIONS,
-                {},
-        };
-        json_t *before = NULL, *after = NULL, *out = NULL, *e;
         unsigned compared = 0;
+        json_t *e;
         size_t i;
-        int c, r = CTL_EXIT_OK;
 
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                r = ctl_parse_common(ctl, cmd, c);
-                if (r != CTL_CONTINUE) {
-                        return r;
-                }
-        }
-        if (argc - optind != 2) {
-                return ctl_usage_error(cmd, "expected two snapshot files");
-        }
-        before = snapshot_load(argv[optind]);
-        after = before ? snapshot_load(argv[optind + 1]) : NULL;
-        if (!before || !after) {
-                json_decref(before);
-                return CTL_EXIT_FAILURE;
-        }
-        if (ctl->json) {
-                out = json_array();
-                if (!out) {
-                        r = ctl_fail("out of memory");
-                        goto out;
-                }
-        } else {
-                printf("before: %s (%s)\nafter:  %s (%s)\n"
-                       "change = (before - after) / before: positive is better\n",
-                       argv[optind], json_get_string(before, "created", "?"), argv[optind + 1],
-                       json_get_string(after, "created", "?"));
-        }
         json_array_foreach(json_object_get(before, "cpus"), i, e)
         {
                 json_t *c_after;
@@ -303,7 +272,7 @@ int cmd_compare(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                 c_after = json_cpu_entry(after, cpu);
                 if (!c_after) {
                         if (!out) {
-                                printf("\nCPU %lld: only in %s\n", (long long)cpu, argv[optind]);
+                                printf("\nCPU %lld: only in %s\n", (long long)cpu, names[0]);
                         }
                         continue;
                 }
@@ -311,8 +280,7 @@ int cmd_compare(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                         fputc('\n', stdout);
                 }
                 if (compare_cpu(ctl, cpu, e, c_after, out) < 0) {
-                        r = ctl_fail("out of memory");
-                        goto out;
+                        return -ENOMEM;
                 }
                 compared++;
         }
@@ -323,8 +291,50 @@ int cmd_compare(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                 if (!out && json_is_integer(cpu) &&
                     !json_cpu_entry(before, json_integer_value(cpu))) {
                         printf("\nCPU %lld: only in %s\n", (long long)json_integer_value(cpu),
-                               argv[optind + 1]);
+                               names[1]);
                 }
+        }
+        return (int)compared;
+}
+
+int cmd_compare(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
+{
+        static const CtlOptions options = {.short_options = "", .takes_args = true};
+        json_t *before = NULL, *after = NULL, *out = NULL;
+        char **names;
+        int r, compared;
+
+        r = ctl_parse_args(ctl, cmd, argc, argv, &options);
+        if (r != CTL_CONTINUE) {
+                return r;
+        }
+        if (argc - optind != 2) {
+                return ctl_usage_error(cmd, "expected two snapshot files");
+        }
+        names = argv + optind;
+        before = snapshot_load(names[0]);
+        after = before ? snapshot_load(names[1]) : NULL;
+        if (!before || !after) {
+                json_decref(before);
+                return CTL_EXIT_FAILURE;
+        }
+        r = CTL_EXIT_OK;
+        if (ctl->json) {
+                out = json_array();
+                if (!out) {
+                        r = ctl_fail("out of memory");
+                        goto out;
+                }
+        } else {
+                printf("before: %s (%s)\nafter:  %s (%s)\n"
+                       "change = (before - after) / before: positive is better\n",
+                       names[0], json_get_string(before, "created", "?"), names[1],
+                       json_get_string(after, "created", "?"));
+        }
+        compared = compare_cpus(ctl, before, after, names, out);
+        if (compared < 0) {
+                r = ctl_fail("out of memory");
+                goto out;
         }
         if (out) {
                 json_t *doc = json_pack("{s:O}", "cpus", out);

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "cpulist.h"
+#include "host-audit.h"
 #include "jitterctl-diagnosis.h"
 #include "jitterctl-format.h"
 #include "jitterctl.h"
@@ -144,39 +145,41 @@ static int call_all(Ctl *ctl, const char *window, json_t *cpus, Replies *r)
         return 0;
 }
 
-/* Long because it parses the options, calls the daemon, reads the host and prints. */
+/* --all (-a): every cause, into @userdata, the smallest share listed. */
+static int doctor_option(Ctl *ctl, const CtlCommand *cmd, int c, void *userdata)
+{
+        (void)ctl, (void)cmd, (void)c;
+        *(double *)userdata = 0;
+        return CTL_CONTINUE;
+}
+
 int cmd_doctor(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 {
-        static const struct option options[] = {
-                {"window", required_argument, NULL, 'w'},
+        static const struct option own[] = {
                 {"cpus", required_argument, NULL, 'c'},
-                {"cpu", required_argument, NULL, 'c'},
                 {"all", no_argument, NULL, 'a'},
-                CTL_COMMON_OPTIONS,
                 {},
         };
-        __attribute__((cleanup(replies_done))) Replies r = {0};
-        __attribute__((cleanup(audit_freep))) Audit *host = NULL;
-        json_t *cpus = NULL, *d = NULL;
         const char *window = "1m";
+        json_t *cpus = NULL, *d = NULL;
         double min_share = DOCTOR_MIN_SHARE;
+        const CtlOptions options = {
+                .short_options = "a",
+                .long_options = own,
+                .parse = doctor_option,
+                .userdata = &min_share,
+                .window = &window,
+                .cpus = &cpus,
+        };
+        __attribute__((cleanup(replies_done))) Replies r = {0};
+        __attribute__((cleanup(host_audit_freep))) AuditFacts *facts = NULL;
+        __attribute__((cleanup(audit_freep))) Audit *host = NULL;
         cpu_set_t probed;
-        int c, e;
+        int e;
 
-        while ((c = getopt_long(argc, argv, "w:c:ah", options, NULL)) >= 0) {
-                if (c == 'a') {
-                        min_share = 0;
-                        continue;
-                }
-                e = ctl_parse_option(ctl, cmd, c, &window, &cpus);
-                if (e != CTL_CONTINUE) {
-                        json_decref(cpus);
-                        return e;
-                }
-        }
-        if (optind < argc) {
-                json_decref(cpus);
-                return ctl_usage_error(cmd, "unexpected argument \"%s\"", argv[optind]);
+        e = ctl_parse_args(ctl, cmd, argc, argv, &options);
+        if (e != CTL_CONTINUE) {
+                return e;
         }
         e = call_all(ctl, window, cpus, &r);
         json_decref(cpus);
@@ -188,7 +191,8 @@ int cmd_doctor(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
         }
         /* The housekeeping CPUs and the host's settings, read here: jitterd runs on this
          * host (its socket is local). */
-        e = audit_new(NULL, &probed, NULL, &host);
+        e = host_audit_gather(NULL, &probed, HOST_AUDIT_REMEDIES, &facts);
+        e = e < 0 ? e : audit_new(facts, NULL, &host);
         if (e < 0) {
                 return ctl_fail("cannot read this host's settings: %s", strerror(-e));
         }

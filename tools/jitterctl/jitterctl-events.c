@@ -162,93 +162,74 @@ static const char *main_cause(json_t *e, char *buf, size_t size)
         return buf;
 }
 
-/* Long because it parses the command's options and prints its table, one column after another. */
-int cmd_events(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
-{
-        static const struct option options[] = {
-                {"cpu", required_argument, NULL, 'c'},
-                {"since", required_argument, NULL, 's'},
-                {"min", required_argument, NULL, 'm'},
-                {"limit", required_argument, NULL, 'n'},
-                {"records", no_argument, NULL, 'r'},
-                CTL_COMMON_OPTIONS,
-                {},
-        };
-        const char *since = NULL, *min = NULL;
-        json_t *cpus = NULL, *params, *reply = NULL, *events, *e;
-        unsigned long long limit = 0;
-        bool have_limit = false, traced = false, records = false;
-        uint64_t ns, min_ns = 0;
-        size_t i;
-        int c, r;
+/* What `events` was asked, besides the CPUs. */
+typedef struct EventsArgs {
+        const char *since, *min;
+        uint64_t min_ns;
+        unsigned long long limit; /* 0: the daemon's default */
+        bool records;
+} EventsArgs;
 
-        while ((c = getopt_long(argc, argv, "c:s:m:n:rh", options, NULL)) >= 0) {
-                switch (c) {
-                case 's':
-                case 'm':
-                        if (duration_parse(optarg, 1000000000ULL, &ns) < 0) {
-                                json_decref(cpus);
-                                return ctl_usage_error(cmd, "invalid duration \"%s\" (e.g. %s)",
-                                                       optarg, c == 's' ? "10m" : "50us");
-                        }
-                        *(c == 's' ? &since : &min) = optarg;
-                        min_ns = c == 'm' ? ns : min_ns;
-                        break;
-                case 'r':
-                        records = true;
-                        break;
-                case 'n':
-                        if (ctl_parse_uint(optarg, INT32_MAX, &limit) < 0 || limit == 0) {
-                                json_decref(cpus);
-                                return ctl_usage_error(cmd, "invalid limit \"%s\"", optarg);
-                        }
-                        have_limit = true;
-                        break;
-                default:
-                        r = ctl_parse_option(ctl, cmd, c, NULL, &cpus);
-                        if (r != CTL_CONTINUE) {
-                                json_decref(cpus);
-                                return r;
-                        }
+static int events_option(Ctl *ctl, const CtlCommand *cmd, int c, void *userdata)
+{
+        EventsArgs *a = userdata;
+        uint64_t ns;
+
+        (void)ctl;
+        switch (c) {
+        case 's':
+        case 'm':
+                if (duration_parse(optarg, 1000000000ULL, &ns) < 0) {
+                        return ctl_usage_error(cmd, "invalid duration \"%s\" (e.g. %s)", optarg,
+                                               c == 's' ? "10m" : "50us");
                 }
+                *(c == 's' ? &a->since : &a->min) = optarg;
+                a->min_ns = c == 'm' ? ns : a->min_ns;
+                break;
+        case 'r':
+                a->records = true;
+                break;
+        case 'n':
+                if (ctl_parse_uint(optarg, INT32_MAX, &a->limit) < 0 || a->limit == 0) {
+                        return ctl_usage_error(cmd, "invalid limit \"%s\"", optarg);
+                }
+                break;
         }
-        if (optind < argc) {
-                json_decref(cpus);
-                return ctl_usage_error(cmd, "unexpected argument \"%s\"", argv[optind]);
-        }
-        params = ctl_window_params(NULL, cpus);
+        return CTL_CONTINUE;
+}
+
+/* The parameters of GetEvents, or of GetCaptures with --records, for @a and @cpus (stolen).
+ * NULL when out of memory. */
+static json_t *events_params(const EventsArgs *a, json_t *cpus)
+{
+        json_t *params = ctl_window_params(NULL, cpus);
+
         if (!params) {
-                return ctl_fail("out of memory");
+                return NULL;
         }
-        if (since) {
-                json_object_set_new(params, "since", json_string(since));
+        if (a->since) {
+                json_object_set_new(params, "since", json_string(a->since));
         }
-        if (min && !records) {
-                json_object_set_new(params, "min_duration", json_string(min));
+        if (a->min && !a->records) {
+                json_object_set_new(params, "min_duration", json_string(a->min));
         }
-        if (have_limit) {
+        if (a->limit > 0) {
                 /* GetCaptures answers at most 100 captures. */
                 json_object_set_new(
                         params, "limit",
-                        json_integer((json_int_t)(records && limit > 100 ? 100 : limit)));
+                        json_integer((json_int_t)(a->records && a->limit > 100 ? 100 : a->limit)));
         }
-        if (records) {
-                return event_records(ctl, params, min_ns);
-        }
-        if (ctl_call(ctl, "GetEvents", params, &reply) < 0) {
-                return CTL_EXIT_FAILURE;
-        }
-        events = json_object_get(reply, "events");
-        if (ctl->json) {
-                r = ctl_print_json(json_is_array(events) ? events : reply);
-                json_decref(reply);
-                return r;
-        }
-        if (json_array_size(events) == 0) {
-                printf("(no interruptions recorded%s)\n", since || min ? " that match" : "");
-                json_decref(reply);
-                return CTL_EXIT_OK;
-        }
+        return params;
+}
+
+/* Prints the table of @events (an array of GetEvents' events, not empty): time, CPU, duration
+ * and, when the daemon traced them, the main cause. */
+static void events_print(const Ctl *ctl, json_t *events)
+{
+        bool traced = false;
+        json_t *e;
+        size_t i;
+
         json_array_foreach(events, i, e)
         {
                 traced |= json_is_array(json_object_get(e, "causes"));
@@ -275,6 +256,52 @@ int cmd_events(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                 }
                 fputc('\n', stdout);
         }
+}
+
+int cmd_events(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
+{
+        static const struct option own[] = {
+                {"since", required_argument, NULL, 's'},
+                {"min", required_argument, NULL, 'm'},
+                {"limit", required_argument, NULL, 'n'},
+                {"records", no_argument, NULL, 'r'},
+                {},
+        };
+        EventsArgs a = {0};
+        json_t *cpus = NULL, *params, *reply = NULL, *events;
+        const CtlOptions options = {
+                .short_options = "s:m:n:r",
+                .long_options = own,
+                .parse = events_option,
+                .userdata = &a,
+                .cpus = &cpus,
+        };
+        int r;
+
+        r = ctl_parse_args(ctl, cmd, argc, argv, &options);
+        if (r != CTL_CONTINUE) {
+                return r;
+        }
+        params = events_params(&a, cpus);
+        if (!params) {
+                return ctl_fail("out of memory");
+        }
+        if (a.records) {
+                return event_records(ctl, params, a.min_ns);
+        }
+        if (ctl_call(ctl, "GetEvents", params, &reply) < 0) {
+                return CTL_EXIT_FAILURE;
+        }
+        events = json_object_get(reply, "events");
+        if (ctl->json) {
+                r = ctl_print_json(json_is_array(events) ? events : reply);
+        } else if (json_array_size(events) == 0) {
+                printf("(no interruptions recorded%s)\n", a.since || a.min ? " that match" : "");
+                r = CTL_EXIT_OK;
+        } else {
+                events_print(ctl, events);
+                r = CTL_EXIT_OK;
+        }
         json_decref(reply);
-        return CTL_EXIT_OK;
+        return r;
 }

@@ -439,30 +439,18 @@ static int estimate(json_t *stats, json_t **ret)
 
 int cmd_explain(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 {
-        static const struct option options[] = {
-                {"window", required_argument, NULL, 'w'},
-                {"cpu", required_argument, NULL, 'c'},
-                CTL_COMMON_OPTIONS,
-                {},
-        };
         const char *window = "1m";
         json_t *cpus = NULL, *causes = NULL, *stats = NULL, *out = NULL, *o;
+        const CtlOptions options = {.short_options = "", .window = &window, .cpus = &cpus};
         const char *trace;
-        int c, r = CTL_EXIT_FAILURE;
+        int r;
         size_t i;
 
-        while ((c = getopt_long(argc, argv, "w:c:h", options, NULL)) >= 0) {
-                r = ctl_parse_option(ctl, cmd, c, &window, &cpus);
-                if (r != CTL_CONTINUE) {
-                        json_decref(cpus);
-                        return r;
-                }
+        r = ctl_parse_args(ctl, cmd, argc, argv, &options);
+        if (r != CTL_CONTINUE) {
+                return r;
         }
         r = CTL_EXIT_FAILURE;
-        if (optind < argc) {
-                json_decref(cpus);
-                return ctl_usage_error(cmd, "unexpected argument \"%s\"", argv[optind]);
-        }
         if (ctl_call(ctl, "GetCauses",
                      cpus ? json_pack("{ss sO}", "window", window, "cpus", cpus)
                           : json_pack("{ss}", "window", window),

@@ -121,94 +121,82 @@ static void export_usage(FILE *f)
               f);
 }
 
-/* Runs "jitterctl export [--format prometheus]": reads the options (--socket may follow the
- * command, as with the other commands; --json and --no-color do not apply to an exposition),
- * connects to the daemon and prints the exposition to stdout. @argv[0] is the command's name.
- * Returns the exit status: CTL_EXIT_OK, CTL_EXIT_FAILURE when the daemon cannot be asked or its
- * replies are malformed, CTL_EXIT_USAGE. */
-/* Long because it parses the options, makes the four calls the exposition needs and renders them
- */
-int cmd_export(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
+/* --format (prometheus only), and of the common options those that make sense for an
+ * exposition: --socket, --timeout and --help. */
+static int export_option(Ctl *ctl, const CtlCommand *cmd, int c, void *userdata)
 {
-        static const struct option options[] = {
-                {"format", required_argument, NULL, 'f'},
-                {"socket", required_argument, NULL, CTL_OPT_SOCKET},
-                {"timeout", required_argument, NULL, CTL_OPT_TIMEOUT},
-                {"help", no_argument, NULL, 'h'},
-                {},
-        };
-        json_t *status = NULL, *stats_all = NULL, *stats_1m = NULL;
-        json_t *histograms = json_array(), *intervals = json_array();
-        json_int_t interval_ns;
-        int opt, r, ret = CTL_EXIT_FAILURE;
-
-        optind = 0;
-        while ((opt = getopt_long(argc, argv, "+f:h", options, NULL)) >= 0) {
-                switch (opt) {
-                case 'f':
-                        if (strcmp(optarg, "prometheus") != 0) {
-                                ret = ctl_usage_error(cmd,
-                                                      "unknown format \"%s\" (the format "
-                                                      "is prometheus)",
-                                                      optarg);
-                                goto out;
-                        }
-                        break;
-                case CTL_OPT_SOCKET:
-                        ctl->socket_path = optarg;
-                        break;
-                case CTL_OPT_TIMEOUT:
-                        if (ctl_parse_common(ctl, cmd, opt) != CTL_CONTINUE) {
-                                ret = CTL_EXIT_USAGE;
-                                goto out;
-                        }
-                        break;
-                case 'h':
-                        export_usage(stdout);
-                        ret = CTL_EXIT_OK;
-                        goto out;
-                default:
-                        export_usage(stderr);
-                        ret = CTL_EXIT_USAGE;
-                        goto out;
+        (void)userdata;
+        switch (c) {
+        case 'f':
+                if (strcmp(optarg, "prometheus") != 0) {
+                        return ctl_usage_error(
+                                cmd, "unknown format \"%s\" (the format is prometheus)", optarg);
                 }
+                return CTL_CONTINUE;
+        case CTL_OPT_SOCKET:
+                ctl->socket_path = optarg;
+                return CTL_CONTINUE;
+        case CTL_OPT_TIMEOUT:
+                return ctl_parse_timeout(ctl, optarg) < 0 ? CTL_EXIT_USAGE : CTL_CONTINUE;
+        case 'h':
+                export_usage(stdout);
+                return CTL_EXIT_OK;
+        default:
+                export_usage(stderr);
+                return CTL_EXIT_USAGE;
         }
-        if (optind < argc) {
-                ret = ctl_usage_error(cmd, "unexpected argument \"%s\"", argv[optind]);
-                goto out;
-        }
-        if (ctl_connect(ctl) < 0) {
-                goto out;
-        }
-        if (!histograms || !intervals) {
-                fputs("jitterctl export: out of memory\n", stderr);
-                goto out;
-        }
+}
 
-        r = export_call(ctl, "GetStatus", NULL, &status);
+/* What the exposition is rendered from, each a reply (or part of one) of the daemon. */
+typedef struct Exposition {
+        json_t *status, *stats_all, *stats_1m, *histograms, *intervals;
+} Exposition;
+
+static void exposition_done(Exposition *e)
+{
+        json_decref(e->status);
+        json_decref(e->stats_all);
+        json_decref(e->stats_1m);
+        json_decref(e->histograms);
+        json_decref(e->intervals);
+}
+
+/* Asks the daemon for what @e holds. Returns 0, or a negative errno after saying why not. */
+static int exposition_collect(Ctl *ctl, Exposition *e)
+{
+        json_int_t interval_ns;
+        int r;
+
+        r = export_call(ctl, "GetStatus", NULL, &e->status);
         if (r < 0) {
-                goto out;
+                return r;
         }
         interval_ns = json_integer_value(
-                json_object_get(json_object_get(status, "config"), "interval_ns"));
-        r = export_stats(ctl, "all", &stats_all);
+                json_object_get(json_object_get(e->status, "config"), "interval_ns"));
+        r = export_stats(ctl, "all", &e->stats_all);
         if (r >= 0) {
-                r = export_stats(ctl, "1m", &stats_1m);
+                r = export_stats(ctl, "1m", &e->stats_1m);
         }
         if (r >= 0) {
                 r = export_per_cpu(
-                        ctl, json_object_get(status, "probes"),
+                        ctl, json_object_get(e->status, "probes"),
                         prometheus_interval_window(interval_ns > 0 ? (uint64_t)interval_ns : 0),
-                        histograms, intervals);
+                        e->histograms, e->intervals);
         }
         if (r == -EBADMSG || r == -ENOMEM) {
                 fprintf(stderr, "jitterctl export: %s\n",
                         r == -ENOMEM ? "out of memory" : "unexpected reply from jitterd");
         }
-        if (r < 0) {
-                goto out;
-        }
-        r = prometheus_render(stdout, status, stats_all, stats_1m, intervals, histograms);
+        return r;
+}
+
+/* Renders @e to stdout. Returns 0, or a negative errno after saying why not. */
+static int exposition_print(const Exposition *e)
+{
+        int r;
+
+        r = prometheus_render(stdout, e->status, e->stats_all, e->stats_1m, e->intervals,
+                              e->histograms);
         if (r == 0 && fflush(stdout) != 0) {
                 r = -errno;
         }
@@ -218,14 +206,51 @@ int cmd_export(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                                         "malformed, or the CPUs changed between the calls)"
                                       : "cannot write to standard output: ",
                         r == -EBADMSG ? "" : strerror(-r));
-                goto out;
         }
-        ret = CTL_EXIT_OK;
-out:
-        json_decref(status);
-        json_decref(stats_all);
-        json_decref(stats_1m);
-        json_decref(histograms);
-        json_decref(intervals);
-        return ret;
+        return r;
+}
+
+/* Runs "jitterctl export [--format prometheus]": reads the options (--socket may follow the
+ * command, as with the other commands; --json and --no-color do not apply to an exposition),
+ * connects to the daemon and prints the exposition to stdout. @argv[0] is the command's name.
+ * Returns the exit status: CTL_EXIT_OK, CTL_EXIT_FAILURE when the daemon cannot be asked or its
+ * replies are malformed, CTL_EXIT_USAGE. */
+int cmd_export(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
+{
+        static const struct option own[] = {
+                {"format", required_argument, NULL, 'f'},
+                {"socket", required_argument, NULL, CTL_OPT_SOCKET},
+                {"timeout", required_argument, NULL, CTL_OPT_TIMEOUT},
+                {"help", no_argument, NULL, 'h'},
+                {},
+        };
+        static const CtlOptions options = {
+                .short_options = "+f:h",
+                .long_options = own,
+                .parse = export_option,
+                .only_own = true,
+        };
+        Exposition e = {0};
+        int r;
+
+        r = ctl_parse_args(ctl, cmd, argc, argv, &options);
+        if (r != CTL_CONTINUE) {
+                return r;
+        }
+        if (ctl_connect(ctl) < 0) {
+                return CTL_EXIT_FAILURE;
+        }
+        e.histograms = json_array();
+        e.intervals = json_array();
+        if (!e.histograms || !e.intervals) {
+                fputs("jitterctl export: out of memory\n", stderr);
+                exposition_done(&e);
+                return CTL_EXIT_FAILURE;
+        }
+        r = exposition_collect(ctl, &e);
+        if (r >= 0) {
+                r = exposition_print(&e);
+        }
+        exposition_done(&e);
+        return r < 0 ? CTL_EXIT_FAILURE : CTL_EXIT_OK;
 }

@@ -1,4 +1,5 @@
 #include "jitterctl-format.h"
+#include "jitterctl-format-internal.h"
 
 #include <errno.h>
 #include <math.h>

@@ -37,10 +37,6 @@ char *format_pct(char *buf, size_t size, double pct);
 /* Formats an uptime: "45.2 s", "5m 06s", "2h 03m 04s", "3d 04h 05m". Returns @buf. */
 char *format_uptime(char *buf, size_t size, uint64_t ns);
 
-/* Number of terminal columns @s takes: UTF-8 continuation bytes and ANSI escape sequences
- * take none. */
-size_t text_width(const char *s);
-
 /* Writes @s to @f padded with spaces to @width columns: right-aligned for a positive @width,
  * left-aligned for a negative one. Longer text is written whole. */
 void fput_padded(FILE *f, const char *s, int width);

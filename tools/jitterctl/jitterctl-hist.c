@@ -70,32 +70,26 @@ static void print_rows(const Ctl *ctl, const ReportBucket *b, size_t n)
 
 int cmd_hist(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 {
-        static const struct option options[] = {
-                {"window", required_argument, NULL, 'w'},
-                {"diffdiff", no_argument, NULL, 'd'},
-                CTL_COMMON_OPTIONS,
-                {},
-        };
         const char *window = NULL, *kind = "gap";
+        const CtlOptions options = {
+                .short_options = "d",
+                .long_options = ctl_diffdiff_option,
+                .parse = ctl_parse_diffdiff,
+                .userdata = &kind,
+                .window = &window,
+                .takes_args = true,
+        };
         unsigned long long cpu;
         json_t *reply = NULL;
         ReportBucket *b = NULL;
         char min[FORMAT_MAX], max[FORMAT_MAX];
         uint64_t total = 0;
         double v;
-        int c, r, n;
+        int r, n;
 
-        while ((c = getopt_long(argc, argv, "w:dh", options, NULL)) >= 0) {
-                switch (c) {
-                case 'd':
-                        kind = "diffdiff";
-                        break;
-                default:
-                        r = ctl_parse_option(ctl, cmd, c, &window, NULL);
-                        if (r != CTL_CONTINUE) {
-                                return r;
-                        }
-                }
+        r = ctl_parse_args(ctl, cmd, argc, argv, &options);
+        if (r != CTL_CONTINUE) {
+                return r;
         }
         if (argc - optind != 1) {
                 return ctl_usage_error(cmd, "expected one CPU number");

@@ -220,44 +220,53 @@ static int plot_from_daemon(Ctl *ctl, const char *window, json_t *cpus, PlotData
         return r;
 }
 
+/* The files of `plot`: the SVG to write and the snapshot to read (NULL: ask the daemon). */
+typedef struct PlotFiles {
+        const char *svg, *snapshot;
+} PlotFiles;
+
+static int plot_option(Ctl *ctl, const CtlCommand *cmd, int c, void *userdata)
+{
+        PlotFiles *files = userdata;
+
+        (void)ctl, (void)cmd;
+        *(c == 'o' ? &files->svg : &files->snapshot) = optarg;
+        return CTL_CONTINUE;
+}
+
 int cmd_plot(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 {
-        static const struct option options[] = {
+        static const struct option own[] = {
                 {"svg", required_argument, NULL, 'o'},
-                {"window", required_argument, NULL, 'w'},
-                {"cpu", required_argument, NULL, 'c'},
                 {"snapshot", required_argument, NULL, 'S'},
-                CTL_COMMON_OPTIONS,
                 {},
         };
-        const char *svg = NULL, *window = "all", *snapshot = NULL;
+        const char *window = "all";
+        PlotFiles files = {0};
         json_t *cpus = NULL;
+        const CtlOptions options = {
+                .short_options = "o:S:",
+                .long_options = own,
+                .parse = plot_option,
+                .userdata = &files,
+                .window = &window,
+                .cpus = &cpus,
+        };
+        const char *svg, *snapshot;
         PlotData d = {0};
         char title[512];
         FILE *f;
-        int c, r;
+        int r;
 
-        while ((c = getopt_long(argc, argv, "o:w:c:S:h", options, NULL)) >= 0) {
-                switch (c) {
-                case 'o':
-                        svg = optarg;
-                        break;
-                case 'S':
-                        snapshot = optarg;
-                        break;
-                default:
-                        r = ctl_parse_option(ctl, cmd, c, &window, &cpus);
-                        if (r != CTL_CONTINUE) {
-                                json_decref(cpus);
-                                return r;
-                        }
-                }
+        r = ctl_parse_args(ctl, cmd, argc, argv, &options);
+        if (r != CTL_CONTINUE) {
+                return r;
         }
-        if (optind < argc || !svg) {
+        svg = files.svg;
+        snapshot = files.snapshot;
+        if (!svg) {
                 json_decref(cpus);
-                return optind < argc
-                               ? ctl_usage_error(cmd, "unexpected argument \"%s\"", argv[optind])
-                               : ctl_usage_error(cmd, "--svg FILE is required");
+                return ctl_usage_error(cmd, "--svg FILE is required");
         }
         if (snapshot) {
                 r = plot_from_snapshot(snapshot, cpus, &d, title, sizeof(title));

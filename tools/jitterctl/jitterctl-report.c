@@ -101,30 +101,15 @@ static int report_cpu(Ctl *ctl, json_t *stats, json_t *status, const char *windo
 
 int cmd_report(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 {
-        static const struct option options[] = {
-                {"window", required_argument, NULL, 'w'},
-                {"cpu", required_argument, NULL, 'c'},
-                CTL_COMMON_OPTIONS,
-                {},
-        };
         const char *window = "all";
         json_t *cpus = NULL, *status = NULL, *reply = NULL, *params, *list, *s;
+        const CtlOptions options = {.short_options = "", .window = &window, .cpus = &cpus};
         size_t i;
-        int c, r;
+        int r;
 
-        while ((c = getopt_long(argc, argv, "w:c:h", options, NULL)) >= 0) {
-                switch (c) {
-                default:
-                        r = ctl_parse_option(ctl, cmd, c, &window, &cpus);
-                        if (r != CTL_CONTINUE) {
-                                json_decref(cpus);
-                                return r;
-                        }
-                }
-        }
-        if (optind < argc) {
-                json_decref(cpus);
-                return ctl_usage_error(cmd, "unexpected argument \"%s\"", argv[optind]);
+        r = ctl_parse_args(ctl, cmd, argc, argv, &options);
+        if (r != CTL_CONTINUE) {
+                return r;
         }
         params = json_pack("{s:s}", "window", window);
         if (params && cpus) {

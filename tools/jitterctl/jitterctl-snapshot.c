@@ -111,29 +111,33 @@ static int snapshot_build(Ctl *ctl, json_t **ret)
         return 0;
 }
 
+/* --output FILE (-o): into @userdata, a const char *. */
+static int snapshot_option(Ctl *ctl, const CtlCommand *cmd, int c, void *userdata)
+{
+        (void)ctl, (void)cmd, (void)c;
+        *(const char **)userdata = optarg;
+        return CTL_CONTINUE;
+}
+
 int cmd_snapshot(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 {
-        static const struct option options[] = {
+        static const struct option own[] = {
                 {"output", required_argument, NULL, 'o'},
-                CTL_COMMON_OPTIONS,
                 {},
         };
         const char *output = NULL;
+        const CtlOptions options = {
+                .short_options = "o:",
+                .long_options = own,
+                .parse = snapshot_option,
+                .userdata = &output,
+        };
         json_t *doc = NULL;
-        int c, r;
+        int r;
 
-        while ((c = getopt_long(argc, argv, "o:h", options, NULL)) >= 0) {
-                if (c == 'o') {
-                        output = optarg;
-                        continue;
-                }
-                r = ctl_parse_common(ctl, cmd, c);
-                if (r != CTL_CONTINUE) {
-                        return r;
-                }
-        }
-        if (optind < argc) {
-                return ctl_usage_error(cmd, "unexpected argument \"%s\"", argv[optind]);
+        r = ctl_parse_args(ctl, cmd, argc, argv, &options);
+        if (r != CTL_CONTINUE) {
+                return r;
         }
         r = snapshot_build(ctl, &doc);
         if (r == -ENOMEM) {

@@ -127,50 +127,42 @@ static void print_causes(Ctl *ctl, const CpuStats *stats)
         }
 }
 
-/* Long because it parses the command's options and prints each CPU's table rows in order. */
-int cmd_stats(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
+/* Prints the row of @st: the CPU, the statistics of the gaps or (@kind "diffdiff") of their
+ * differences, the samples, the rate of interruptions and the share of time lost. */
+static void print_row(const CpuStats *st, const char *kind)
 {
-        static const struct option options[] = {
-                {"window", required_argument, NULL, 'w'},
-                {"cpu", required_argument, NULL, 'c'},
-                {"diffdiff", no_argument, NULL, 'd'},
-                CTL_COMMON_OPTIONS,
-                {},
-        };
         static const char *const columns[] = {"mean_ns", "min_ns", "max_ns", "p99", "p99.99"};
-        const char *window = NULL, *kind = "gap";
-        json_t *cpus = NULL, *reply = NULL, *list, *s;
+        const SlotSummary *sum = &st->summary;
+        const ValueSummary *values = strcmp(kind, "gap") == 0 ? &sum->gap : &sum->dd;
+        char text[FORMAT_MAX];
+
+        printf("%4llu", (unsigned long long)st->cpu);
+        for (size_t k = 0; k < 3; k++) {
+                print_ns_cell(sum->samples ? value_summary_get(values, columns[k]) : NAN, 11);
+        }
+        fput_padded(stdout, format_count(text, sizeof(text), sum->samples), 10);
+        for (size_t k = 3; k < 5; k++) {
+                print_ns_cell(sum->samples ? value_summary_get(values, columns[k]) : NAN, 11);
+        }
+        fput_padded(stdout, format_rate(text, sizeof(text), sum->events_per_s), 10);
+        fput_padded(stdout,
+                    format_pct(text, sizeof(text),
+                               sum->duration_ns
+                                       ? 100.0 * (double)sum->lost_ns / (double)sum->duration_ns
+                                       : NAN),
+                    9);
+        fputc('\n', stdout);
+}
+
+/* Prints the table of GetStats' @list over @window (NULL: the default), then each CPU's causes
+ * and periods. */
+static void print_stats(Ctl *ctl, json_t *list, const char *window, const char *kind)
+{
         char duration[FORMAT_MAX];
         CpuStats st;
+        json_t *s;
         size_t i;
-        int c, r;
 
-        while ((c = getopt_long(argc, argv, "w:c:dh", options, NULL)) >= 0) {
-                switch (c) {
-                case 'd':
-                        kind = "diffdiff";
-                        break;
-                default:
-                        r = ctl_parse_option(ctl, cmd, c, &window, &cpus);
-                        if (r != CTL_CONTINUE) {
-                                json_decref(cpus);
-                                return r;
-                        }
-                }
-        }
-        if (optind < argc) {
-                json_decref(cpus);
-                return ctl_usage_error(cmd, "unexpected argument \"%s\"", argv[optind]);
-        }
-        if (ctl_get_stats(ctl, ctl_window_params(window, cpus), true, &reply) < 0) {
-                return CTL_EXIT_FAILURE;
-        }
-        if (ctl->json) {
-                r = ctl_print_json(reply);
-                json_decref(reply);
-                return r;
-        }
-        list = json_object_get(reply, "cpus");
         /* What the reply lacks shows as "-" (or 0): the table is printed whatever it holds. */
         (void)cpu_stats_read(json_array_get(list, 0), &st);
         if (!st.window) {
@@ -185,30 +177,8 @@ int cmd_stats(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                ctl_color(ctl, CTL_BOLD), ctl_color(ctl, CTL_RESET));
         json_array_foreach(list, i, s)
         {
-                const ValueSummary *values;
-                const SlotSummary *sum = &st.summary;
-                char text[FORMAT_MAX];
-
                 (void)cpu_stats_read(s, &st);
-                values = strcmp(kind, "gap") == 0 ? &sum->gap : &sum->dd;
-                printf("%4llu", (unsigned long long)st.cpu);
-                for (size_t k = 0; k < 3; k++) {
-                        print_ns_cell(sum->samples ? value_summary_get(values, columns[k]) : NAN,
-                                      11);
-                }
-                fput_padded(stdout, format_count(text, sizeof(text), sum->samples), 10);
-                for (size_t k = 3; k < 5; k++) {
-                        print_ns_cell(sum->samples ? value_summary_get(values, columns[k]) : NAN,
-                                      11);
-                }
-                fput_padded(stdout, format_rate(text, sizeof(text), sum->events_per_s), 10);
-                fput_padded(stdout,
-                            format_pct(text, sizeof(text),
-                                       sum->duration_ns ? 100.0 * (double)sum->lost_ns /
-                                                                  (double)sum->duration_ns
-                                                        : NAN),
-                            9);
-                fputc('\n', stdout);
+                print_row(&st, kind);
         }
         if (json_array_size(list) == 0) {
                 printf("  (no probes)\n");
@@ -218,6 +188,35 @@ int cmd_stats(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                 (void)cpu_stats_read(s, &st);
                 print_causes(ctl, &st);
         }
+}
+
+int cmd_stats(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
+{
+        const char *window = NULL, *kind = "gap";
+        json_t *cpus = NULL, *reply = NULL;
+        const CtlOptions options = {
+                .short_options = "d",
+                .long_options = ctl_diffdiff_option,
+                .parse = ctl_parse_diffdiff,
+                .userdata = &kind,
+                .window = &window,
+                .cpus = &cpus,
+        };
+        int r;
+
+        r = ctl_parse_args(ctl, cmd, argc, argv, &options);
+        if (r != CTL_CONTINUE) {
+                return r;
+        }
+        if (ctl_get_stats(ctl, ctl_window_params(window, cpus), true, &reply) < 0) {
+                return CTL_EXIT_FAILURE;
+        }
+        if (ctl->json) {
+                r = ctl_print_json(reply);
+        } else {
+                print_stats(ctl, json_object_get(reply, "cpus"), window, kind);
+                r = CTL_EXIT_OK;
+        }
         json_decref(reply);
-        return CTL_EXIT_OK;
+        return r;
 }

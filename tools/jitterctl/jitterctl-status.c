@@ -151,37 +151,12 @@ static void print_isolation(json_t *probe)
         }
 }
 
-/* Long because it prints the daemon, counter and probe sections one after another. */
-int cmd_status(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
+/* The first sections: the daemon's version and uptime, its counter, config, trace and itself. */
+static void print_daemon(Ctl *ctl, json_t *reply)
 {
-        static const struct option options[] = {
-                CTL_COMMON_OPTIONS,
-                {},
-        };
-        json_t *reply = NULL, *probes, *probe;
         char uptime[FORMAT_MAX], since[FORMAT_MAX];
         uint64_t uptime_ns = 0, history_bytes = 0;
         struct timespec start;
-        size_t i;
-        int c, r;
-
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                r = ctl_parse_common(ctl, cmd, c);
-                if (r != CTL_CONTINUE) {
-                        return r;
-                }
-        }
-        if (optind < argc) {
-                return ctl_usage_error(cmd, "unexpected argument \"%s\"", argv[optind]);
-        }
-        if (ctl_call(ctl, "GetStatus", NULL, &reply) < 0) {
-                return CTL_EXIT_FAILURE;
-        }
-        if (ctl->json) {
-                r = ctl_print_json(reply);
-                json_decref(reply);
-                return r;
-        }
 
         json_get_u64(reply, "uptime_ns", &uptime_ns);
         json_get_u64(reply, "history_bytes", &history_bytes);
@@ -199,7 +174,71 @@ int cmd_status(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
         print_config(json_object_get(reply, "config"), history_bytes);
         print_trace(json_object_get(reply, "trace"));
         print_self(json_object_get(reply, "self"), uptime_ns);
+}
 
+/* One probe's row of the table, and the line that says why it failed or stopped. */
+static void print_probe(Ctl *ctl, json_t *probe)
+{
+        const char *state = json_get_string(probe, "state", "?");
+        const char *reason = json_get_string(probe, "reason", NULL);
+        const char *failure = json_get_string(probe, "failure", NULL);
+        char policy[48], samples[FORMAT_MAX], floor_ns[FORMAT_MAX], worst[FORMAT_MAX];
+        uint64_t cpu = 0, prio = 0, n = 0, v;
+        json_t *migrated = json_object_get(probe, "migrated_to");
+
+        json_get_u64(probe, "cpu", &cpu);
+        json_get_u64(probe, "priority", &prio);
+        json_get_u64(probe, "samples", &n);
+        if (strcmp(json_get_string(probe, "policy", ""), "SCHED_FIFO") == 0) {
+                snprintf(policy, sizeof(policy), "SCHED_FIFO %llu", (unsigned long long)prio);
+        } else {
+                snprintf(policy, sizeof(policy), "%s", json_get_string(probe, "policy", "?"));
+        }
+        format_count(samples, sizeof(samples), n);
+        format_ns(floor_ns, sizeof(floor_ns),
+                  json_get_u64(probe, "floor_ns", &v) ? (double)v : NAN);
+        format_ns(worst, sizeof(worst),
+                  json_get_u64(probe, "worst_gap_1m_ns", &v) ? (double)v : NAN);
+        printf("%4llu  %s%-10s%s  %-13s", (unsigned long long)cpu, state_color(ctl, state), state,
+               ctl_color(ctl, CTL_RESET), policy);
+        fput_padded(stdout, samples, 9);
+        fput_padded(stdout, floor_ns, 10);
+        fput_padded(stdout, worst, 10);
+        print_isolation(probe);
+        if (json_is_integer(migrated)) {
+                printf("  (on CPU %lld)", (long long)json_integer_value(migrated));
+        }
+        fputc('\n', stdout);
+        /* A failure is the probe's own account of why it stopped measuring. */
+        if (failure) {
+                printf("      %sfailed:%s %s\n", ctl_color(ctl, CTL_RED), ctl_color(ctl, CTL_RESET),
+                       failure);
+        } else if (reason) {
+                printf("      %s\n", reason);
+        }
+}
+
+int cmd_status(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
+{
+        static const CtlOptions options = {.short_options = ""};
+        json_t *reply = NULL, *probes, *probe;
+        size_t i;
+        int r;
+
+        r = ctl_parse_args(ctl, cmd, argc, argv, &options);
+        if (r != CTL_CONTINUE) {
+                return r;
+        }
+        if (ctl_call(ctl, "GetStatus", NULL, &reply) < 0) {
+                return CTL_EXIT_FAILURE;
+        }
+        if (ctl->json) {
+                r = ctl_print_json(reply);
+                json_decref(reply);
+                return r;
+        }
+
+        print_daemon(ctl, reply);
         probes = json_object_get(reply, "probes");
         printf("\n%s CPU  %-10s  %-13s", ctl_color(ctl, CTL_BOLD), "STATE", "POLICY");
         fput_padded(stdout, "SAMPLES", 9);
@@ -208,45 +247,7 @@ int cmd_status(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
         printf("  ISOLATION%s\n", ctl_color(ctl, CTL_RESET));
         json_array_foreach(probes, i, probe)
         {
-                const char *state = json_get_string(probe, "state", "?");
-                const char *reason = json_get_string(probe, "reason", NULL);
-                const char *failure = json_get_string(probe, "failure", NULL);
-                char policy[48], samples[FORMAT_MAX], floor_ns[FORMAT_MAX], worst[FORMAT_MAX];
-                uint64_t cpu = 0, prio = 0, n = 0, v;
-                json_t *migrated = json_object_get(probe, "migrated_to");
-
-                json_get_u64(probe, "cpu", &cpu);
-                json_get_u64(probe, "priority", &prio);
-                json_get_u64(probe, "samples", &n);
-                if (strcmp(json_get_string(probe, "policy", ""), "SCHED_FIFO") == 0) {
-                        snprintf(policy, sizeof(policy), "SCHED_FIFO %llu",
-                                 (unsigned long long)prio);
-                } else {
-                        snprintf(policy, sizeof(policy), "%s",
-                                 json_get_string(probe, "policy", "?"));
-                }
-                format_count(samples, sizeof(samples), n);
-                format_ns(floor_ns, sizeof(floor_ns),
-                          json_get_u64(probe, "floor_ns", &v) ? (double)v : NAN);
-                format_ns(worst, sizeof(worst),
-                          json_get_u64(probe, "worst_gap_1m_ns", &v) ? (double)v : NAN);
-                printf("%4llu  %s%-10s%s  %-13s", (unsigned long long)cpu, state_color(ctl, state),
-                       state, ctl_color(ctl, CTL_RESET), policy);
-                fput_padded(stdout, samples, 9);
-                fput_padded(stdout, floor_ns, 10);
-                fput_padded(stdout, worst, 10);
-                print_isolation(probe);
-                if (json_is_integer(migrated)) {
-                        printf("  (on CPU %lld)", (long long)json_integer_value(migrated));
-                }
-                fputc('\n', stdout);
-                /* A failure is the probe's own account of why it stopped measuring. */
-                if (failure) {
-                        printf("      %sfailed:%s %s\n", ctl_color(ctl, CTL_RED),
-                               ctl_color(ctl, CTL_RESET), failure);
-                } else if (reason) {
-                        printf("      %s\n", reason);
-                }
+                print_probe(ctl, probe);
         }
         if (json_array_size(probes) == 0) {
                 printf("  (no probes)\n");

@@ -1,4 +1,5 @@
 #include "jitterctl-svg.h"
+#include "jitterctl-svg-internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -240,7 +241,69 @@ static void time_label(char *buf, size_t size, double t, double step)
         }
 }
 
-/* Long because the axes, grid, labels and series of the panel are drawn in order. */
+/* The vertical grid lines of the time axis and their labels, at round steps back from 0. */
+static void time_ticks(FILE *f, const Area *a)
+{
+        double step = time_step(-a->x_min);
+
+        for (double t = 0; t >= a->x_min - 1e-9; t -= step) {
+                double x = area_x(a, t);
+                char label[32];
+
+                time_label(label, sizeof(label), t, step);
+                fprintf(f,
+                        "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
+                        x, a->y, x, a->y + a->h);
+                fprintf(f,
+                        "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" "
+                        "text-anchor=\"middle\">%s</text>\n",
+                        x, a->y + a->h + 16, label);
+        }
+}
+
+/* The worst gap of each interval of @s, at its middle, seconds before @end_ns: the line and a
+ * circle where the probe stalled. */
+static void timeline_series(FILE *f, const Area *a, const PlotSeries *s, uint64_t end_ns)
+{
+        uint64_t prev_end = 0;
+        bool open = false;
+
+        /* One polyline per stretch of consecutive intervals: a gap in the history (the daemon
+         * was down) shows as a gap in the line, not as a slope. */
+        for (size_t i = 0; i < s->n_points; i++) {
+                const PlotPoint *p = &s->points[i];
+                double t = -(double)(end_ns - p->start_ns - p->duration_ns / 2) / 1e9;
+
+                if (p->max_gap_ns == 0) {
+                        continue;
+                }
+                if (open && p->start_ns > prev_end + p->duration_ns / 2) {
+                        fputs("\"/>\n", f);
+                        open = false;
+                }
+                if (!open) {
+                        fputs("<polyline class=\"line\" points=\"", f);
+                        open = true;
+                }
+                fprintf(f, "%.2f,%.2f ", area_x(a, t), area_y(a, log10((double)p->max_gap_ns)));
+                prev_end = p->start_ns + p->duration_ns;
+        }
+        if (open) {
+                fputs("\"/>\n", f);
+        }
+        for (size_t i = 0; i < s->n_points; i++) {
+                const PlotPoint *p = &s->points[i];
+                double t = -(double)(end_ns - p->start_ns - p->duration_ns / 2) / 1e9;
+
+                if (p->stalled && p->max_gap_ns > 0) {
+                        fprintf(f,
+                                "<circle class=\"stall\" cx=\"%.2f\" cy=\"%.2f\" r=\"3\">"
+                                "<title>stalled</title></circle>\n",
+                                area_x(a, t), area_y(a, log10((double)p->max_gap_ns)));
+                }
+        }
+}
+
 static void timeline_panel(FILE *f, double x0, double y0, const PlotSeries *s)
 {
         Area a = {
@@ -249,9 +312,7 @@ static void timeline_panel(FILE *f, double x0, double y0, const PlotSeries *s)
                 .w = PANEL_WIDTH - MARGIN_LEFT - MARGIN_RIGHT,
                 .h = SVG_ROW - MARGIN_TOP - MARGIN_BOTTOM,
         };
-        uint64_t end_ns = 0, min_gap = UINT64_MAX, max_gap = 0, prev_end = 0;
-        bool open = false;
-        double step;
+        uint64_t end_ns = 0, min_gap = UINT64_MAX, max_gap = 0;
         char title[64];
 
         snprintf(title, sizeof(title), "CPU %d: worst gap per interval", s->cpu);
@@ -287,54 +348,8 @@ static void timeline_panel(FILE *f, double x0, double y0, const PlotSeries *s)
         }
         frame(f, &a, title, "time before the newest interval", "worst gap (log)");
         y_decades(f, &a, false);
-        step = time_step(-a.x_min);
-        for (double t = 0; t >= a.x_min - 1e-9; t -= step) {
-                double x = area_x(&a, t);
-                char label[32];
-
-                time_label(label, sizeof(label), t, step);
-                fprintf(f,
-                        "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
-                        x, a.y, x, a.y + a.h);
-                fprintf(f,
-                        "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" "
-                        "text-anchor=\"middle\">%s</text>\n",
-                        x, a.y + a.h + 16, label);
-        }
-        /* One polyline per stretch of consecutive intervals: a gap in the history (the daemon
-         * was down) shows as a gap in the line, not as a slope. */
-        for (size_t i = 0; i < s->n_points; i++) {
-                const PlotPoint *p = &s->points[i];
-                double t = -(double)(end_ns - p->start_ns - p->duration_ns / 2) / 1e9;
-
-                if (p->max_gap_ns == 0) {
-                        continue;
-                }
-                if (open && p->start_ns > prev_end + p->duration_ns / 2) {
-                        fputs("\"/>\n", f);
-                        open = false;
-                }
-                if (!open) {
-                        fputs("<polyline class=\"line\" points=\"", f);
-                        open = true;
-                }
-                fprintf(f, "%.2f,%.2f ", area_x(&a, t), area_y(&a, log10((double)p->max_gap_ns)));
-                prev_end = p->start_ns + p->duration_ns;
-        }
-        if (open) {
-                fputs("\"/>\n", f);
-        }
-        for (size_t i = 0; i < s->n_points; i++) {
-                const PlotPoint *p = &s->points[i];
-                double t = -(double)(end_ns - p->start_ns - p->duration_ns / 2) / 1e9;
-
-                if (p->stalled && p->max_gap_ns > 0) {
-                        fprintf(f,
-                                "<circle class=\"stall\" cx=\"%.2f\" cy=\"%.2f\" r=\"3\">"
-                                "<title>stalled</title></circle>\n",
-                                area_x(&a, t), area_y(&a, log10((double)p->max_gap_ns)));
-                }
-        }
+        time_ticks(f, &a);
+        timeline_series(f, &a, s, end_ns);
 }
 
 int svg_plot_write(FILE *f, const char *title, const PlotSeries *series, size_t n)

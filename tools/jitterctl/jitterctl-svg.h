@@ -31,6 +31,3 @@ typedef struct PlotSeries {
 /* Writes the SVG document for @n series (one row of two panels each) to @f, headed by @title
  * (any text: it is escaped). Returns 0, -EINVAL for no series, or -EIO when writing failed. */
 int svg_plot_write(FILE *f, const char *title, const PlotSeries *series, size_t n);
-
-/* Writes @s to @f with the five XML special characters escaped. */
-void svg_escape(FILE *f, const char *s);

@@ -702,38 +702,39 @@ static int watch_lines(Ctl *ctl, json_t *params, uint64_t interval_usec, unsigne
         return ctl_fail("jitterd ended the stream");
 }
 
+/* --count N (-n): into @userdata, an unsigned long long. */
+static int watch_option(Ctl *ctl, const CtlCommand *cmd, int c, void *userdata)
+{
+        unsigned long long *count = userdata;
+
+        (void)ctl, (void)c;
+        if (ctl_parse_uint(optarg, UINT32_MAX, count) < 0 || *count == 0) {
+                return ctl_usage_error(cmd, "invalid count \"%s\"", optarg);
+        }
+        return CTL_CONTINUE;
+}
+
 int cmd_watch(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
 {
-        static const struct option options[] = {
-                {"cpu", required_argument, NULL, 'c'},
+        static const struct option own[] = {
                 {"count", required_argument, NULL, 'n'},
-                CTL_COMMON_OPTIONS,
                 {},
         };
         unsigned long long count = 0;
         json_t *cpus = NULL, *params, *status = NULL;
+        const CtlOptions options = {
+                .short_options = "n:",
+                .long_options = own,
+                .parse = watch_option,
+                .userdata = &count,
+                .cpus = &cpus,
+        };
         uint64_t interval_ns;
-        int c, r;
+        int r;
 
-        while ((c = getopt_long(argc, argv, "c:n:h", options, NULL)) >= 0) {
-                switch (c) {
-                case 'n':
-                        if (ctl_parse_uint(optarg, UINT32_MAX, &count) < 0 || count == 0) {
-                                json_decref(cpus);
-                                return ctl_usage_error(cmd, "invalid count \"%s\"", optarg);
-                        }
-                        break;
-                default:
-                        r = ctl_parse_option(ctl, cmd, c, NULL, &cpus);
-                        if (r != CTL_CONTINUE) {
-                                json_decref(cpus);
-                                return r;
-                        }
-                }
-        }
-        if (optind < argc) {
-                json_decref(cpus);
-                return ctl_usage_error(cmd, "unexpected argument \"%s\"", argv[optind]);
+        r = ctl_parse_args(ctl, cmd, argc, argv, &options);
+        if (r != CTL_CONTINUE) {
+                return r;
         }
         params = ctl_window_params(NULL, cpus);
         if (!params) {

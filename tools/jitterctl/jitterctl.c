@@ -120,53 +120,54 @@ static const CtlCommand *command_find(const char *name)
         return NULL;
 }
 
-/* Long because the global options, the locale and the dispatch to the command are handled in order
- */
-int main(int argc, char **argv)
+/* Sets what the options may change to its default: ASCII output outside a UTF-8 locale, colour on
+ * a terminal unless NO_COLOR says otherwise, and the socket of the daemon jitterctl's user runs
+ * (its own under $XDG_RUNTIME_DIR, the system's for root). */
+static void ctl_init(Ctl *ctl)
 {
-        static const struct option options[] = {
-                {"socket", required_argument, NULL, CTL_OPT_SOCKET},
-                {"json", no_argument, NULL, CTL_OPT_JSON},
-                {"no-color", no_argument, NULL, CTL_OPT_NO_COLOR},
-                {"timeout", required_argument, NULL, CTL_OPT_TIMEOUT},
-                {"help", no_argument, NULL, 'h'},
-                {"version", no_argument, NULL, 'V'},
-                {},
-        };
         static char default_socket[PATH_MAX];
-        Ctl ctl = {.timeout_usec = CTL_TIMEOUT_USEC_DEFAULT};
-        const CtlCommand *cmd;
-        char progname[64];
         const char *runtime_dir = getenv("XDG_RUNTIME_DIR");
         const char *no_color;
-        int c, r;
 
+        *ctl = (Ctl){.timeout_usec = CTL_TIMEOUT_USEC_DEFAULT};
         setlocale(LC_CTYPE, "");
         format_set_ascii(strcmp(nl_langinfo(CODESET), "UTF-8") != 0);
         /* NO_COLOR counts when it is set and not empty (no-color.org). */
         no_color = getenv("NO_COLOR");
-        ctl.color = isatty(STDOUT_FILENO) && !(no_color && no_color[0]);
+        ctl->color = isatty(STDOUT_FILENO) && !(no_color && no_color[0]);
         if (geteuid() != 0 && runtime_dir && runtime_dir[0] == '/') {
                 snprintf(default_socket, sizeof(default_socket), "%s/jitterd/io.jitterd",
                          runtime_dir);
-                ctl.socket_path = default_socket;
+                ctl->socket_path = default_socket;
         } else {
-                ctl.socket_path = SYSTEM_SOCKET;
+                ctl->socket_path = SYSTEM_SOCKET;
         }
+}
+
+/* Parses the global options, those before the command. Returns CTL_CONTINUE with optind at the
+ * command, or the exit status after --help, --version or a wrong option. */
+static int parse_global_options(Ctl *ctl, int argc, char **argv)
+{
+        static const struct option options[] = {
+                CTL_COMMON_OPTIONS,
+                {"version", no_argument, NULL, 'V'},
+                {},
+        };
+        int c;
 
         while ((c = getopt_long(argc, argv, "+hV", options, NULL)) >= 0) {
                 switch (c) {
                 case CTL_OPT_SOCKET:
-                        ctl.socket_path = optarg;
+                        ctl->socket_path = optarg;
                         break;
                 case CTL_OPT_JSON:
-                        ctl.json = true;
+                        ctl->json = true;
                         break;
                 case CTL_OPT_NO_COLOR:
-                        ctl.color = false;
+                        ctl->color = false;
                         break;
                 case CTL_OPT_TIMEOUT:
-                        if (ctl_parse_timeout(&ctl, optarg) < 0) {
+                        if (ctl_parse_timeout(ctl, optarg) < 0) {
                                 return CTL_EXIT_USAGE;
                         }
                         break;
@@ -184,6 +185,21 @@ int main(int argc, char **argv)
         if (optind >= argc) {
                 usage(stderr);
                 return CTL_EXIT_USAGE;
+        }
+        return CTL_CONTINUE;
+}
+
+int main(int argc, char **argv)
+{
+        Ctl ctl;
+        const CtlCommand *cmd;
+        char progname[64];
+        int r;
+
+        ctl_init(&ctl);
+        r = parse_global_options(&ctl, argc, argv);
+        if (r != CTL_CONTINUE) {
+                return r;
         }
         if (strcmp(argv[optind], "help") == 0) {
                 if (optind + 1 < argc && (cmd = command_find(argv[optind + 1]))) {

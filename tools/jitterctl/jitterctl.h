@@ -2,8 +2,8 @@
 
 /* jitterctl: what the command files share. main() in jitterctl.c parses the global options and
  * dispatches from a table to one handler per command NAME, cmd_NAME() in jitterctl-NAME.c; what
- * they share is in jitterctl-common.c. Each handler parses its own options with ctl_parse_common()
- * for the global ones and returns the exit status. */
+ * they share is in jitterctl-common.c. Each handler states its own options for ctl_parse_args(),
+ * which adds the common ones, and returns the exit status. */
 
 #include <getopt.h>
 #include <jansson.h>
@@ -33,6 +33,7 @@ enum {
         CTL_OPT_FIRST_PRIVATE, /* commands number their own long-only options from here */
 };
 
+/* The long options of the common options, before the command (main()) or after it. */
 /* clang-format off */
 #define CTL_COMMON_OPTIONS                                      \
         { "socket", required_argument, NULL, CTL_OPT_SOCKET },  \
@@ -71,21 +72,34 @@ void ctl_command_help(const CtlCommand *cmd);
  * seconds). Returns 0 or -EINVAL after saying why. */
 int ctl_parse_timeout(Ctl *ctl, const char *text);
 
-/* Returned by ctl_parse_common() for an option that is not a common one. */
+/* Returned by ctl_parse_args() and a command's option parser to go on. */
 #define CTL_CONTINUE (-1)
 
-/* Handles option @c (as returned by getopt_long) if it is a common one: --socket, --json,
- * --no-color, --timeout (a bad value prints why and returns CTL_EXIT_USAGE), --help (prints the
- * command's help, returns CTL_EXIT_OK) or an unknown option
- * (prints the usage to stderr, returns CTL_EXIT_USAGE). Returns CTL_CONTINUE when the caller
- * should go on parsing. */
-int ctl_parse_common(Ctl *ctl, const CtlCommand *cmd, int c);
+/* The options of one command, besides the common ones (--socket, --json, --no-color, --timeout,
+ * -h/--help), which ctl_parse_args() adds. */
+typedef struct CtlOptions {
+        const char *short_options;         /* its own ("M:p:"); "+" first: they end at the first
+                                            * argument */
+        const struct option *long_options; /* its own, ending with {}; NULL for none */
+        /* Handles one of its own options, @c as getopt_long() returns it and its value in optarg:
+         * returns CTL_CONTINUE, or the exit status after saying what is wrong. */
+        int (*parse)(Ctl *ctl, const CtlCommand *cmd, int c, void *userdata);
+        void *userdata;
+        const char **window; /* takes -w/--window: its value goes here */
+        json_t **cpus;       /* takes -c/--cpu LIST: a JSON array of the CPUs goes here */
+        bool takes_args;     /* arguments may follow (else one is an "unexpected argument") */
+        bool only_own;       /* no common options: @parse gets every option, unknown ones too */
+} CtlOptions;
 
-/* Like ctl_parse_common(), and also --window (-w; its value into @window) and --cpu (-c; the
- * list into @cpus as a JSON array, replacing one from an earlier --cpu) for the commands that
- * take them: NULL for one a command does not take. On a bad --cpu prints why and returns
- * CTL_EXIT_USAGE. */
-int ctl_parse_option(Ctl *ctl, const CtlCommand *cmd, int c, const char **window, json_t **cpus);
+/* Parses the options of @cmd (argv[0] is "jitterctl NAME") as @o says. Returns CTL_CONTINUE with
+ * optind at the first argument, or the exit status after --help or after saying what is wrong
+ * (then *@o->cpus is freed). */
+int ctl_parse_args(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv, const CtlOptions *o);
+
+/* -d/--diffdiff, the own option of hist and stats: the histogram kind "diffdiff" into
+ * @userdata, a const char *, instead of the gaps. */
+extern const struct option ctl_diffdiff_option[];
+int ctl_parse_diffdiff(Ctl *ctl, const CtlCommand *cmd, int c, void *userdata);
 
 /* Prints "jitterctl NAME: MESSAGE" and the command's usage to stderr; returns CTL_EXIT_USAGE. */
 int ctl_usage_error(const CtlCommand *cmd, const char *fmt, ...)

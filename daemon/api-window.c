@@ -1,6 +1,6 @@
 /* GetWindow: a window's intervals and interruptions, copied from the history in a compact form. */
 
-#include "window-data.h"
+#include "api-window.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -16,7 +16,7 @@
 
 typedef struct IntervalsCtx {
         const Manager *m;
-        size_t skip;   /* the oldest points left out (beyond WINDOW_DATA_INTERVALS_MAX) */
+        size_t skip;   /* the oldest points left out (beyond API_WINDOW_INTERVALS_MAX) */
         size_t seen;   /* points seen so far */
         size_t points; /* every point, in the first pass */
         uint64_t stalled;
@@ -131,12 +131,12 @@ static int drop_oldest(json_t **a, size_t n)
         return 0;
 }
 
-/* The intervals' part of the reply into @o: the newest WINDOW_DATA_INTERVALS_MAX, then the
- * newest that fit WINDOW_DATA_INTERVAL_BYTES. */
+/* The intervals' part of the reply into @o: the newest API_WINDOW_INTERVALS_MAX, then the
+ * newest that fit API_WINDOW_INTERVAL_BYTES. */
 static int add_intervals(const Manager *m, int cpu, const HistoryWindow *w, json_t *o)
 {
         _cleanup_free_ uint16_t *index = malloc(ATTRIB_MAX_SOURCES * sizeof(uint16_t));
-        _cleanup_free_ uint32_t *bytes = calloc(WINDOW_DATA_INTERVALS_MAX, sizeof(uint32_t));
+        _cleanup_free_ uint32_t *bytes = calloc(API_WINDOW_INTERVALS_MAX, sizeof(uint32_t));
         IntervalsCtx c = {.m = m, .index = index, .bytes = bytes};
         size_t n, keep = 0;
         uint64_t total = 0;
@@ -147,7 +147,7 @@ static int add_intervals(const Manager *m, int cpu, const HistoryWindow *w, json
         }
         memset(index, 0xff, ATTRIB_MAX_SOURCES * sizeof(uint16_t));
         (void)history_foreach_point(manager_history(m), cpu, w->from_ns, w->to_ns, count_point, &c);
-        c.skip = c.points > WINDOW_DATA_INTERVALS_MAX ? c.points - WINDOW_DATA_INTERVALS_MAX : 0;
+        c.skip = c.points > API_WINDOW_INTERVALS_MAX ? c.points - API_WINDOW_INTERVALS_MAX : 0;
         c.durations = json_array();
         c.lost = json_array();
         c.counts = json_array();
@@ -160,7 +160,7 @@ static int add_intervals(const Manager *m, int cpu, const HistoryWindow *w, json
                 r = 0;
         }
         n = json_array_size(c.counts);
-        while (r >= 0 && keep < n && total + bytes[n - 1 - keep] <= WINDOW_DATA_INTERVAL_BYTES) {
+        while (r >= 0 && keep < n && total + bytes[n - 1 - keep] <= API_WINDOW_INTERVAL_BYTES) {
                 total += bytes[n - 1 - keep];
                 keep++;
         }
@@ -224,7 +224,7 @@ static uint64_t complete_from(uint64_t from_ns, const HistoryBand *bands, size_t
 
 /* The bands' part into @o from @bands (NULL: the history has none for @cpu): per duration band
  * its edges, what it dropped since start or the last reset, and the starts of its newest
- * events since the window's start (at most WINDOW_DATA_BAND_EVENTS_MAX), with from when the
+ * events since the window's start (at most API_WINDOW_BAND_EVENTS_MAX), with from when the
  * band holds every one of its events: a search within one band (a periodic theft beside a
  * flood of short interruptions) covers the span its band kept, not only the newest events of
  * all bands. */
@@ -235,8 +235,8 @@ static int add_bands(const Manager *m, int cpu, const HistoryWindow *w, const Hi
         _cleanup_free_ HistoryEvent *ev = NULL;
         json_t *arr = json_array();
 
-        if (max > WINDOW_DATA_BAND_EVENTS_MAX) {
-                max = WINDOW_DATA_BAND_EVENTS_MAX;
+        if (max > API_WINDOW_BAND_EVENTS_MAX) {
+                max = API_WINDOW_BAND_EVENTS_MAX;
         }
         ev = calloc(max ? max : 1, sizeof(*ev));
         if (!ev || !arr || json_object_set_new(o, "event_bands", arr) < 0) {
@@ -263,7 +263,7 @@ static int add_bands(const Manager *m, int cpu, const HistoryWindow *w, const Hi
 }
 
 /* The events' part into @o: the starts of the newest interruptions since the window's start
- * (events_per_cpu of them, at most WINDOW_DATA_MIXED_EVENTS_MAX), delta-encoded, and from when
+ * (events_per_cpu of them, at most API_WINDOW_MIXED_EVENTS_MAX), delta-encoded, and from when
  * the history holds every one of them (@bands as add_bands() has them). */
 static int add_events(const Manager *m, int cpu, const HistoryWindow *w, const HistoryBand *bands,
                       json_t *o)
@@ -274,8 +274,8 @@ static int add_events(const Manager *m, int cpu, const HistoryWindow *w, const H
         cpu_set_t one;
         size_t n;
 
-        if (max > WINDOW_DATA_MIXED_EVENTS_MAX) {
-                max = WINDOW_DATA_MIXED_EVENTS_MAX;
+        if (max > API_WINDOW_MIXED_EVENTS_MAX) {
+                max = API_WINDOW_MIXED_EVENTS_MAX;
         }
         ev = calloc(max ? max : 1, sizeof(*ev));
         if (!ev) {
@@ -298,8 +298,8 @@ static int add_events(const Manager *m, int cpu, const HistoryWindow *w, const H
         return 0;
 }
 
-json_t *window_data_to_json(const Manager *m, int cpu, const char *window, uint64_t from_ns,
-                            uint64_t to_ns, bool all)
+json_t *api_window_to_json(const Manager *m, int cpu, const char *window, uint64_t from_ns,
+                           uint64_t to_ns, bool all)
 {
         _cleanup_free_ HistoryWindow *w = malloc(sizeof(*w));
         HistoryBand bands[HISTORY_BANDS];

@@ -11,9 +11,9 @@
  * together ("event_starts_ns"), and per duration band the newest of that band ("event_bands"),
  * each list with from when it holds every interruption of the window.
  *
- * Bounded: at most WINDOW_DATA_INTERVALS_MAX intervals, the newest, in at most
- * WINDOW_DATA_INTERVAL_BYTES of JSON, what is left out counted in the reply; and at most
- * WINDOW_DATA_EVENTS_MAX starts, half of them for the list of all bands and half shared by the
+ * Bounded: at most API_WINDOW_INTERVALS_MAX intervals, the newest, in at most
+ * API_WINDOW_INTERVAL_BYTES of JSON, what is left out counted in the reply; and at most
+ * API_WINDOW_EVENTS_MAX starts, half of them for the list of all bands and half shared by the
  * bands. With the events' part (at most 21 bytes an event) a reply stays below 3.5 MiB, inside
  * the 4 MiB a connection may have queued. Never logs. */
 
@@ -25,13 +25,13 @@
 #include "history.h"
 #include "manager.h"
 
-#define WINDOW_DATA_INTERVALS_MAX 16384
-#define WINDOW_DATA_INTERVAL_BYTES (1024 * 1024)
-#define WINDOW_DATA_EVENTS_MAX 100000
-#define WINDOW_DATA_MIXED_EVENTS_MAX (WINDOW_DATA_EVENTS_MAX / 2)
-#define WINDOW_DATA_BAND_EVENTS_MAX (WINDOW_DATA_EVENTS_MAX / 2 / HISTORY_BANDS)
+#define API_WINDOW_INTERVALS_MAX 16384
+#define API_WINDOW_INTERVAL_BYTES (1024 * 1024)
+#define API_WINDOW_EVENTS_MAX 100000
+#define API_WINDOW_MIXED_EVENTS_MAX (API_WINDOW_EVENTS_MAX / 2)
+#define API_WINDOW_BAND_EVENTS_MAX (API_WINDOW_EVENTS_MAX / 2 / HISTORY_BANDS)
 
 /* The GetWindow reply for @cpu over [@from_ns, @to_ns] (@all: since start or the last reset),
  * named @window. NULL when out of memory. */
-json_t *window_data_to_json(const Manager *m, int cpu, const char *window, uint64_t from_ns,
-                            uint64_t to_ns, bool all);
+json_t *api_window_to_json(const Manager *m, int cpu, const char *window, uint64_t from_ns,
+                           uint64_t to_ns, bool all);
