@@ -21,6 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sockaddr-un.h"
+#include "util.h"
+
 #define MAX_CONNS 60
 #define BUSY "io.jitterd.Busy"
 
@@ -47,26 +50,22 @@ typedef struct Counts {
         uint64_t ok_max_ns; /* the longest a call that was answered took */
 } Counts;
 
-static uint64_t clock_now_ns(clockid_t clock)
-{
-        struct timespec ts;
-
-        clock_gettime(clock, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t mono_ns(void)
 {
-        return clock_now_ns(CLOCK_MONOTONIC);
+        return now_ns(CLOCK_MONOTONIC);
 }
 
 static int dial(const char *path)
 {
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_un sa;
+        socklen_t len;
+        int fd;
 
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-        if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        if (sockaddr_un_set(&sa, path, &len) < 0) {
+                return -1;
+        }
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || connect(fd, (struct sockaddr *)&sa, len) < 0) {
                 if (fd >= 0) {
                         close(fd);
                 }
@@ -243,8 +242,7 @@ static void flood(Conn *conns, int n, Conn *status, double seconds, Counts *k, C
                                         }
                                         if (busy_times && k->busy > busy) {
                                                 fprintf(busy_times, "%llu\n",
-                                                        (unsigned long long)clock_now_ns(
-                                                                CLOCK_REALTIME));
+                                                        (unsigned long long)now_ns(CLOCK_REALTIME));
                                         }
                                         if (mono_ns() < end) {
                                                 (void)send_call(c, flood_call);
