@@ -70,7 +70,7 @@ static int self_cost_cpu_ns(const int *skip_tids, size_t n, uint64_t *ret_ns, un
                 if (clock_gettime(thread_clock((int)tid), &ts) < 0) {
                         continue; /* it ended meanwhile */
                 }
-                sum += (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+                sum += timespec_ns(&ts);
                 threads++;
         }
         *ret_ns = sum;

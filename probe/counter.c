@@ -226,14 +226,13 @@ void clock_pair_sample(CounterSource source, ClockPair *ret)
                 t = counter_read(source);
                 clock_gettime(CLOCK_REALTIME, &rt);
                 clock_gettime(CLOCK_MONOTONIC, &b);
-                an = (uint64_t)a.tv_sec * 1000000000ULL + (uint64_t)a.tv_nsec;
-                bn = (uint64_t)b.tv_sec * 1000000000ULL + (uint64_t)b.tv_nsec;
+                an = timespec_ns(&a);
+                bn = timespec_ns(&b);
                 if (bn - an < best) {
                         best = bn - an;
                         ret->ticks = t;
                         ret->mono_ns = an + (bn - an) / 2;
-                        ret->real_ns = (uint64_t)rt.tv_sec * 1000000000ULL + (uint64_t)rt.tv_nsec -
-                                       (bn - an) / 2;
+                        ret->real_ns = timespec_ns(&rt) - (bn - an) / 2;
                 }
         }
 }

@@ -617,8 +617,7 @@ int probe_stop_timeout(Probe *p, uint64_t timeout_ns)
                 return 0;
         }
         probe_request_stop(p);
-        clock_gettime(CLOCK_REALTIME, &ts);
-        t = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec + timeout_ns;
+        t = now_ns(CLOCK_REALTIME) + timeout_ns;
         ts.tv_sec = (time_t)(t / 1000000000ULL);
         ts.tv_nsec = (long)(t % 1000000000ULL);
         /* EINTR is not among its errors, but a signal may still end the wait early. */

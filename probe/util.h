@@ -1,10 +1,10 @@
 #pragma once
 
 /* The helpers every part of the project shares: the number of elements of an array, the units
- * of time in ns and the one reader of a clock in ns, the qsort() comparisons of plain values,
- * and the one set of cleanup attributes (a variable declared with one is released when it goes
- * out of scope, on every return path). Header-only, so that a library uses them without linking
- * libjitter. */
+ * of time in ns, a timespec in ns and the one reader of a clock in ns, the qsort() comparisons
+ * of plain values, and the one set of cleanup attributes (a variable declared with one is
+ * released when it goes out of scope, on every return path). Header-only, so that a library
+ * uses them without linking libjitter. */
 
 #include <dirent.h>
 #include <stdint.h>
@@ -21,13 +21,19 @@
 #define NSEC_PER_HOUR (UINT64_C(60) * NSEC_PER_MIN)
 #define NSEC_PER_DAY (UINT64_C(24) * NSEC_PER_HOUR)
 
+/* @ts in ns. */
+static inline uint64_t timespec_ns(const struct timespec *ts)
+{
+        return (uint64_t)ts->tv_sec * NSEC_PER_SEC + (uint64_t)ts->tv_nsec;
+}
+
 /* @clock (CLOCK_MONOTONIC, CLOCK_REALTIME, ...) now, in ns. */
 static inline uint64_t now_ns(clockid_t clock)
 {
         struct timespec ts;
 
         clock_gettime(clock, &ts);
-        return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+        return timespec_ns(&ts);
 }
 
 /* qsort() comparisons, ascending: of two uint64_t, and of two C strings through an array of
