@@ -222,29 +222,6 @@ static void test_format_error(void **state)
                             "io.jitterd.NoSuchCpu");
 }
 
-static void test_json_getters(void **state)
-{
-        json_t *o = json_pack("{s:I, s:i, s:f, s:s, s:n}", "big", (json_int_t)1 << 40, "neg", -1,
-                              "real", 2.5, "str", "x", "null");
-        uint64_t u;
-        double d;
-
-        assert_true(json_get_u64(o, "big", &u));
-        assert_int_equal(u, 1ULL << 40);
-        assert_false(json_get_u64(o, "neg", &u));
-        assert_false(json_get_u64(o, "real", &u));
-        assert_false(json_get_u64(o, "missing", &u));
-        assert_true(json_get_double(o, "real", &d));
-        assert_true(d == 2.5);
-        assert_true(json_get_double(o, "big", &d));
-        assert_false(json_get_double(o, "str", &d));
-        assert_false(json_get_double(o, "null", &d));
-        assert_string_equal(json_get_string(o, "str", "-"), "x");
-        assert_string_equal(json_get_string(o, "real", "-"), "-");
-        assert_string_equal(json_get_string(NULL, "str", "-"), "-");
-        json_decref(o);
-}
-
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -252,7 +229,6 @@ int main(void)
                 cmocka_unit_test(test_format_rate_pct),   cmocka_unit_test(test_format_uptime),
                 cmocka_unit_test(test_width_and_padding), cmocka_unit_test(test_iso8601),
                 cmocka_unit_test(test_percentile_key),    cmocka_unit_test(test_format_error),
-                cmocka_unit_test(test_json_getters),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -82,6 +82,11 @@ static void test_required_strings(void **state)
         assert_int_equal(json_read_string(o, "null", 9, &s), -EBADMSG);
         assert_int_equal(json_read_string(o, "nul", 9, &s), -EBADMSG);
         assert_int_equal(json_read_string(o, "missing", 9, &s), -EBADMSG);
+
+        assert_string_equal(json_read_string_or(o, "str", "-"), "text");
+        assert_string_equal(json_read_string_or(o, "real", "-"), "-");
+        assert_string_equal(json_read_string_or(o, "nul", "-"), "-");
+        assert_string_equal(json_read_string_or(NULL, "str", "-"), "-");
         json_decref(o);
 }
 

@@ -5,7 +5,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "json-read.h"
 #include "report.h"
 #include "summary.h"
 

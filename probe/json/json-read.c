@@ -99,6 +99,13 @@ int json_read_string(json_t *o, const char *key, size_t max_len, const char **re
         return v && string_value(v, max_len, ret) == 0 ? 0 : -EBADMSG;
 }
 
+const char *json_read_string_or(json_t *o, const char *key, const char *fallback)
+{
+        const char *s;
+
+        return json_read_string(o, key, SIZE_MAX, &s) == 0 ? s : fallback;
+}
+
 int json_read_int_default(json_t *o, const char *key, json_int_t min, json_int_t max,
                           json_int_t def, json_int_t *ret)
 {

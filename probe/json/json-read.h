@@ -31,6 +31,10 @@ int ns_from_number(double ns, uint64_t *ret);
 /* A string of at most @max_len bytes without a NUL inside (borrowed). */
 int json_read_string(json_t *o, const char *key, size_t max_len, const char **ret);
 
+/* The string that json_read_string() reads with no length limit, or @fallback when there is
+ * none: what a reader shows for a value it lacks. */
+const char *json_read_string_or(json_t *o, const char *key, const char *fallback);
+
 /* --- Optional members, as the parameters of a call are: a missing one gives @def. Each
  * returns 0, -EINVAL when the member is of another type, or -ERANGE when it is out of range. */
 

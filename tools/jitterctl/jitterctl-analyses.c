@@ -14,6 +14,7 @@
 #include "host.h"
 #include "jitterctl-format.h"
 #include "jitterctl-window.h"
+#include "json-read.h"
 
 /* Takes the CPUs of the cpulist file @path (absent or empty: none) out of @set. */
 static void remove_cpulist_file(const char *path, cpu_set_t *set)
@@ -59,7 +60,7 @@ static int lower_priority(Ctl *ctl)
                 if (cpu >= 0 && cpu < CPU_SETSIZE) {
                         CPU_CLR((int)cpu, &set);
                 }
-                if (strcmp(json_get_string(p, "isolation", "none"), "none") == 0) {
+                if (strcmp(json_read_string_or(p, "isolation", "none"), "none") == 0) {
                         nice_to = 19;
                 }
         }
@@ -82,7 +83,7 @@ static int lower_priority(Ctl *ctl)
 
 int ctl_get_stats(Ctl *ctl, json_t *params, bool analyses, json_t **ret)
 {
-        const char *window = json_get_string(params, "window", "1m");
+        const char *window = json_read_string_or(params, "window", "1m");
         unsigned online = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
         json_t *reply = NULL, *error_params = NULL, *e;
         char win[16], msg[512], *error = NULL;
@@ -101,8 +102,8 @@ int ctl_get_stats(Ctl *ctl, json_t *params, bool analyses, json_t **ret)
         if (r == -EREMOTEIO) {
                 /* A jitterd older than this interface refuses the parameter. */
                 if (strcmp(error, "org.varlink.service.InvalidParameter") == 0 &&
-                    strcmp(json_get_string(error_params, "parameter", ""), "without_analyses") ==
-                            0) {
+                    strcmp(json_read_string_or(error_params, "parameter", ""),
+                           "without_analyses") == 0) {
                         ctl_fail("GetStats does not take without_analyses (is jitterd older "
                                  "than jitterctl?)");
                 } else {

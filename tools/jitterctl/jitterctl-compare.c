@@ -10,6 +10,7 @@
 #include "jitterctl-format.h"
 #include "jitterctl-significance.h"
 #include "jitterctl.h"
+#include "json-read.h"
 #include "summary-json.h"
 #include "util.h"
 
@@ -328,8 +329,8 @@ int cmd_compare(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
         } else {
                 printf("before: %s (%s)\nafter:  %s (%s)\n"
                        "change = (before - after) / before: positive is better\n",
-                       names[0], json_get_string(before, "created", "?"), names[1],
-                       json_get_string(after, "created", "?"));
+                       names[0], json_read_string_or(before, "created", "?"), names[1],
+                       json_read_string_or(after, "created", "?"));
         }
         compared = compare_cpus(ctl, before, after, names, out);
         if (compared < 0) {

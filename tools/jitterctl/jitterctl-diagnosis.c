@@ -7,6 +7,7 @@
 
 #include "cpulist.h"
 #include "jitterctl-format.h"
+#include "json-read.h"
 #include "util.h"
 
 /* The kinds GetCauses' totals stand for besides its named causes. */
@@ -19,7 +20,7 @@
  * reads as 0 and returns false. */
 static bool get_u64(json_t *o, const char *key, uint64_t *ret)
 {
-        if (!json_get_u64(o, key, ret)) {
+        if (json_read_u64(o, key, ret) < 0) {
                 *ret = 0;
                 return false;
         }
@@ -50,7 +51,7 @@ static json_t *cpu_summary(json_int_t cpu, json_t *c, json_t *s)
         if (s) {
                 get_u64(json_object_get(s, "interruptions"), "count", &count);
                 get_u64(s, "lost_ns", &lost_ns);
-                json_get_double(s, "cpu_available_pct", &available);
+                json_read_number(s, "cpu_available_pct", &available);
         }
         o = json_pack("{s:I, s:o, s:o, s:I, s:I, s:o, s:o, s:I}", "cpu", cpu, "window_ns",
                       have_stats ? json_integer((json_int_t)window_ns) : json_null(),
@@ -121,8 +122,8 @@ static int collect_cpu(json_t *by_key, json_int_t cpu, json_t *c)
 
         json_array_foreach(json_object_get(c, "causes"), i, cause)
         {
-                const char *kind = json_get_string(cause, "kind", NULL);
-                const char *name = json_get_string(cause, "name", NULL);
+                const char *kind = json_read_string_or(cause, "kind", NULL);
+                const char *name = json_read_string_or(cause, "name", NULL);
 
                 if (!kind || !name || !get_u64(cause, "ns", &ns)) {
                         continue;
@@ -177,17 +178,17 @@ static int event_facts(json_t *events, json_t *last_seen, json_t *workers)
                 }
                 json_array_foreach(json_object_get(ev, "causes"), j, c)
                 {
-                        const char *name = json_get_string(c, "name", "");
+                        const char *name = json_read_string_or(c, "name", "");
 
-                        if (strcmp(json_get_string(c, "kind", ""), "task") == 0 &&
+                        if (strcmp(json_read_string_or(c, "kind", ""), "task") == 0 &&
                             strncmp(name, "kworker/", strlen("kworker/")) == 0) {
                                 kworker = name;
                         }
                 }
                 json_array_foreach(json_object_get(ev, "causes"), j, c)
                 {
-                        const char *kind = json_get_string(c, "kind", "");
-                        const char *name = json_get_string(c, "name", NULL);
+                        const char *kind = json_read_string_or(c, "kind", "");
+                        const char *name = json_read_string_or(c, "name", NULL);
                         uint64_t seen = 0;
 
                         if (!name) {
@@ -221,12 +222,12 @@ static json_t *finding_for(json_t *findings, const char *check, json_int_t cpu)
         {
                 json_t *c = json_object_get(f, "cpu");
 
-                if (strcmp(json_get_string(f, "check", ""), check) != 0 ||
+                if (strcmp(json_read_string_or(f, "check", ""), check) != 0 ||
                     !(json_is_null(c) || (json_is_integer(c) && json_integer_value(c) == cpu))) {
                         continue;
                 }
-                return json_pack("{s:s, s:s}", "severity", json_get_string(f, "severity", "?"),
-                                 "seen", json_get_string(f, "seen", ""));
+                return json_pack("{s:s, s:s}", "severity", json_read_string_or(f, "severity", "?"),
+                                 "seen", json_read_string_or(f, "seen", ""));
         }
         return json_null();
 }
@@ -251,7 +252,8 @@ static uint64_t boottime(const DiagnosisInput *in, uint64_t ns)
 static int entry_remedy(const DiagnosisInput *in, json_t *e, json_t *last_seen, json_t *workers,
                         uint64_t window_start_ns)
 {
-        const char *kind = json_get_string(e, "kind", ""), *name = json_get_string(e, "name", "");
+        const char *kind = json_read_string_or(e, "kind", ""),
+                   *name = json_read_string_or(e, "name", "");
         json_t *remedy = NULL, *cpu_json;
         AuditCause cause = {.kind = kind, .name = name};
         json_int_t first = -1;
@@ -272,7 +274,7 @@ static int entry_remedy(const DiagnosisInput *in, json_t *e, json_t *last_seen, 
         get_u64(last_seen, name, &seen);
         cause.last_seen_ns = boottime(in, seen);
         cause.window_start_ns = boottime(in, window_start_ns);
-        cause.worker = json_get_string(workers, name, NULL);
+        cause.worker = json_read_string_or(workers, name, NULL);
         if (strcmp(kind, KIND_UNTRACED) == 0) {
                 remedy = untraced_remedy();
                 r = remedy ? 0 : -ENOMEM;
@@ -289,10 +291,11 @@ static int entry_remedy(const DiagnosisInput *in, json_t *e, json_t *last_seen, 
                 return r;
         }
         r = json_object_update(e, remedy) < 0 ||
-                            json_object_set_new(e, "finding",
-                                                finding_for(in->findings,
-                                                            json_get_string(remedy, "check", NULL),
-                                                            first)) < 0
+                            json_object_set_new(
+                                    e, "finding",
+                                    finding_for(in->findings,
+                                                json_read_string_or(remedy, "check", NULL),
+                                                first)) < 0
                     ? -ENOMEM
                     : 0;
         json_decref(remedy);
@@ -309,8 +312,9 @@ static int entry_compare(const void *x, const void *y)
         if (na != nb) {
                 return na > nb ? -1 : 1;
         }
-        c = strcmp(json_get_string(a, "kind", ""), json_get_string(b, "kind", ""));
-        return c ? c : strcmp(json_get_string(a, "name", ""), json_get_string(b, "name", ""));
+        c = strcmp(json_read_string_or(a, "kind", ""), json_read_string_or(b, "kind", ""));
+        return c ? c
+                 : strcmp(json_read_string_or(a, "name", ""), json_read_string_or(b, "name", ""));
 }
 
 /* The window's length summed over the CPUs @e took (from "cpus" of the diagnosis @d); 0 when
@@ -354,7 +358,7 @@ static json_t *entry_cpus_sum(json_t *d, json_t *e, const char *key)
  * reports on those CPUs and their SMI count over the window. */
 static int entry_host_figures(json_t *d, json_t *e)
 {
-        if (strcmp(json_get_string(e, "kind", ""), KIND_NO_RECORD) != 0) {
+        if (strcmp(json_read_string_or(e, "kind", ""), KIND_NO_RECORD) != 0) {
                 return 0;
         }
         return json_object_set_new(e, "steal_ns", entry_cpus_sum(d, e, "steal_ns")) < 0 ||
@@ -456,7 +460,7 @@ int diagnosis_build(const DiagnosisInput *in, json_t **ret)
                 return -EINVAL;
         }
         d = json_pack("{s:s, s:s, s:o, s:[], s:[]}", "window", in->window ? in->window : "",
-                      "trace", json_get_string(in->causes, "trace", "?"), "housekeeping",
+                      "trace", json_read_string_or(in->causes, "trace", "?"), "housekeeping",
                       housekeeping_json(in->host), "cpus", "causes");
         if (!d || !by_key || !last_seen || !workers ||
             read_cpus(in, d, by_key, &window_start_ns, &total_ns) < 0 ||
@@ -490,7 +494,7 @@ int diagnosis_build(const DiagnosisInput *in, json_t **ret)
 /* Prints "label text" indented, if @key of @e holds text. */
 static void print_part(FILE *f, json_t *e, const char *key, const char *label)
 {
-        const char *text = json_get_string(e, key, NULL);
+        const char *text = json_read_string_or(e, key, NULL);
 
         if (text && text[0]) {
                 fprintf(f, "       %-15s %s\n", label, text);
@@ -511,7 +515,7 @@ static void print_cpu(FILE *f, json_t *c)
         if (get_u64(c, "window_ns", &window_ns)) {
                 fprintf(f, " of %s", format_ns(b, sizeof(b), (double)window_ns));
         }
-        if (json_get_double(c, "cpu_available_pct", &available)) {
+        if (json_read_number(c, "cpu_available_pct", &available) == 0) {
                 fprintf(f, "; %s %% of the CPU available", format_pct(pct, sizeof(pct), available));
         }
         if (get_u64(c, "interruptions", &count) && count > kept) {
@@ -554,19 +558,19 @@ static void print_entry(FILE *f, json_t *e, bool color)
                 {"now", "fix (now):"},
                 {"reboot", "fix (at boot):"},
         };
-        const char *when = json_get_string(e, "when", "none");
+        const char *when = json_read_string_or(e, "when", "none");
         json_t *finding = json_object_get(e, "finding");
         char t[FORMAT_MAX], s[FORMAT_MAX], g[FORMAT_MAX];
         double share = 0, gain;
         uint64_t overhead;
 
-        json_get_double(e, "share", &share);
+        json_read_number(e, "share", &share);
         fprintf(f, "%3" JSON_INTEGER_FORMAT ". %s%s%s  %s, %s %% of the interruptions' time",
                 json_integer_value(json_object_get(e, "rank")), color ? "\033[1m" : "",
-                json_get_string(e, "what", "?"), color ? "\033[0m" : "",
+                json_read_string_or(e, "what", "?"), color ? "\033[0m" : "",
                 format_ns(t, sizeof(t), (double)json_integer_value(json_object_get(e, "ns"))),
                 format_pct(s, sizeof(s), 100 * share));
-        if (json_get_double(e, "gain_pct", &gain)) {
+        if (json_read_number(e, "gain_pct", &gain) == 0) {
                 fprintf(f, "; removing it gives back %s %% of the CPU",
                         format_pct(g, sizeof(g), gain));
         }
@@ -578,9 +582,10 @@ static void print_entry(FILE *f, json_t *e, bool color)
         print_host_figures(f, e);
         print_part(f, e, "setting", "let in by:");
         if (json_is_object(finding)) {
-                fprintf(f, "       %-15s %s %s: %s\n", "audit:", json_get_string(e, "check", "?"),
-                        json_get_string(finding, "severity", "?"),
-                        json_get_string(finding, "seen", ""));
+                fprintf(f, "       %-15s %s %s: %s\n",
+                        "audit:", json_read_string_or(e, "check", "?"),
+                        json_read_string_or(finding, "severity", "?"),
+                        json_read_string_or(finding, "seen", ""));
         }
         for (size_t i = 0; i < ELEMENTSOF(labels); i++) {
                 if (strcmp(when, labels[i].when) == 0) {
@@ -601,8 +606,8 @@ void diagnosis_print(json_t *d, FILE *f, double min_share, bool color)
         json_t *e;
 
         fprintf(f, "window %s, trace %s; fixes move things to the housekeeping CPUs: %s\n",
-                json_get_string(d, "window", "?"), json_get_string(d, "trace", "?"),
-                json_get_string(d, "housekeeping", "unknown"));
+                json_read_string_or(d, "window", "?"), json_read_string_or(d, "trace", "?"),
+                json_read_string_or(d, "housekeeping", "unknown"));
         json_array_foreach(json_object_get(d, "cpus"), i, e)
         {
                 print_cpu(f, e);
@@ -612,7 +617,7 @@ void diagnosis_print(json_t *d, FILE *f, double min_share, bool color)
         }
         json_array_foreach(json_object_get(d, "causes"), i, e)
         {
-                if (!json_get_double(e, "share", &share) || share >= min_share || i == 0) {
+                if (json_read_number(e, "share", &share) < 0 || share >= min_share || i == 0) {
                         fputc('\n', f);
                         print_entry(f, e, color);
                 } else {

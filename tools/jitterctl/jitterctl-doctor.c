@@ -12,6 +12,7 @@
 #include "jitterctl-diagnosis.h"
 #include "jitterctl-format.h"
 #include "jitterctl.h"
+#include "json-read.h"
 #include "util.h"
 
 /* The most events GetEvents gives: the newest, to date the tasks and find the kworkers. */
@@ -68,9 +69,9 @@ static int cpu_figures(Ctl *ctl, json_int_t cpu, const char *window, json_t **re
         }
         json_array_foreach(json_object_get(timeline, "points"), i, p)
         {
-                duration += json_get_u64(p, "duration_ns", &v) ? v : 0;
-                count += json_get_u64(p, "interruptions", &v) ? v : 0;
-                lost += json_get_u64(p, "lost_ns", &v) ? v : 0;
+                duration += json_read_u64(p, "duration_ns", &v) == 0 ? v : 0;
+                count += json_read_u64(p, "interruptions", &v) == 0 ? v : 0;
+                lost += json_read_u64(p, "lost_ns", &v) == 0 ? v : 0;
         }
         *ret = json_pack("{s:I, s:I, s:{s:I}, s:I, s:o}", "cpu", cpu, "duration_ns",
                          (json_int_t)duration, "interruptions", "count", (json_int_t)count,
@@ -209,11 +210,11 @@ int cmd_doctor(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
         if (e < 0) {
                 return ctl_fail("cannot make the diagnosis: %s", strerror(-e));
         }
-        if (strcmp(json_get_string(r.causes, "trace", ""), "recording") != 0) {
+        if (strcmp(json_read_string_or(r.causes, "trace", ""), "recording") != 0) {
                 fprintf(stderr,
                         "jitterctl: the daemon's trace is %s: without it no cause is "
                         "named ([trace] enabled = yes in jitterd.conf)\n",
-                        json_get_string(r.causes, "trace", "unknown"));
+                        json_read_string_or(r.causes, "trace", "unknown"));
         }
         if (ctl->json) {
                 e = ctl_print_json(d);

@@ -10,6 +10,7 @@
 #include "duration.h"
 #include "jitterctl-format.h"
 #include "jitterctl.h"
+#include "json-read.h"
 
 /* The records of a capture within this of an interruption are shown with it, as the daemon
  * keeps them (CAPTURE_MARGIN_NS). */
@@ -34,15 +35,15 @@ static void print_interruption(const Ctl *ctl, json_t *cap, json_t *in)
         json_t *rec;
         size_t i, shown = 0;
 
-        json_get_u64(in, "cpu", &cpu);
-        json_get_u64(in, "start_ns", &start);
-        json_get_u64(in, "duration_ns", &dur);
-        json_get_u64(cap, "from_ns", &from);
-        json_get_u64(cap, "to_ns", &to);
-        json_get_u64(cap, "records_dropped", &dropped);
+        json_read_u64(in, "cpu", &cpu);
+        json_read_u64(in, "start_ns", &start);
+        json_read_u64(in, "duration_ns", &dur);
+        json_read_u64(cap, "from_ns", &from);
+        json_read_u64(cap, "to_ns", &to);
+        json_read_u64(cap, "records_dropped", &dropped);
         printf("%sCPU %" PRIu64 " interrupted for %s, capture %s (%s%s)%s\n",
                ctl_color(ctl, CTL_BOLD), cpu, format_ns(d, sizeof(d), (double)dur),
-               json_get_string(cap, "realtime", "?"),
+               json_read_string_or(cap, "realtime", "?"),
                format_offset(off, sizeof(off), (int64_t)(from - start)),
                json_is_false(json_object_get(cap, "complete")) ? ", incomplete" : "",
                ctl_color(ctl, CTL_RESET));
@@ -52,19 +53,20 @@ static void print_interruption(const Ctl *ctl, json_t *cap, json_t *in)
                 uint64_t ns = 0, rcpu = 0, rd = 0;
                 int64_t rel;
 
-                json_get_u64(rec, "ns", &ns);
+                json_read_u64(rec, "ns", &ns);
                 rel = (int64_t)(ns - start);
                 if (rel < -MARGIN_NS || rel > (int64_t)dur + MARGIN_NS) {
                         continue;
                 }
-                json_get_u64(rec, "cpu", &rcpu);
+                json_read_u64(rec, "cpu", &rcpu);
                 /* Padded by width, not bytes: "µs" is two bytes and one column. */
                 fputs("  ", stdout);
                 fput_padded(stdout, format_offset(off, sizeof(off), rel), 10);
-                printf("  %4" PRIu64 "  %-12s  %-34s  ", rcpu, json_get_string(rec, "kind", "?"),
-                       json_get_string(rec, "name", "?"));
+                printf("  %4" PRIu64 "  %-12s  %-34s  ", rcpu,
+                       json_read_string_or(rec, "kind", "?"),
+                       json_read_string_or(rec, "name", "?"));
                 fput_padded(stdout,
-                            json_get_u64(rec, "duration_ns", &rd)
+                            json_read_u64(rec, "duration_ns", &rd) == 0
                                     ? format_ns(d, sizeof(d), (double)rd)
                                     : "-",
                             10);
@@ -106,14 +108,14 @@ static int event_records(Ctl *ctl, json_t *params, uint64_t min_ns)
                 {
                         uint64_t dur = 0;
 
-                        if (json_get_u64(in, "duration_ns", &dur) && dur >= min_ns) {
+                        if (json_read_u64(in, "duration_ns", &dur) == 0 && dur >= min_ns) {
                                 print_interruption(ctl, cap, in);
                                 n++;
                         }
                 }
-                if (json_get_u64(cap, "more_interruptions", &more) && more > 0) {
+                if (json_read_u64(cap, "more_interruptions", &more) == 0 && more > 0) {
                         printf("(%" PRIu64 " more interruptions in the capture %s)\n\n", more,
-                               json_get_string(cap, "file", "?"));
+                               json_read_string_or(cap, "file", "?"));
                 }
         }
         if (n == 0) {
@@ -145,19 +147,19 @@ static const char *main_cause(json_t *e, char *buf, size_t size)
         }
         if (!c) {
                 snprintf(buf, size, "%s%s",
-                         json_get_u64(e, "no_record_ns", &v) && v > 0
+                         json_read_u64(e, "no_record_ns", &v) == 0 && v > 0
                                  ? "(no record: hardware, firmware or hypervisor)"
                                  : "(unexplained)",
                          lost ? ", records lost" : "");
                 return buf;
         }
-        json_get_u64(c, "ns", &v);
-        if (json_get_u64(c, "overhead_ns", &overhead) && overhead > 0) {
+        json_read_u64(c, "ns", &v);
+        if (json_read_u64(c, "overhead_ns", &overhead) == 0 && overhead > 0) {
                 snprintf(in_out, sizeof(in_out), " + %s in/out",
                          format_ns(ns, sizeof(ns), (double)overhead));
         }
-        snprintf(buf, size, "%s %s %s%s%s", json_get_string(c, "kind", "?"),
-                 json_get_string(c, "name", "?"), format_ns(ns, sizeof(ns), (double)v), in_out,
+        snprintf(buf, size, "%s %s %s%s%s", json_read_string_or(c, "kind", "?"),
+                 json_read_string_or(c, "name", "?"), format_ns(ns, sizeof(ns), (double)v), in_out,
                  lost ? ", records lost" : "");
         return buf;
 }
@@ -242,12 +244,12 @@ static void events_print(const Ctl *ctl, json_t *events)
                 struct timespec ts;
                 uint64_t cpu = 0, d = 0;
 
-                json_get_u64(e, "cpu", &cpu);
-                json_get_u64(e, "duration_ns", &d);
-                if (iso8601_parse(json_get_string(e, "realtime", NULL), &ts) == 0) {
+                json_read_u64(e, "cpu", &cpu);
+                json_read_u64(e, "duration_ns", &d);
+                if (iso8601_parse(json_read_string_or(e, "realtime", NULL), &ts) == 0) {
                         format_local_time(when, sizeof(when), &ts, true);
                 } else {
-                        snprintf(when, sizeof(when), "%s", json_get_string(e, "realtime", "?"));
+                        snprintf(when, sizeof(when), "%s", json_read_string_or(e, "realtime", "?"));
                 }
                 printf("%-26s %4llu", when, (unsigned long long)cpu);
                 fput_padded(stdout, format_ns(dur, sizeof(dur), (double)d), 12);

@@ -12,6 +12,7 @@
 #include "jitterctl-shares.h"
 #include "jitterctl-format.h"
 #include "jitterctl.h"
+#include "json-read.h"
 #include "util.h"
 
 /* A share of 0..1 as "12.5 %". */
@@ -43,8 +44,8 @@ static void print_why(json_t *rows, json_t *row, double exact, double ls)
                 double e = json_number_value(json_object_get(r, "exact_share")), l;
 
                 if (r != row && json_is_true(json_object_get(r, "cross_check")) &&
-                    json_get_double(r, "ls_share", &l) && l - e > EXPLAIN_AGREE_ABS) {
-                        printf("%s%s", *sep ? sep : ": ", json_get_string(r, "source", "?"));
+                    json_read_number(r, "ls_share", &l) == 0 && l - e > EXPLAIN_AGREE_ABS) {
+                        printf("%s%s", *sep ? sep : ": ", json_read_string_or(r, "source", "?"));
                         sep = ", ";
                 }
         }
@@ -69,7 +70,7 @@ static int source_width(json_t *rows, bool cross_check_only)
 
         json_array_foreach(rows, i, c)
         {
-                int len = (int)strlen(json_get_string(c, "source", "?"));
+                int len = (int)strlen(json_read_string_or(c, "source", "?"));
 
                 if (!cross_check_only || json_is_true(json_object_get(c, "cross_check"))) {
                         width = len > width ? len : width;
@@ -85,9 +86,9 @@ static void print_background(json_t *background, int width, bool exact_column)
         char b[32], d[32];
         double ls = 0, se;
 
-        json_get_double(background, "explains", &ls);
+        json_read_number(background, "explains", &ls);
         share_text(b, sizeof(b), ls);
-        if (!json_get_double(background, "explains_stderr", &se)) {
+        if (json_read_number(background, "explains_stderr", &se) < 0) {
                 snprintf(d, sizeof(d), "?");
         } else {
                 share_text(d, sizeof(d), se);
@@ -121,7 +122,7 @@ static void print_cross_check(json_t *rows, json_t *background, CompareCounts *n
                 double ls, se;
 
                 if (!json_is_true(json_object_get(c, "cross_check"))) {
-                        if (json_get_double(c, "ls_share", &ls)) {
+                        if (json_read_number(c, "ls_share", &ls) == 0) {
                                 n->hidden++;
                         } else {
                                 n->trace_only++;
@@ -131,13 +132,13 @@ static void print_cross_check(json_t *rows, json_t *background, CompareCounts *n
                 if (n->shown++ == 0) {
                         print_compare_header(width);
                 }
-                json_get_double(c, "ls_share", &ls);
-                json_get_double(c, "ls_stderr", &se);
-                printf("  %-*s %8s %14s %10s  %s\n", width, json_get_string(c, "source", "?"),
+                json_read_number(c, "ls_share", &ls);
+                json_read_number(c, "ls_stderr", &se);
+                printf("  %-*s %8s %14s %10s  %s\n", width, json_read_string_or(c, "source", "?"),
                        share_text(a, sizeof(a),
                                   json_number_value(json_object_get(c, "exact_share"))),
                        share_text(b, sizeof(b), ls), share_text(d, sizeof(d), se),
-                       json_get_string(c, "verdict", "?"));
+                       json_read_string_or(c, "verdict", "?"));
         }
         if (background && !n->background_hidden) {
                 if (n->shown == 0) {
@@ -176,7 +177,7 @@ static void print_verdicts(json_t *rows, CompareCounts *n)
 
         json_array_foreach(rows, i, c)
         {
-                const char *verdict = json_get_string(c, "verdict", "");
+                const char *verdict = json_read_string_or(c, "verdict", "");
                 double se;
 
                 if (!json_is_true(json_object_get(c, "cross_check"))) {
@@ -185,11 +186,11 @@ static void print_verdicts(json_t *rows, CompareCounts *n)
                 if (strcmp(verdict, "agree") == 0) {
                         n->agree++;
                 } else if (strcmp(verdict, "uncertain") == 0 &&
-                           json_get_double(c, "ls_stderr", &se)) {
+                           json_read_number(c, "ls_stderr", &se) == 0) {
                         n->uncertain++;
                         printf("  uncertain: %s: the fit knows its share only to within %s "
                                "(one standard error): too little to tell\n",
-                               json_get_string(c, "source", "?"), share_text(a, sizeof(a), se));
+                               json_read_string_or(c, "source", "?"), share_text(a, sizeof(a), se));
                 }
         }
         json_array_foreach(rows, i, c)
@@ -197,13 +198,13 @@ static void print_verdicts(json_t *rows, CompareCounts *n)
                 double ls, e = json_number_value(json_object_get(c, "exact_share"));
 
                 if (!json_is_true(json_object_get(c, "cross_check")) ||
-                    strcmp(json_get_string(c, "verdict", ""), "disagree") != 0 ||
-                    !json_get_double(c, "ls_share", &ls)) {
+                    strcmp(json_read_string_or(c, "verdict", ""), "disagree") != 0 ||
+                    json_read_number(c, "ls_share", &ls) < 0) {
                         continue;
                 }
                 n->disagree++;
                 printf("  disagree: %s, exact %s, least squares %s: ",
-                       json_get_string(c, "source", "?"), share_text(a, sizeof(a), e),
+                       json_read_string_or(c, "source", "?"), share_text(a, sizeof(a), e),
                        share_text(b, sizeof(b), ls));
                 print_why(rows, c, e, ls);
         }
@@ -232,11 +233,11 @@ static void print_exact(json_t *o)
                 char name[64];
                 uint64_t ns = 0, overhead = 0, count = 0;
 
-                json_get_u64(c, "ns", &ns);
-                json_get_u64(c, "overhead_ns", &overhead);
-                json_get_u64(c, "count", &count);
-                snprintf(name, sizeof(name), "%s %s", json_get_string(c, "kind", "?"),
-                         json_get_string(c, "name", "?"));
+                json_read_u64(c, "ns", &ns);
+                json_read_u64(c, "overhead_ns", &overhead);
+                json_read_u64(c, "count", &count);
+                snprintf(name, sizeof(name), "%s %s", json_read_string_or(c, "kind", "?"),
+                         json_read_string_or(c, "name", "?"));
                 printf("  %-36s %8s %10s %10s %7s\n", name,
                        share_text(a, sizeof(a), json_number_value(json_object_get(c, "share"))),
                        format_ns(b, sizeof(b), (double)ns),
@@ -254,23 +255,23 @@ static void print_account(json_t *o, uint64_t lost)
                  unexplained = 0, lost_n = 0, lost_ns = 0, steal = 0, smi = 0;
         char extra[160], a[32], b[32], d[32];
 
-        json_get_u64(o, "interruptions_ns", &ev_ns);
-        json_get_u64(o, "other_ns", &other);
-        json_get_u64(o, "overhead_ns", &overhead);
-        json_get_u64(o, "no_record", &no_record);
-        json_get_u64(o, "no_record_ns", &no_record_ns);
-        json_get_u64(o, "unexplained_ns", &unexplained);
-        json_get_u64(o, "trace_lost", &lost_n);
-        json_get_u64(o, "trace_lost_ns", &lost_ns);
+        json_read_u64(o, "interruptions_ns", &ev_ns);
+        json_read_u64(o, "other_ns", &other);
+        json_read_u64(o, "overhead_ns", &overhead);
+        json_read_u64(o, "no_record", &no_record);
+        json_read_u64(o, "no_record_ns", &no_record_ns);
+        json_read_u64(o, "unexplained_ns", &unexplained);
+        json_read_u64(o, "trace_lost", &lost_n);
+        json_read_u64(o, "trace_lost_ns", &lost_ns);
         if (other) {
                 print_part("other causes", other, lost, "");
         }
         print_part("entry and exit (+IN/OUT above)", overhead, lost, "");
         snprintf(extra, sizeof(extra), "%s interruptions; steal %s, SMIs %s",
                  format_count(a, sizeof(a), no_record),
-                 json_get_u64(o, "steal_ns", &steal) ? format_ns(b, sizeof(b), (double)steal)
-                                                     : "unknown",
-                 json_get_u64(o, "smi", &smi) ? format_count(d, sizeof(d), smi) : "unknown");
+                 json_read_u64(o, "steal_ns", &steal) == 0 ? format_ns(b, sizeof(b), (double)steal)
+                                                           : "unknown",
+                 json_read_u64(o, "smi", &smi) == 0 ? format_count(d, sizeof(d), smi) : "unknown");
         print_part("no record (hw, firmware, hypervisor)", no_record_ns, lost, extra);
         extra[0] = 0;
         if (lost_n) {
@@ -293,12 +294,12 @@ static void print_cpu(json_t *o)
         CompareCounts counts = {};
         json_t *rows = json_object_get(o, "compare");
 
-        json_get_u64(o, "lost_ns", &lost);
-        json_get_u64(o, "interruptions", &ev);
-        json_get_u64(o, "traced", &n);
+        json_read_u64(o, "lost_ns", &lost);
+        json_read_u64(o, "interruptions", &ev);
+        json_read_u64(o, "traced", &n);
         printf("CPU %d, window %s: time lost %s, %s interruptions, %s traced (%s)\n",
                (int)json_integer_value(json_object_get(o, "cpu")),
-               json_get_string(o, "window", "?"), format_ns(a, sizeof(a), (double)lost),
+               json_read_string_or(o, "window", "?"), format_ns(a, sizeof(a), (double)lost),
                format_count(b, sizeof(b), ev), format_count(d, sizeof(d), n),
                share_text(cov, sizeof(cov), json_number_value(json_object_get(o, "coverage"))));
         print_exact(o);
@@ -335,11 +336,11 @@ static void print_estimate(json_t *o)
         int width = source_width(rows, false);
         size_t i;
 
-        json_get_u64(o, "lost_ns", &lost);
-        json_get_u64(o, "interruptions", &ev);
+        json_read_u64(o, "lost_ns", &lost);
+        json_read_u64(o, "interruptions", &ev);
         printf("CPU %d, window %s: time lost %s, %s interruptions\n",
                (int)json_integer_value(json_object_get(o, "cpu")),
-               json_get_string(o, "window", "?"), format_ns(a, sizeof(a), (double)lost),
+               json_read_string_or(o, "window", "?"), format_ns(a, sizeof(a), (double)lost),
                format_count(b, sizeof(b), ev));
         if (!json_is_true(json_object_get(o, "fit"))) {
                 printf("  no least-squares estimate: the window has fewer than 60 intervals\n");
@@ -350,11 +351,12 @@ static void print_estimate(json_t *o)
         {
                 double ls = 0, se;
 
-                json_get_double(c, "ls_share", &ls);
-                printf("  %-*s %14s %10s%s\n", width, json_get_string(c, "source", "?"),
+                json_read_number(c, "ls_share", &ls);
+                printf("  %-*s %14s %10s%s\n", width, json_read_string_or(c, "source", "?"),
                        share_text(a, sizeof(a), ls),
-                       json_get_double(c, "ls_stderr", &se) ? share_text(d, sizeof(d), se) : "?",
-                       json_get_double(c, "ls_stderr", &se)
+                       json_read_number(c, "ls_stderr", &se) == 0 ? share_text(d, sizeof(d), se)
+                                                                  : "?",
+                       json_read_number(c, "ls_stderr", &se) == 0
                                ? ""
                                : "  (the fit cannot tell it from counters that move with it)");
         }
@@ -461,7 +463,7 @@ int cmd_explain(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                           true, &stats) < 0) {
                 goto out;
         }
-        trace = json_get_string(causes, "trace", "off");
+        trace = json_read_string_or(causes, "trace", "off");
         r = strcmp(trace, "recording") == 0 ? compare(causes, stats, &out) : estimate(stats, &out);
         if (r != CTL_EXIT_OK) {
                 goto out;

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "json-read.h"
 #include "summary-json.h"
 
 static bool ascii_units;
@@ -301,23 +302,6 @@ int percentile_key(const char *text, char *key, size_t size)
         return 0;
 }
 
-bool json_get_double(json_t *obj, const char *key, double *ret)
-{
-        return json_read_number(obj, key, ret) == 0;
-}
-
-bool json_get_u64(json_t *obj, const char *key, uint64_t *ret)
-{
-        return json_read_u64(obj, key, ret) == 0;
-}
-
-const char *json_get_string(json_t *obj, const char *key, const char *fallback)
-{
-        const char *s;
-
-        return json_read_string(obj, key, SIZE_MAX, &s) == 0 ? s : fallback;
-}
-
 char *format_error(char *buf, size_t size, const char *error, json_t *params)
 {
         json_t *cpu = json_object_get(params, "cpu");
@@ -327,20 +311,20 @@ char *format_error(char *buf, size_t size, const char *error, json_t *params)
                 snprintf(buf, size, "no probe on CPU %lld", (long long)json_integer_value(cpu));
         } else if (strcmp(error, "io.jitterd.InvalidWindow") == 0) {
                 snprintf(buf, size, "invalid window \"%s\" (use 10s, 1m, 5m, 1h, 24h or all)",
-                         json_get_string(params, "window", "?"));
+                         json_read_string_or(params, "window", "?"));
         } else if (strcmp(error, "io.jitterd.InvalidDuration") == 0) {
                 snprintf(buf, size, "invalid duration \"%s\" for %s (e.g. 500ms, 10s, 5m)",
-                         json_get_string(params, "value", "?"),
-                         json_get_string(params, "parameter", "a parameter"));
+                         json_read_string_or(params, "value", "?"),
+                         json_read_string_or(params, "parameter", "a parameter"));
         } else if (strcmp(error, "org.varlink.service.InvalidParameter") == 0) {
                 snprintf(buf, size, "the daemon refused parameter \"%s\"",
-                         json_get_string(params, "parameter", "?"));
+                         json_read_string_or(params, "parameter", "?"));
         } else if (strcmp(error, "org.varlink.service.MethodNotFound") == 0) {
                 snprintf(buf, size, "method %s not found (is jitterd older than jitterctl?)",
-                         json_get_string(params, "method", "?"));
+                         json_read_string_or(params, "method", "?"));
         } else if (strcmp(error, "org.varlink.service.InterfaceNotFound") == 0) {
                 snprintf(buf, size, "interface %s not found (is this socket jitterd's?)",
-                         json_get_string(params, "interface", "?"));
+                         json_read_string_or(params, "interface", "?"));
         } else if (strcmp(error, "org.varlink.service.ExpectedMore") == 0) {
                 snprintf(buf, size, "the method streams replies: call it with --more");
         } else if (strcmp(error, "io.jitterd.Busy") == 0) {

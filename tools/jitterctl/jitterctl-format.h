@@ -59,18 +59,5 @@ int percentile_key(const char *text, char *key, size_t size);
  * @buf. */
 char *format_error(char *buf, size_t size, const char *error, json_t *params);
 
-/* The readers of summary-json.h as jitterctl uses them, with a bool or a fallback. */
-
-/* Reads @key of @obj as a number (integer or real). Returns false when it is missing or not a
- * number. */
-bool json_get_double(json_t *obj, const char *key, double *ret);
-
-/* Reads @key of @obj as a non-negative integer. Returns false when it is missing, not an
- * integer, or negative. */
-bool json_get_u64(json_t *obj, const char *key, uint64_t *ret);
-
-/* Reads @key of @obj as a string; returns it (borrowed) or @fallback. */
-const char *json_get_string(json_t *obj, const char *key, const char *fallback);
-
 /* The element of @reply's "cpus" array whose "cpu" is @cpu (borrowed), or NULL. */
 json_t *json_cpu_entry(json_t *reply, json_int_t cpu);

@@ -9,6 +9,7 @@
 #include "jitterctl-buckets.h"
 #include "jitterctl-format.h"
 #include "jitterctl.h"
+#include "json-read.h"
 #include "report.h"
 #include "summary-json.h"
 #include "util.h"
@@ -111,11 +112,11 @@ int cmd_hist(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                 return ctl_fail("malformed histogram from jitterd: %s", strerror(-n));
         }
         n = (int)report_buckets_join(b, (size_t)n);
-        json_get_u64(reply, "total", &total);
-        format_ns(min, sizeof(min), json_get_double(reply, "min_ns", &v) ? v : NAN);
-        format_ns(max, sizeof(max), json_get_double(reply, "max_ns", &v) ? v : NAN);
+        json_read_u64(reply, "total", &total);
+        format_ns(min, sizeof(min), json_read_number(reply, "min_ns", &v) == 0 ? v : NAN);
+        format_ns(max, sizeof(max), json_read_number(reply, "max_ns", &v) == 0 ? v : NAN);
         printf("CPU %llu, window %s, %s: %llu samples, min %s, max %s\n", cpu,
-               json_get_string(reply, "window", window ? window : "1m"),
+               json_read_string_or(reply, "window", window ? window : "1m"),
                strcmp(kind, "gap") == 0 ? "gaps" : "difference of consecutive gaps",
                (unsigned long long)total, min, max);
         if (n == 0) {

@@ -11,6 +11,7 @@
 #include "jitterctl-format.h"
 #include "jitterctl-svg.h"
 #include "jitterctl.h"
+#include "json-read.h"
 
 /* What one CPU's series was built from, kept so that it can be freed. */
 typedef struct PlotData {
@@ -54,9 +55,9 @@ static int plot_data_add(PlotData *d, int cpu, json_t *histogram, json_t *timeli
         {
                 PlotPoint *pt = &pts[m];
 
-                if (!json_get_u64(p, "start_ns", &pt->start_ns) ||
-                    !json_get_u64(p, "duration_ns", &pt->duration_ns) ||
-                    !json_get_u64(p, "max_gap_ns", &pt->max_gap_ns)) {
+                if (json_read_u64(p, "start_ns", &pt->start_ns) < 0 ||
+                    json_read_u64(p, "duration_ns", &pt->duration_ns) < 0 ||
+                    json_read_u64(p, "max_gap_ns", &pt->max_gap_ns) < 0) {
                         free(b);
                         free(pts);
                         return -EINVAL;
@@ -131,7 +132,7 @@ static int plot_from_snapshot(const char *path, json_t *cpus, PlotData *d, char 
                 ctl_fail("cannot read %s: %s", path, e.text);
                 return -EIO;
         }
-        if (strcmp(json_get_string(doc, "format", ""), "jitterd-snapshot") != 0) {
+        if (strcmp(json_read_string_or(doc, "format", ""), "jitterd-snapshot") != 0) {
                 json_decref(doc);
                 ctl_fail("%s is not a jitterctl snapshot", path);
                 return -EINVAL;
@@ -153,7 +154,7 @@ static int plot_from_snapshot(const char *path, json_t *cpus, PlotData *d, char 
                 }
         }
         snprintf(title, title_size, "jitterd snapshot %s, %s", path,
-                 json_get_string(doc, "created", "?"));
+                 json_read_string_or(doc, "created", "?"));
         json_decref(doc);
         return r;
 }
@@ -214,8 +215,8 @@ static int plot_from_daemon(Ctl *ctl, const char *window, json_t *cpus, PlotData
         }
         gethostname(host, sizeof(host) - 1);
         snprintf(title, title_size, "jitterd on %s, window %s", host,
-                 json_get_string(json_array_get(json_object_get(stats, "cpus"), 0), "window",
-                                 window));
+                 json_read_string_or(json_array_get(json_object_get(stats, "cpus"), 0), "window",
+                                     window));
         json_decref(stats);
         return r;
 }

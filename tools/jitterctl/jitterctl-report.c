@@ -10,6 +10,7 @@
 #include "jitterctl-buckets.h"
 #include "jitterctl-format.h"
 #include "jitterctl.h"
+#include "json-read.h"
 #include "report.h"
 #include "summary-json.h"
 #include "util.h"
@@ -29,8 +30,8 @@ static void report_counter_check(const SlotSummary *s, json_t *counter, uint64_t
          * far larger. */
         double tolerance_ppm = 1000;
 
-        json_get_double(counter, "drift_ppm", &drift);
-        json_get_double(counter, "precision_ppm", &precision);
+        json_read_number(counter, "drift_ppm", &drift);
+        json_read_number(counter, "precision_ppm", &precision);
         if (precision > 0) {
                 tolerance_ppm += precision;
         }
@@ -39,7 +40,8 @@ static void report_counter_check(const SlotSummary *s, json_t *counter, uint64_t
         printf("     COUNTER ELAPSED TIME (usec):      %.3f\n", counter_ns / 1e3);
         printf("      DIFF OF ELAPSED TIMES (usec):    %.3f (%+.3f ppm)\n", diff / 1e3, ppm);
         printf("  COUNTER DRIFT, LAST INTERVAL (ppm):  %+.3f (%s, %s)\n", drift,
-               json_get_string(counter, "source", "?"), json_get_string(counter, "hz_source", "?"));
+               json_read_string_or(counter, "source", "?"),
+               json_read_string_or(counter, "hz_source", "?"));
         if (s->gap.count == 0 || clock_ns <= 0) {
                 printf("[NO SAMPLES: NOTHING TO CHECK]\n");
         } else if (fabs(ppm) <= tolerance_ppm) {
@@ -63,18 +65,18 @@ static int report_cpu(Ctl *ctl, json_t *stats, json_t *status, const char *windo
         uint64_t cpu = 0, threshold_ns = 0, interval_ns = 0, intervals = 0;
         int n;
 
-        json_get_u64(stats, "cpu", &cpu);
+        json_read_u64(stats, "cpu", &cpu);
         if (slot_summary_from_json(stats, &s) < 0) {
                 return ctl_fail("malformed statistics for CPU %llu from jitterd",
                                 (unsigned long long)cpu);
         }
-        json_get_u64(config, "threshold_ns", &threshold_ns);
-        json_get_u64(config, "interval_ns", &interval_ns);
+        json_read_u64(config, "threshold_ns", &threshold_ns);
+        json_read_u64(config, "interval_ns", &interval_ns);
         if (interval_ns > 0) {
                 intervals = (s.duration_ns + interval_ns / 2) / interval_ns;
         }
         printf("%sCPU %llu, window %s (%s)%s\n\n", ctl_color(ctl, CTL_BOLD),
-               (unsigned long long)cpu, json_get_string(stats, "window", window),
+               (unsigned long long)cpu, json_read_string_or(stats, "window", window),
                format_uptime(duration, sizeof(duration), s.duration_ns), ctl_color(ctl, CTL_RESET));
         report_statistics(stdout, &s, threshold_ns);
 
@@ -134,8 +136,8 @@ int cmd_report(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                 json_decref(reply);
                 return r;
         }
-        printf("jitterd %s report, counter %s\n\n", json_get_string(status, "version", "?"),
-               json_get_string(json_object_get(status, "counter"), "source", "?"));
+        printf("jitterd %s report, counter %s\n\n", json_read_string_or(status, "version", "?"),
+               json_read_string_or(json_object_get(status, "counter"), "source", "?"));
         r = CTL_EXIT_OK;
         list = json_object_get(reply, "cpus");
         json_array_foreach(list, i, s)

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "jitterctl-format.h"
+#include "json-read.h"
 #include "summary-json.h"
 
 /* The group of an attribution source: itself, or "irq:device" for a numbered IRQ. */
@@ -122,8 +123,8 @@ static uint64_t counter_count(json_t *stats, const char *counter)
 
         json_array_foreach(json_object_get(stats, "causes"), i, c)
         {
-                if (strcmp(source_group(json_get_string(c, "source", "?")), counter) == 0 &&
-                    json_get_u64(c, "count", &n)) {
+                if (strcmp(source_group(json_read_string_or(c, "source", "?")), counter) == 0 &&
+                    json_read_u64(c, "count", &n) == 0) {
                         sum += n;
                 }
         }
@@ -151,16 +152,16 @@ static json_t *row_names(json_t *stats, json_t *causes, uint64_t lost_ns)
 
         json_array_foreach(json_object_get(stats, "causes"), i, c)
         {
-                const char *source = source_group(json_get_string(c, "source", "?"));
+                const char *source = source_group(json_read_string_or(c, "source", "?"));
 
-                join(parent, source, source_group(json_get_string(c, "group", source)));
+                join(parent, source, source_group(json_read_string_or(c, "group", source)));
         }
         json_object_foreach(json_object_get(causes, "woken_by"), counter, v)
         {
                 uint64_t ns = 0, count = 0, occurrences = counter_count(stats, counter);
 
-                json_get_u64(v, "ns", &ns);
-                json_get_u64(v, "count", &count);
+                json_read_u64(v, "ns", &ns);
+                json_read_u64(v, "count", &count);
                 if (lost_ns > 0 && occurrences > 0 &&
                     (double)ns >= EXPLAIN_WOKEN_MIN * (double)lost_ns &&
                     (double)count >= EXPLAIN_WOKEN_FRACTION * (double)occurrences) {
@@ -218,12 +219,12 @@ static bool add_ls_shares(json_t *rows, json_t *names, json_t *stats)
 
         json_array_foreach(json_object_get(stats, "causes"), i, c)
         {
-                const char *source = source_group(json_get_string(c, "source", "?"));
-                const char *group = json_get_string(c, "group", source);
+                const char *source = source_group(json_read_string_or(c, "source", "?"));
+                const char *group = json_read_string_or(c, "group", source);
                 double ls, se;
                 json_t *row, *seen;
 
-                if (!json_get_double(c, "explains", &ls)) {
+                if (json_read_number(c, "explains", &ls) < 0) {
                         continue;
                 }
                 fit = true;
@@ -241,7 +242,7 @@ static bool add_ls_shares(json_t *rows, json_t *names, json_t *stats)
                         continue;
                 }
                 json_object_set_new(seen, group, json_true());
-                if (json_get_double(c, "group_explains_stderr", &se)) {
+                if (json_read_number(c, "group_explains_stderr", &se) == 0) {
                         add_share(row, "ls_variance", se * se);
                 } else {
                         json_object_set_new(row, "ls_unknown", json_true());
@@ -268,7 +269,7 @@ static void set_stderrs(json_t *rows)
         {
                 double var = 0;
 
-                json_get_double(r, "ls_variance", &var);
+                json_read_number(r, "ls_variance", &var);
                 if (json_is_true(json_object_get(r, "ls_unknown"))) {
                         var = INFINITY;
                 }
@@ -293,8 +294,8 @@ static void set_verdicts(json_t *rows, bool fit, double coverage)
                 double e = json_number_value(json_object_get(r, "exact_share")), ls, se = INFINITY;
                 const char *verdict;
 
-                json_get_double(r, "ls_stderr", &se);
-                if (!json_get_double(r, "ls_share", &ls)) {
+                json_read_number(r, "ls_stderr", &se);
+                if (json_read_number(r, "ls_share", &ls) < 0) {
                         verdict = fit ? "trace only" : "no fit";
                         se = INFINITY;
                 } else if (coverage < EXPLAIN_COVERAGE_MIN) {
@@ -315,7 +316,7 @@ static json_t *background_of(json_t *stats)
         double se = INFINITY;
 
         if (b) {
-                json_get_double(b, "explains_stderr", &se);
+                json_read_number(b, "explains_stderr", &se);
                 json_object_set_new(b, "cross_check", json_boolean(is_cross_check(se)));
         }
         return b;
@@ -338,34 +339,34 @@ json_t *shares_compare_cpu(json_t *causes, json_t *stats)
                 ev = st.summary.events;
         }
         names = row_names(stats, causes, lost);
-        json_get_u64(causes, "interruptions_ns", &ev_ns);
+        json_read_u64(causes, "interruptions_ns", &ev_ns);
         /* The time the trace saw, the interruptions with no record in it included (a daemon
          * before the account says only explained_ns, which was that). */
-        if (!json_get_u64(causes, "traced_ns", &explained_ns)) {
-                json_get_u64(causes, "explained_ns", &explained_ns);
+        if (json_read_u64(causes, "traced_ns", &explained_ns) < 0) {
+                json_read_u64(causes, "explained_ns", &explained_ns);
         }
-        json_get_u64(causes, "unexplained_ns", &unexplained);
-        json_get_u64(causes, "other_ns", &other);
+        json_read_u64(causes, "unexplained_ns", &unexplained);
+        json_read_u64(causes, "other_ns", &other);
         /* The history keeps the newest events_per_cpu interruptions: fewer than the window
          * counted leave part of it without causes. */
         coverage = ev_ns ? (double)explained_ns / (double)ev_ns : 0.0;
         {
                 uint64_t kept = 0;
 
-                json_get_u64(causes, "interruptions", &kept);
+                json_read_u64(causes, "interruptions", &kept);
                 if (ev > kept && ev > 0) {
                         coverage *= (double)kept / (double)ev;
                 }
         }
         json_array_foreach(json_object_get(causes, "causes"), i, c)
         {
-                const char *kind = json_get_string(c, "kind", "?");
-                const char *name = json_get_string(c, "name", "?");
-                const char *source = json_get_string(c, "counter", NULL);
+                const char *kind = json_read_string_or(c, "kind", "?");
+                const char *name = json_read_string_or(c, "name", "?");
+                const char *source = json_read_string_or(c, "counter", NULL);
                 uint64_t ns = 0;
                 double share;
 
-                json_get_u64(c, "ns", &ns);
+                json_read_u64(c, "ns", &ns);
                 share = lost ? (double)ns / (double)lost : 0.0;
                 json_array_append_new(exact,
                                       json_pack("{ss ss sI sO sf}", "kind", kind, "name", name,

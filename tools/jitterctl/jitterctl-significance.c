@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "jitterctl-format.h"
+#include "json-read.h"
 
 void sample_summarize(const double *values, size_t n, SampleSummary *ret)
 {
@@ -141,8 +142,9 @@ int timeline_worst_gaps(json_t *points, double **ret, uint64_t *ret_interval_ns)
         {
                 uint64_t samples, gap, duration;
 
-                if (!json_get_u64(p, "samples", &samples) || !json_get_u64(p, "max_gap_ns", &gap) ||
-                    !json_get_u64(p, "duration_ns", &duration)) {
+                if (json_read_u64(p, "samples", &samples) < 0 ||
+                    json_read_u64(p, "max_gap_ns", &gap) < 0 ||
+                    json_read_u64(p, "duration_ns", &duration) < 0) {
                         free(durations);
                         free(values);
                         return -EINVAL;
@@ -184,9 +186,9 @@ int timeline_worst_gaps(json_t *points, double **ret, uint64_t *ret_interval_ns)
         {
                 uint64_t samples = 0, gap = 0, duration = 0;
 
-                json_get_u64(p, "samples", &samples);
-                json_get_u64(p, "max_gap_ns", &gap);
-                json_get_u64(p, "duration_ns", &duration);
+                json_read_u64(p, "samples", &samples);
+                json_read_u64(p, "max_gap_ns", &gap);
+                json_read_u64(p, "duration_ns", &duration);
                 if (samples > 0 && duration >= lo && duration <= hi) {
                         values[m++] = (double)gap;
                 }

@@ -9,6 +9,7 @@
 
 #include "jitterctl-format.h"
 #include "jitterctl.h"
+#include "json-read.h"
 #include "summary-json.h"
 #include "util.h"
 
@@ -174,7 +175,7 @@ json_t *snapshot_load(const char *path)
                 return NULL;
         }
         if (!json_is_object(doc) ||
-            strcmp(json_get_string(doc, "format", ""), SNAPSHOT_FORMAT) != 0 ||
+            strcmp(json_read_string_or(doc, "format", ""), SNAPSHOT_FORMAT) != 0 ||
             !json_is_array(json_object_get(doc, "cpus"))) {
                 ctl_fail("%s is not a jitterctl snapshot", path);
                 json_decref(doc);

@@ -8,6 +8,7 @@
 
 #include "jitterctl-format.h"
 #include "jitterctl.h"
+#include "json-read.h"
 #include "summary-json.h"
 #include "util.h"
 
@@ -27,13 +28,13 @@ static int cause_cmp(const void *x, const void *y)
         json_t *a = *(json_t *const *)x, *b = *(json_t *const *)y;
         double ea = -1, eb = -1, ra = 0, rb = 0;
 
-        json_get_double(a, "explains", &ea);
-        json_get_double(b, "explains", &eb);
+        json_read_number(a, "explains", &ea);
+        json_read_number(b, "explains", &eb);
         if (ea != eb) {
                 return ea < eb ? 1 : -1;
         }
-        json_get_double(a, "per_second", &ra);
-        json_get_double(b, "per_second", &rb);
+        json_read_number(a, "per_second", &ra);
+        json_read_number(b, "per_second", &rb);
         return (ra < rb) - (ra > rb);
 }
 
@@ -46,7 +47,7 @@ static void print_background(json_t *background)
         if (!background) {
                 return;
         }
-        json_get_double(background, "explains", &explains);
+        json_read_number(background, "explains", &explains);
         printf("  %-22s %11s   %-16s  explains %s %%\n", "(no counter)", "", "background",
                format_pct(share, sizeof(share), explains * 100));
 }
@@ -62,7 +63,7 @@ static void print_causes(Ctl *ctl, const CpuStats *stats)
         {
                 uint64_t count = 0;
 
-                if (json_get_u64(e, "count", &count) && count > 0 && n < ELEMENTSOF(sorted)) {
+                if (json_read_u64(e, "count", &count) == 0 && count > 0 && n < ELEMENTSOF(sorted)) {
                         sorted[n++] = e;
                 }
         }
@@ -78,12 +79,12 @@ static void print_causes(Ctl *ctl, const CpuStats *stats)
                 char rate[FORMAT_MAX], cost[FORMAT_MAX], each[FORMAT_MAX + 8] = "",
                                                                            share[FORMAT_MAX];
                 double per_s = 0, cost_ns, explains;
-                bool have_explains = json_get_double(sorted[i], "explains", &explains);
+                bool have_explains = json_read_number(sorted[i], "explains", &explains) == 0;
 
-                json_get_double(sorted[i], "per_second", &per_s);
+                json_read_number(sorted[i], "per_second", &per_s);
                 format_rate(rate, sizeof(rate), per_s);
-                printf("  %-22s %9s/s", json_get_string(sorted[i], "source", "?"), rate);
-                if (json_get_double(sorted[i], "cost_ns", &cost_ns)) {
+                printf("  %-22s %9s/s", json_read_string_or(sorted[i], "source", "?"), rate);
+                if (json_read_number(sorted[i], "cost_ns", &cost_ns) == 0) {
                         snprintf(each, sizeof(each), "~%s each",
                                  format_ns(cost, sizeof(cost), cost_ns));
                 }
@@ -110,11 +111,11 @@ static void print_causes(Ctl *ctl, const CpuStats *stats)
                 char period[FORMAT_MAX], share[FORMAT_MAX];
                 uint64_t period_ns = 0, events = 0;
                 double frac = 0;
-                const char *source = json_get_string(e, "source", NULL);
+                const char *source = json_read_string_or(e, "source", NULL);
 
-                json_get_u64(e, "period_ns", &period_ns);
-                json_get_u64(e, "events", &events);
-                json_get_double(e, "share", &frac);
+                json_read_u64(e, "period_ns", &period_ns);
+                json_read_u64(e, "events", &events);
+                json_read_number(e, "share", &frac);
                 printf("  every %s: %llu interruptions (%s %%)%s%s\n",
                        format_ns(period, sizeof(period), (double)period_ns),
                        (unsigned long long)events, format_pct(share, sizeof(share), frac * 100),

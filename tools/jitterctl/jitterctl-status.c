@@ -7,6 +7,7 @@
 
 #include "jitterctl-format.h"
 #include "jitterctl.h"
+#include "json-read.h"
 
 static const char *state_color(const Ctl *ctl, const char *state)
 {
@@ -25,17 +26,17 @@ static void print_counter(json_t *counter)
         double precision = 0, drift = NAN;
         uint64_t hz = 0;
 
-        json_get_u64(counter, "hz", &hz);
-        json_get_double(counter, "precision_ppm", &precision);
-        json_get_double(counter, "drift_ppm", &drift);
-        printf("counter:  %s at ", json_get_string(counter, "source", "?"));
+        json_read_u64(counter, "hz", &hz);
+        json_read_number(counter, "precision_ppm", &precision);
+        json_read_number(counter, "drift_ppm", &drift);
+        printf("counter:  %s at ", json_read_string_or(counter, "source", "?"));
         if (hz >= 1000000000ULL) {
                 printf("%.6f GHz", (double)hz / 1e9);
         } else {
                 printf("%.6f MHz", (double)hz / 1e6);
         }
         printf(" (%s), precision %.3g ppm, drift %+.3f ppm\n",
-               json_get_string(counter, "hz_source", "?"), precision, drift);
+               json_read_string_or(counter, "hz_source", "?"), precision, drift);
 }
 
 static void print_config(json_t *config, uint64_t history_bytes)
@@ -47,11 +48,11 @@ static void print_config(json_t *config, uint64_t history_bytes)
                 return;
         }
         format_ns(interval, sizeof(interval),
-                  json_get_u64(config, "interval_ns", &v) ? (double)v : NAN);
+                  json_read_u64(config, "interval_ns", &v) == 0 ? (double)v : NAN);
         format_ns(threshold, sizeof(threshold),
-                  json_get_u64(config, "threshold_ns", &v) ? (double)v : NAN);
+                  json_read_u64(config, "threshold_ns", &v) == 0 ? (double)v : NAN);
         printf("config:   CPUs %s, interval %s, threshold %s, history %.1f KiB\n",
-               json_get_string(config, "cpus", "?"), interval, threshold,
+               json_read_string_or(config, "cpus", "?"), interval, threshold,
                (double)history_bytes / 1024);
 }
 
@@ -61,13 +62,13 @@ static void print_captures(json_t *c)
         uint64_t above = 0, kept = 0, bytes = 0, written = 0, skipped = 0;
         char d[FORMAT_MAX];
 
-        if (!json_get_u64(c, "keep_above_ns", &above)) {
+        if (json_read_u64(c, "keep_above_ns", &above) < 0) {
                 return;
         }
-        json_get_u64(c, "kept", &kept);
-        json_get_u64(c, "kept_bytes", &bytes);
-        json_get_u64(c, "written", &written);
-        json_get_u64(c, "skipped", &skipped);
+        json_read_u64(c, "kept", &kept);
+        json_read_u64(c, "kept_bytes", &bytes);
+        json_read_u64(c, "written", &written);
+        json_read_u64(c, "skipped", &skipped);
         printf("          captures above %s: %llu kept (%llu KiB), %llu written and %llu "
                "skipped since start\n",
                format_ns(d, sizeof(d), (double)above), (unsigned long long)kept,
@@ -85,15 +86,15 @@ static void print_self(json_t *self, uint64_t uptime_ns)
         json_t *m;
         size_t i;
 
-        if (!json_is_object(self) || !json_get_u64(self, "cpu_ns", &cpu_ns)) {
+        if (!json_is_object(self) || json_read_u64(self, "cpu_ns", &cpu_ns) < 0) {
                 return;
         }
         json_array_foreach(json_object_get(self, "methods"), i, m)
         {
-                if (json_get_u64(m, "calls", &n)) {
+                if (json_read_u64(m, "calls", &n) == 0) {
                         calls += n;
                 }
-                if (json_get_u64(m, "refused", &n)) {
+                if (json_read_u64(m, "refused", &n) == 0) {
                         refused += n;
                 }
         }
@@ -106,9 +107,9 @@ static void print_self(json_t *self, uint64_t uptime_ns)
 /* The trace recorder: off, recording (clock, what the kernel lacks, losses), or why not. */
 static void print_trace(json_t *trace)
 {
-        const char *state = json_get_string(trace, "state", NULL);
-        const char *missing = json_get_string(trace, "missing", NULL);
-        const char *reason = json_get_string(trace, "reason", NULL);
+        const char *state = json_read_string_or(trace, "state", NULL);
+        const char *missing = json_read_string_or(trace, "missing", NULL);
+        const char *reason = json_read_string_or(trace, "reason", NULL);
         uint64_t losses = 0;
 
         if (!state) {
@@ -118,9 +119,9 @@ static void print_trace(json_t *trace)
                 printf("trace:    %s%s%s\n", state, reason ? ": " : "", reason ? reason : "");
                 return;
         }
-        json_get_u64(trace, "losses", &losses);
-        printf("trace:    recording in %s, clock %s", json_get_string(trace, "instance", "?"),
-               json_get_string(trace, "clock", "?"));
+        json_read_u64(trace, "losses", &losses);
+        printf("trace:    recording in %s, clock %s", json_read_string_or(trace, "instance", "?"),
+               json_read_string_or(trace, "clock", "?"));
         if (missing) {
                 printf(", this kernel lacks %s", missing);
         }
@@ -137,8 +138,8 @@ static void print_trace(json_t *trace)
 /* How the probe's CPU is isolated: "isolcpus=", "v1 shield SET", "v2 partition SET", "none". */
 static void print_isolation(json_t *probe)
 {
-        const char *kind = json_get_string(probe, "isolation", "?");
-        const char *set = json_get_string(probe, "isolation_cpuset", "");
+        const char *kind = json_read_string_or(probe, "isolation", "?");
+        const char *set = json_read_string_or(probe, "isolation_cpuset", "");
 
         if (strcmp(kind, "boot") == 0) {
                 printf("  isolcpus=");
@@ -158,9 +159,9 @@ static void print_daemon(Ctl *ctl, json_t *reply)
         uint64_t uptime_ns = 0, history_bytes = 0;
         struct timespec start;
 
-        json_get_u64(reply, "uptime_ns", &uptime_ns);
-        json_get_u64(reply, "history_bytes", &history_bytes);
-        if (iso8601_parse(json_get_string(reply, "start_realtime", NULL), &start) == 0) {
+        json_read_u64(reply, "uptime_ns", &uptime_ns);
+        json_read_u64(reply, "history_bytes", &history_bytes);
+        if (iso8601_parse(json_read_string_or(reply, "start_realtime", NULL), &start) == 0) {
                 format_local_time(since, sizeof(since), &start, true);
                 /* Whole seconds are enough for a start time. */
                 since[strcspn(since, ".")] = '\0';
@@ -168,7 +169,7 @@ static void print_daemon(Ctl *ctl, json_t *reply)
                 snprintf(since, sizeof(since), "?");
         }
         printf("%sjitterd %s%s, up %s (since %s)\n", ctl_color(ctl, CTL_BOLD),
-               json_get_string(reply, "version", "?"), ctl_color(ctl, CTL_RESET),
+               json_read_string_or(reply, "version", "?"), ctl_color(ctl, CTL_RESET),
                format_uptime(uptime, sizeof(uptime), uptime_ns), since);
         print_counter(json_object_get(reply, "counter"));
         print_config(json_object_get(reply, "config"), history_bytes);
@@ -179,26 +180,26 @@ static void print_daemon(Ctl *ctl, json_t *reply)
 /* One probe's row of the table, and the line that says why it failed or stopped. */
 static void print_probe(Ctl *ctl, json_t *probe)
 {
-        const char *state = json_get_string(probe, "state", "?");
-        const char *reason = json_get_string(probe, "reason", NULL);
-        const char *failure = json_get_string(probe, "failure", NULL);
+        const char *state = json_read_string_or(probe, "state", "?");
+        const char *reason = json_read_string_or(probe, "reason", NULL);
+        const char *failure = json_read_string_or(probe, "failure", NULL);
         char policy[48], samples[FORMAT_MAX], floor_ns[FORMAT_MAX], worst[FORMAT_MAX];
         uint64_t cpu = 0, prio = 0, n = 0, v;
         json_t *migrated = json_object_get(probe, "migrated_to");
 
-        json_get_u64(probe, "cpu", &cpu);
-        json_get_u64(probe, "priority", &prio);
-        json_get_u64(probe, "samples", &n);
-        if (strcmp(json_get_string(probe, "policy", ""), "SCHED_FIFO") == 0) {
+        json_read_u64(probe, "cpu", &cpu);
+        json_read_u64(probe, "priority", &prio);
+        json_read_u64(probe, "samples", &n);
+        if (strcmp(json_read_string_or(probe, "policy", ""), "SCHED_FIFO") == 0) {
                 snprintf(policy, sizeof(policy), "SCHED_FIFO %llu", (unsigned long long)prio);
         } else {
-                snprintf(policy, sizeof(policy), "%s", json_get_string(probe, "policy", "?"));
+                snprintf(policy, sizeof(policy), "%s", json_read_string_or(probe, "policy", "?"));
         }
         format_count(samples, sizeof(samples), n);
         format_ns(floor_ns, sizeof(floor_ns),
-                  json_get_u64(probe, "floor_ns", &v) ? (double)v : NAN);
+                  json_read_u64(probe, "floor_ns", &v) == 0 ? (double)v : NAN);
         format_ns(worst, sizeof(worst),
-                  json_get_u64(probe, "worst_gap_1m_ns", &v) ? (double)v : NAN);
+                  json_read_u64(probe, "worst_gap_1m_ns", &v) == 0 ? (double)v : NAN);
         printf("%4llu  %s%-10s%s  %-13s", (unsigned long long)cpu, state_color(ctl, state), state,
                ctl_color(ctl, CTL_RESET), policy);
         fput_padded(stdout, samples, 9);

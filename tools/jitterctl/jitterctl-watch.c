@@ -24,6 +24,7 @@
 #include "duration.h"
 #include "jitterctl-format.h"
 #include "jitterctl.h"
+#include "json-read.h"
 #include "summary-json.h"
 #include "util.h"
 
@@ -79,7 +80,7 @@ static void interval_time(json_t *reply, char *buf, size_t size)
 {
         struct timespec ts;
 
-        if (iso8601_parse(json_get_string(reply, "realtime", NULL), &ts) == 0) {
+        if (iso8601_parse(json_read_string_or(reply, "realtime", NULL), &ts) == 0) {
                 format_local_time(buf, size, &ts, false);
                 buf[strcspn(buf, ".")] = '\0';
         } else {
@@ -130,7 +131,7 @@ static void print_line(json_t *reply)
 
                 /* What the reply lacks shows as 0, "-" or "?". */
                 (void)interval_cpu_read(c, &ic);
-                json_get_u64(reply, "duration_ns", &dur);
+                json_read_u64(reply, "duration_ns", &dur);
                 printf("%s cpu%llu %s max %s p99 %s int %llu lost %s %%", i ? " |" : "",
                        (unsigned long long)ic.cpu, ic.state ? ic.state : "?",
                        format_gap(max, sizeof(max), ic.samples, (double)ic.max_gap_ns),
@@ -226,7 +227,7 @@ static void draw(const Ctl *ctl, const WatchView *view, json_t *reply, const cha
         }
         if (reply) {
                 interval_time(reply, when, sizeof(when));
-                json_get_u64(reply, "duration_ns", &dur);
+                json_read_u64(reply, "duration_ns", &dur);
                 format_ns(interval, sizeof(interval), dur > 0 ? (double)dur : NAN);
         }
         fprintf(f, "%sjitterctl watch%s  %s  %s  interval %s  (q quits)\n\n",
@@ -748,7 +749,7 @@ int cmd_watch(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv)
                 json_decref(params);
                 return CTL_EXIT_FAILURE;
         }
-        if (!json_get_u64(json_object_get(status, "config"), "interval_ns", &interval_ns)) {
+        if (json_read_u64(json_object_get(status, "config"), "interval_ns", &interval_ns) < 0) {
                 interval_ns = 0;
         }
         json_decref(status);
