@@ -36,11 +36,18 @@ static inline uint64_t now_ns(clockid_t clock)
         return timespec_ns(&ts);
 }
 
-/* qsort() comparisons, ascending: of two uint64_t, and of two C strings through an array of
- * pointers to them (strcmp() order). */
+/* qsort() comparisons, ascending: of two uint64_t, of two doubles (NaN compares equal to
+ * everything), and of two C strings through an array of pointers to them (strcmp() order). */
 static inline int cmp_u64(const void *a, const void *b)
 {
         uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+        return (x > y) - (x < y);
+}
+
+static inline int cmp_double(const void *a, const void *b)
+{
+        double x = *(const double *)a, y = *(const double *)b;
 
         return (x > y) - (x < y);
 }

@@ -179,13 +179,6 @@ typedef struct Eval {
         double period;      /* refined: median link length per period */
 } Eval;
 
-static int cmp_double(const void *a, const void *b)
-{
-        double x = *(const double *)a, y = *(const double *)b;
-
-        return x < y ? -1 : x > y;
-}
-
 /* The median of @v (reordered), by quickselect: evaluating a candidate must stay linear. */
 static double median(double *v, size_t n)
 {

@@ -267,13 +267,6 @@ static uint64_t clock_def_min_step(const ClockDef *def)
         return best;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-        double x = *(const double *)a, y = *(const double *)b;
-
-        return (x > y) - (x < y);
-}
-
 /* Fills the statistics of @c from @n per-call costs in @v (sorted in place). */
 static void cost_stats(ClockCost *c, double *v, size_t n)
 {

@@ -24,6 +24,7 @@
 #include "jitterctl-format.h"
 #include "json-read.h"
 #include "summary-json.h"
+#include "util.h"
 
 /* The group of an attribution source: itself, or "irq:device" for a numbered IRQ. */
 static const char *source_group(const char *source)
@@ -131,11 +132,6 @@ static uint64_t counter_count(json_t *stats, const char *counter)
         return sum;
 }
 
-static int cmp_names(const void *a, const void *b)
-{
-        return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 /* The row each counter is compared in: one per counter, but counters the fit groups (their
  * counts move together) share one, since only their total can be told, and so do the
  * probe's involuntary switches and the counter of an interrupt that lets tasks in with
@@ -178,7 +174,7 @@ static json_t *row_names(json_t *stats, json_t *causes, uint64_t lost_ns)
                 }
         }
         if (sorted) {
-                qsort(sorted, n, sizeof(*sorted), cmp_names);
+                qsort(sorted, n, sizeof(*sorted), cmp_strings);
         }
         for (i = 0; sorted && i < n; i++) {
                 const char *root = root_of(parent, sorted[i]);

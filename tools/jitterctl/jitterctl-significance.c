@@ -6,6 +6,7 @@
 
 #include "jitterctl-format.h"
 #include "json-read.h"
+#include "util.h"
 
 void sample_summarize(const double *values, size_t n, SampleSummary *ret)
 {
@@ -109,13 +110,6 @@ int mann_whitney(const double *a, size_t n_a, const double *b, size_t n_b, MannW
         return 0;
 }
 
-static int u64_cmp(const void *x, const void *y)
-{
-        uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-
-        return (a > b) - (a < b);
-}
-
 bool intervals_same_resolution(uint64_t a, uint64_t b)
 {
         return (a > b ? a - b : b - a) * 10 <= (a > b ? b : a);
@@ -156,7 +150,7 @@ int timeline_worst_gaps(json_t *points, double **ret, uint64_t *ret_interval_ns)
         /* The largest cluster of similar lengths: around each length in turn, those of the
          * same resolution on either side (an interval that a late harvest made longer makes
          * the next one shorter by as much). */
-        qsort(durations, m, sizeof(*durations), u64_cmp);
+        qsort(durations, m, sizeof(*durations), cmp_u64);
         for (i = 0; i < m; i++) {
                 size_t j = i, k = i;
 
