@@ -93,6 +93,38 @@ char *duration_format_signed(char *buf, size_t size, int64_t ns)
         return format_scaled(buf, size, (double)ns);
 }
 
+char *duration_format_sig3(char *buf, size_t size, double ns, bool ascii)
+{
+        static const double scale[] = {1, 1e3, 1e6, 1e9};
+        const char *const unit[] = {"ns", ascii ? "us" : "µs", "ms", "s"};
+        double a = fabs(ns);
+        int i = 0, decimals;
+
+        if (!isfinite(ns)) {
+                snprintf(buf, size, "-");
+                return buf;
+        }
+        /* What rounds to zero is zero, not "-0.00". */
+        if (a < 0.005) {
+                snprintf(buf, size, "0 ns");
+                return buf;
+        }
+        while (i < 3 && a >= scale[i + 1]) {
+                i++;
+        }
+        /* A value that rounds up to 1000 of one unit reads better as 1.00 of the next. */
+        if (i < 3 && a / scale[i] >= 999.5) {
+                i++;
+        }
+        if (i == 0 && (a >= 99.5 || a == floor(a))) {
+                decimals = 0;
+        } else {
+                decimals = sig3_decimals(a / scale[i]);
+        }
+        snprintf(buf, size, "%.*f %s", decimals, ns / scale[i], unit[i]);
+        return buf;
+}
+
 char *duration_format_exact(char *buf, size_t size, uint64_t ns)
 {
         static const struct {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -15,6 +16,12 @@ char *duration_format(char *buf, size_t size, uint64_t ns);
 
 /* The same for a signed difference of times ("-850 ns", "-12.30 us"). */
 char *duration_format_signed(char *buf, size_t size, int64_t ns);
+
+/* Formats @ns to three significant digits in the unit chosen for its size ("850 ns",
+ * "12.3 µs", "4.56 ms", "1.00 s"; "us" for "µs" when @ascii), as jitterctl shows times. Whole
+ * ns print without decimals, what rounds to zero as "0 ns", NaN or infinity as "-". Returns
+ * @buf. */
+char *duration_format_sig3(char *buf, size_t size, double ns, bool ascii);
 
 /* Formats @ns exactly, as a whole number of the largest unit that divides it ("0", "250us",
  * "10s", "5min", "24h", "2d"), so that duration_parse() reads it back as @ns: the form of the

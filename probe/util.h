@@ -1,10 +1,10 @@
 #pragma once
 
 /* The helpers every part of the project shares: the number of elements of an array, the units
- * of time in ns, a timespec in ns and the one reader of a clock in ns, the qsort() comparisons
- * of plain values, and the one set of cleanup attributes (a variable declared with one is
- * released when it goes out of scope, on every return path). Header-only, so that a library
- * uses them without linking libjitter. */
+ * of time in ns, a timespec in ns and the one reader of a clock in ns, the decimals of three
+ * significant digits, the qsort() comparisons of plain values, and the one set of cleanup
+ * attributes (a variable declared with one is released when it goes out of scope, on every
+ * return path). Header-only, so that a library uses them without linking libjitter. */
 
 #include <dirent.h>
 #include <stdint.h>
@@ -34,6 +34,12 @@ static inline uint64_t now_ns(clockid_t clock)
 
         clock_gettime(clock, &ts);
         return timespec_ns(&ts);
+}
+
+/* The decimals that print 0 <= @v < 1000 to three significant digits ("1.23", "12.3", "123"). */
+static inline int sig3_decimals(double v)
+{
+        return v < 9.995 ? 2 : v < 99.95 ? 1 : 0;
 }
 
 /* qsort() comparisons, ascending: of two uint64_t, of two doubles (NaN compares equal to

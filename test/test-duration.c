@@ -1,6 +1,8 @@
 /* Unit tests of probe/duration.c: the text forms of a duration, for a reader (the unit chosen
- * for its size) and for the configuration (exact, read back by duration_parse()). */
+ * for its size, with two decimals or to three significant digits) and for the configuration
+ * (exact, read back by duration_parse()). */
 
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -32,6 +34,24 @@ static void test_format(void **state)
         assert_string_equal(duration_format_signed(buf, sizeof(buf), -12340), "-12.34 us");
         assert_string_equal(duration_format_signed(buf, sizeof(buf), -4560000), "-4.56 ms");
         assert_string_equal(duration_format_signed(buf, sizeof(buf), -3000000000), "-3.00 s");
+}
+
+static void test_format_sig3(void **state)
+{
+        char buf[32];
+
+        (void)state;
+        assert_string_equal(duration_format_sig3(buf, sizeof(buf), 0, true), "0 ns");
+        assert_string_equal(duration_format_sig3(buf, sizeof(buf), -0.001, true), "0 ns");
+        assert_string_equal(duration_format_sig3(buf, sizeof(buf), 23, true), "23 ns");
+        assert_string_equal(duration_format_sig3(buf, sizeof(buf), 23.456, true), "23.5 ns");
+        assert_string_equal(duration_format_sig3(buf, sizeof(buf), 999.6, true), "1.00 us");
+        assert_string_equal(duration_format_sig3(buf, sizeof(buf), 12345, true), "12.3 us");
+        assert_string_equal(duration_format_sig3(buf, sizeof(buf), 12345, false), "12.3 µs");
+        assert_string_equal(duration_format_sig3(buf, sizeof(buf), -4560000, false), "-4.56 ms");
+        assert_string_equal(duration_format_sig3(buf, sizeof(buf), 1e12, false), "1000 s");
+        assert_string_equal(duration_format_sig3(buf, sizeof(buf), NAN, false), "-");
+        assert_string_equal(duration_format_sig3(buf, sizeof(buf), -INFINITY, true), "-");
 }
 
 static void test_format_exact(void **state)
@@ -70,6 +90,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_format),
+                cmocka_unit_test(test_format_sig3),
                 cmocka_unit_test(test_format_exact),
         };
 

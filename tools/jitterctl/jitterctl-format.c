@@ -7,8 +7,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "duration.h"
 #include "json-read.h"
 #include "summary-json.h"
+#include "util.h"
 
 static bool ascii_units;
 
@@ -17,42 +19,9 @@ void format_set_ascii(bool ascii)
         ascii_units = ascii;
 }
 
-/* Decimals that give three significant digits for 0 <= @v < 1000. */
-static int sig3_decimals(double v)
-{
-        return v < 9.995 ? 2 : v < 99.95 ? 1 : 0;
-}
-
 char *format_ns(char *buf, size_t size, double ns)
 {
-        static const double scale[] = {1, 1e3, 1e6, 1e9};
-        const char *const unit[] = {"ns", ascii_units ? "us" : "µs", "ms", "s"};
-        double a = fabs(ns);
-        int i = 0, decimals;
-
-        if (!isfinite(ns)) {
-                snprintf(buf, size, "-");
-                return buf;
-        }
-        /* What rounds to zero is zero, not "-0.00". */
-        if (a < 0.005) {
-                snprintf(buf, size, "0 ns");
-                return buf;
-        }
-        while (i < 3 && a >= scale[i + 1]) {
-                i++;
-        }
-        /* A value that rounds up to 1000 of one unit reads better as 1.00 of the next. */
-        if (i < 3 && a / scale[i] >= 999.5) {
-                i++;
-        }
-        if (i == 0 && (a >= 99.5 || a == floor(a))) {
-                decimals = 0;
-        } else {
-                decimals = sig3_decimals(a / scale[i]);
-        }
-        snprintf(buf, size, "%.*f %s", decimals, ns / scale[i], unit[i]);
-        return buf;
+        return duration_format_sig3(buf, size, ns, ascii_units);
 }
 
 char *format_count(char *buf, size_t size, uint64_t n)

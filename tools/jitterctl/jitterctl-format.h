@@ -18,8 +18,9 @@
 void format_set_ascii(bool ascii);
 
 /* Formats a time in ns with three significant digits and the unit chosen for its size: "23 ns",
- * "850 ns", "12.3 µs", "-4.56 ms", "2.00 s". Whole nanoseconds print without decimals. NaN or
- * infinity print as "-". Returns @buf. */
+ * "850 ns", "12.3 µs", "-4.56 ms", "2.00 s" (duration_format_sig3(), with the spelling of
+ * format_set_ascii()). Whole nanoseconds print without decimals. NaN or infinity print as "-".
+ * Returns @buf. */
 char *format_ns(char *buf, size_t size, double ns);
 
 /* Formats a count with three significant digits and an SI suffix above 9999: "999", "9999",
