@@ -39,7 +39,7 @@
 
 /* The isolation GetStatus shows is read anew about once per interval, at least this far apart;
  * at the harvest, while GetStatus was called within ISOLATION_WATCH_NS (or two such ages). */
-#define ISOLATION_MAX_AGE_MIN_NS 1000000000ULL
+#define ISOLATION_MAX_AGE_MIN_NS NSEC_PER_SEC
 #define ISOLATION_WATCH_NS 60000000000ULL
 
 /* At most this many intervals of one probe wait for the Monitor clients between two harvests
@@ -551,7 +551,7 @@ static int get_duration(VarlinkCallCtx *call, json_t *params, const char *name, 
                 *ret = def;
                 return 0;
         }
-        if (duration_parse(text, 1000000000ULL, ret) < 0) {
+        if (duration_parse(text, NSEC_PER_SEC, ret) < 0) {
                 varlink_call_error(call, "io.jitterd.InvalidDuration",
                                    json_pack("{ss ss}", "parameter", name, "value", text));
                 return -EINVAL;

@@ -1,6 +1,7 @@
 #include "history.h"
 #include "history-internal.h"
 #include "host.h"
+#include "util.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -1125,11 +1126,11 @@ static const struct {
         const char *name;
         uint64_t ns; /* 0: all */
 } spans[HISTORY_SPAN_MAX] = {
-        [HISTORY_SPAN_10S] = {"10s", 10ULL * 1000000000ULL},
-        [HISTORY_SPAN_1M] = {"1m", 60ULL * 1000000000ULL},
-        [HISTORY_SPAN_5M] = {"5m", 300ULL * 1000000000ULL},
-        [HISTORY_SPAN_1H] = {"1h", 3600ULL * 1000000000ULL},
-        [HISTORY_SPAN_24H] = {"24h", 86400ULL * 1000000000ULL},
+        [HISTORY_SPAN_10S] = {"10s", 10 * NSEC_PER_SEC},
+        [HISTORY_SPAN_1M] = {"1m", 60 * NSEC_PER_SEC},
+        [HISTORY_SPAN_5M] = {"5m", 300 * NSEC_PER_SEC},
+        [HISTORY_SPAN_1H] = {"1h", 3600 * NSEC_PER_SEC},
+        [HISTORY_SPAN_24H] = {"24h", 86400 * NSEC_PER_SEC},
         [HISTORY_SPAN_ALL] = {"all", 0},
 };
 

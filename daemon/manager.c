@@ -234,7 +234,7 @@ static void checkpoint_load(Manager *m)
                  r == -ESTALE            ? "foreign"
                  : r == -EPROTONOSUPPORT ? "version"
                                          : "corrupt",
-                 (unsigned long long)(now_ns(CLOCK_REALTIME) / 1000000000ULL));
+                 (unsigned long long)(now_ns(CLOCK_REALTIME) / NSEC_PER_SEC));
         if (rename(path, aside) < 0) {
                 log_warning("checkpoint %s is unusable (%s) and cannot be moved aside: %s", path,
                             strerror(-r), strerror(errno));
@@ -399,7 +399,7 @@ static int probes_stop_array(ProbeCtl *a, size_t n)
                     probe_stop_timeout(p->probe, deadline > now ? deadline - now : 0) < 0) {
                         log_error("the probe on CPU %d did not stop within %llu s (starved by a "
                                   "higher-priority task?); leaving it behind",
-                                  p->cpu, PROBE_STOP_TIMEOUT_NS / 1000000000ULL);
+                                  p->cpu, PROBE_STOP_TIMEOUT_NS / NSEC_PER_SEC);
                         abandon(p->probe);
                         r = -ETIMEDOUT;
                 } else {

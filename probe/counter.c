@@ -16,7 +16,7 @@ void tickconv_init(TickConv *ret, uint64_t hz)
         /* The largest shift whose multiplier still fits in 64 bits gives the finest
          * rounding: the error of ns for t ticks is below t / 2^shift + 1. */
         for (shift = 63; shift > 0; shift--) {
-                unsigned __int128 m = ((unsigned __int128)1000000000ULL << shift) / hz;
+                unsigned __int128 m = ((unsigned __int128)NSEC_PER_SEC << shift) / hz;
 
                 if (m <= UINT64_MAX) {
                         break;
@@ -25,12 +25,12 @@ void tickconv_init(TickConv *ret, uint64_t hz)
         ret->hz = hz;
         ret->shift = shift;
         /* Round to nearest so conversions are within ±1 ns rather than always low. */
-        ret->mult = (uint64_t)((((unsigned __int128)1000000000ULL << shift) + hz / 2) / hz);
+        ret->mult = (uint64_t)((((unsigned __int128)NSEC_PER_SEC << shift) + hz / 2) / hz);
 }
 
 uint64_t tickconv_from_ns(const TickConv *c, uint64_t ns)
 {
-        unsigned __int128 t = ((unsigned __int128)ns * c->hz + 999999999ULL) / 1000000000ULL;
+        unsigned __int128 t = ((unsigned __int128)ns * c->hz + 999999999ULL) / NSEC_PER_SEC;
 
         return t > UINT64_MAX ? UINT64_MAX : (uint64_t)t;
 }
@@ -191,7 +191,7 @@ int counter_info_init(CounterSource source, double target_ppm, unsigned max_ms, 
                         sleep_ms(step);
                         waited += step;
                         raw_pair(source, &t1, &n1);
-                        hz = (uint64_t)(((unsigned __int128)(t1 - t0) * 1000000000ULL +
+                        hz = (uint64_t)(((unsigned __int128)(t1 - t0) * NSEC_PER_SEC +
                                          (n1 - n0) / 2) /
                                         (n1 - n0));
                         if (prev_hz != 0) {

@@ -154,12 +154,12 @@ char *duration_format_exact(char *buf, size_t size, uint64_t ns)
 
 char *realtime_format_iso8601(char *buf, size_t size, uint64_t real_ns)
 {
-        time_t sec = (time_t)(real_ns / 1000000000ULL);
+        time_t sec = (time_t)(real_ns / NSEC_PER_SEC);
         struct tm tm;
         size_t len;
 
         gmtime_r(&sec, &tm);
         len = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
-        snprintf(buf + len, size - len, ".%09lluZ", (unsigned long long)(real_ns % 1000000000ULL));
+        snprintf(buf + len, size - len, ".%09lluZ", (unsigned long long)(real_ns % NSEC_PER_SEC));
         return buf;
 }

@@ -41,7 +41,7 @@ typedef struct Event {
 /* How long a probe may take beyond its preheat to start recording (pinning, and the
  * scheduling of a busy host), to take a new interval, and to stop. */
 #define START_SLACK_NS 5000000000ULL
-#define ACK_TIMEOUT_NS 1000000000ULL
+#define ACK_TIMEOUT_NS NSEC_PER_SEC
 
 typedef struct Run {
         int cpu;
@@ -123,7 +123,7 @@ static int parse_value(int c, const char *arg, Options *o)
                 o->cpus_set = true;
                 return 0;
         case 'd':
-                if (duration_parse(arg, 1000000000ULL, &o->duration_ns) < 0 ||
+                if (duration_parse(arg, NSEC_PER_SEC, &o->duration_ns) < 0 ||
                     o->duration_ns < 1000000ULL) {
                         return fail_usage("invalid duration '%s' (use e.g. 500ms, 10s, 5m, 2h; at "
                                           "least 1ms)",
@@ -132,15 +132,15 @@ static int parse_value(int c, const char *arg, Options *o)
                 return 0;
         case OPT_THRESHOLD:
                 if (duration_parse(arg, 1000ULL, &o->threshold_ns) < 0 || o->threshold_ns < 100 ||
-                    o->threshold_ns > 1000000000ULL) {
+                    o->threshold_ns > NSEC_PER_SEC) {
                         return fail_usage("invalid threshold '%s' (use e.g. 5us, 20us, 1ms; "
                                           "between 100ns and 1s)",
                                           arg);
                 }
                 return 0;
         case OPT_PREHEAT:
-                if (duration_parse(arg, 1000000000ULL, &o->preheat_ns) < 0 ||
-                    o->preheat_ns > 60ULL * 1000000000ULL) {
+                if (duration_parse(arg, NSEC_PER_SEC, &o->preheat_ns) < 0 ||
+                    o->preheat_ns > 60 * NSEC_PER_SEC) {
                         return fail_usage("invalid preheat '%s' (use e.g. 500ms, 1s; at most 60s)",
                                           arg);
                 }
@@ -184,9 +184,9 @@ static int parse_args(int argc, char **argv, Options *o)
         int c, r;
 
         *o = (Options){
-                .duration_ns = 10ULL * 1000000000ULL,
+                .duration_ns = 10 * NSEC_PER_SEC,
                 .threshold_ns = 10000,
-                .preheat_ns = 1000000000ULL,
+                .preheat_ns = NSEC_PER_SEC,
                 .counter = COUNTER_HW,
         };
         while ((c = getopt_long(argc, argv, "c:d:qhV", longopts, NULL)) >= 0) {
@@ -687,7 +687,7 @@ static int record(Session *s)
         while (!interrupted && elapsed < s->o.duration_ns) {
                 uint64_t left = s->o.duration_ns - elapsed;
                 uint64_t nap = left < 100000000ULL ? left : 100000000ULL;
-                struct timespec ts = {(time_t)(nap / 1000000000ULL), (long)(nap % 1000000000ULL)};
+                struct timespec ts = {(time_t)(nap / NSEC_PER_SEC), (long)(nap % NSEC_PER_SEC)};
 
                 nanosleep(&ts, NULL);
                 elapsed = now_ns(CLOCK_MONOTONIC) - s->start_mono;
@@ -697,7 +697,7 @@ static int record(Session *s)
                         }
                         drain_events(&s->runs[i]);
                         harvest(&s->runs[i]);
-                        if ((elapsed / 1000000000ULL) != ((elapsed - nap) / 1000000000ULL)) {
+                        if ((elapsed / NSEC_PER_SEC) != ((elapsed - nap) / NSEC_PER_SEC)) {
                                 advance(&s->runs[i]);
                         }
                 }

@@ -618,8 +618,8 @@ int probe_stop_timeout(Probe *p, uint64_t timeout_ns)
         }
         probe_request_stop(p);
         t = now_ns(CLOCK_REALTIME) + timeout_ns;
-        ts.tv_sec = (time_t)(t / 1000000000ULL);
-        ts.tv_nsec = (long)(t % 1000000000ULL);
+        ts.tv_sec = (time_t)(t / NSEC_PER_SEC);
+        ts.tv_nsec = (long)(t % NSEC_PER_SEC);
         /* EINTR is not among its errors, but a signal may still end the wait early. */
         do {
                 r = pthread_timedjoin_np(p->owner.thread, NULL, &ts);

@@ -181,7 +181,7 @@ static int fix_irqs_here(const Audit *a, int cpu, Fix *f)
 static const char *task_identity(const AuditTask *t, const AuditCause *c)
 {
         long hz = sysconf(_SC_CLK_TCK);
-        uint64_t tick_ns = hz > 0 ? 1000000000ULL / (uint64_t)hz : 10000000ULL;
+        uint64_t tick_ns = hz > 0 ? NSEC_PER_SEC / (uint64_t)hz : 10000000ULL;
         uint64_t lo = t->start_ticks * tick_ns, hi = lo + tick_ns;
 
         if (c->last_seen_ns && lo > c->last_seen_ns) {

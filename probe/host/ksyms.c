@@ -21,7 +21,7 @@
 /* An index at least this old is read again when an address falls outside every function it
  * knows, or inside one rather than at its start (callbacks are function starts): a module
  * loaded since. At most one pass per this time, whatever is asked. */
-#define REFRESH_NS (600ULL * 1000000000ULL)
+#define REFRESH_NS (600 * NSEC_PER_SEC)
 
 typedef enum SlotState {
         SLOT_FREE,

@@ -58,7 +58,7 @@ static void take_line(const char *line, const char *end, const int *cpus, size_t
         }
         for (size_t i = 0; i < n; i++) {
                 if (cpus[i] == cpu) {
-                        ret_ns[i] = (uint64_t)ticks * (1000000000ULL / (unsigned long)hz);
+                        ret_ns[i] = (uint64_t)ticks * (NSEC_PER_SEC / (unsigned long)hz);
                         ret_have[i] = true;
                 }
         }

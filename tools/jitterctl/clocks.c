@@ -49,11 +49,6 @@ static inline uint64_t stamp(bool hw)
         return counter_clock_read();
 }
 
-static inline uint64_t timespec_to_ns(const struct timespec *ts)
-{
-        return (uint64_t)ts->tv_sec * 1000000000ULL + (uint64_t)ts->tv_nsec;
-}
-
 /* Each way to read time is a read function (its value: ticks for a counter, ns otherwise) and
  * a batch function that times @k reads of it inline, so that no indirect call is charged to
  * the clock. */
@@ -122,11 +117,11 @@ static inline uint64_t gettimeofday_ns(void)
         struct timeval tv;
 
         gettimeofday(&tv, NULL);
-        return (uint64_t)tv.tv_sec * 1000000000ULL + (uint64_t)tv.tv_usec * 1000ULL;
+        return (uint64_t)tv.tv_sec * NSEC_PER_SEC + (uint64_t)tv.tv_usec * 1000ULL;
 }
 
 CLOCKS_DEFINE(gettimeofday, gettimeofday_ns())
-CLOCKS_DEFINE(time, (uint64_t)time(NULL) * 1000000000ULL)
+CLOCKS_DEFINE(time, (uint64_t)time(NULL) * NSEC_PER_SEC)
 
 #if defined(SYS_clock_gettime)
 /* The same clock as CLOCK_MONOTONIC, but always through the kernel: what every clock_gettime()
@@ -136,7 +131,7 @@ static inline uint64_t syscall_monotonic_ns(void)
         struct timespec ts;
 
         syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
-        return timespec_to_ns(&ts);
+        return timespec_ns(&ts);
 }
 
 CLOCKS_DEFINE(syscall_monotonic, syscall_monotonic_ns())
@@ -231,7 +226,7 @@ static double clock_def_resolution_ns(const ClockDef *def, const CounterInfo *co
                 if (clock_getres(def->id, &ts) < 0) {
                         return NAN;
                 }
-                return (double)timespec_to_ns(&ts);
+                return (double)timespec_ns(&ts);
         case KIND_UNIT:
                 return def->unit_ns;
         }

@@ -46,7 +46,7 @@ int ctl_parse_timeout(Ctl *ctl, const char *text)
 {
         uint64_t ns;
 
-        if (duration_parse(text, 1000000000ULL, &ns) < 0 || ns < 1000) {
+        if (duration_parse(text, NSEC_PER_SEC, &ns) < 0 || ns < 1000) {
                 fprintf(stderr,
                         "jitterctl: invalid timeout \"%s\": a positive duration such as 500ms, "
                         "10s or 2m\n",

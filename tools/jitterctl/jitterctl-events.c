@@ -11,6 +11,7 @@
 #include "jitterctl-format.h"
 #include "jitterctl.h"
 #include "json-read.h"
+#include "util.h"
 
 /* The records of a capture within this of an interruption are shown with it, as the daemon
  * keeps them (CAPTURE_MARGIN_NS). */
@@ -181,7 +182,7 @@ static int events_option(Ctl *ctl, const CtlCommand *cmd, int c, void *userdata)
         switch (c) {
         case 's':
         case 'm':
-                if (duration_parse(optarg, 1000000000ULL, &ns) < 0) {
+                if (duration_parse(optarg, NSEC_PER_SEC, &ns) < 0) {
                         return ctl_usage_error(cmd, "invalid duration \"%s\" (e.g. %s)", optarg,
                                                c == 's' ? "10m" : "50us");
                 }

@@ -92,7 +92,7 @@ char *format_pct(char *buf, size_t size, double pct)
 
 char *format_uptime(char *buf, size_t size, uint64_t ns)
 {
-        uint64_t s = ns / 1000000000ULL;
+        uint64_t s = ns / NSEC_PER_SEC;
 
         if (s < 60) {
                 snprintf(buf, size, "%.1f s", (double)ns / 1e9);
