@@ -16,7 +16,8 @@
    and whose ProbeSlot it sees only through the summaries).
 4. struct Manager and struct ProbeCtl are defined in daemon/manager-private.h only, which only
    the manager's own files and white-box tests include.
-5. No test includes a jitterctl .c file.
+5. No test includes a jitterctl command's .c file (jitterctl*.c): commands are tested by running
+   jitterctl. A test may include a pure helper's .c (clocks.c) to reach its statics.
 6. With BUILD_DIR: the jitterctl binary holds no manager, probe-starting or server code: no
    manager_*, probe_start or varlink_server_* symbol (nm).
 
@@ -250,7 +251,7 @@ def check_manager_private(root, problems):
         if src.startswith("test/"):
             for name in INCLUDE.findall(text):
                 if re.match(r"(.*/)?jitterctl[^/]*\.c$", name):
-                    problems.append(f"test: {src} includes the jitterctl source {name}")
+                    problems.append(f"test: {src} includes the jitterctl command source {name}")
 
 
 def main():
