@@ -47,13 +47,10 @@ FORBIDDEN = {
         "tools/benchmarks/",
     ],
 }
-# jitter-probe, the CLI, sits on top of the engine, its formats and the host's readers. The
-# attribution's sampling reads its /proc files and the SMI count through host-files.h and
-# host-msr.h before it parses them.
+# jitter-probe, the CLI, sits on top of the engine, its formats and the host's readers.
 EXEMPT = {
     ("probe/jitter-probe.c", "probe/format/"),
     ("probe/jitter-probe.c", "probe/host/"),
-    ("probe/analysis/attrib.c", "probe/host/"),
 }
 # Header-only helpers that every layer may use (the clock, the cleanup attributes).
 SHARED = {"probe/util.h"}
