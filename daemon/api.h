@@ -14,7 +14,7 @@
 
 typedef struct Api Api;
 
-/* Registers io.jitterd on manager_server(@m), and a harvest hook that sends each interval to
+/* Registers io.jitterd with the Manager's server (manager_add_interface()), and a harvest hook that sends each interval to
  * the Monitor calls. Returns 0 or a negative errno. */
 int api_new(Manager *m, Api **ret);
 

@@ -12,6 +12,8 @@
 #include "admission.h"
 #include "capture-store.h"
 #include "cause-store.h"
+#include "host-files.h"
+#include "host-msr.h"
 #include "ksyms.h"
 #include "notify.h"
 #include "trace.h"
@@ -35,6 +37,7 @@ struct ProbeCtl {
         bool failed;   /* its failure was logged */
         RingReader reader;
         AttribSnapshot *attrib_snap;
+        HostMsr smi_msr; /* the SMI count of the CPU, kept open once it opened */
         /* What the attribution counters did in each epoch, by epoch modulo PROBE_SLOTS:
          * sampled at the tick that ends it, so that an epoch harvested late, together with the
          * next one (its probe was taken away when the epoch changed), keeps its own counts. */
@@ -84,6 +87,8 @@ struct Manager {
 
         History *history;
         AttribTable *attrib;
+        /* The attribution's /proc files, read each tick (kept open on the live system). */
+        HostFiles *attrib_files;
 
         uint64_t start_mono_ns;
         uint64_t start_real_ns;

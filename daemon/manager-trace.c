@@ -375,9 +375,11 @@ static int on_drain(sd_event_source *s, void *userdata)
         for (size_t i = 0; i < m->n_probes && done; i++) {
                 done = drain_events_until(m, &m->probes[i], deadline);
         }
-        if (!done) {
-                (void)sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
-        } else {
+        /* Not re-armed, the rest waits for the harvest, which drains it all. */
+        if (!done && sd_event_source_set_enabled(s, SD_EVENT_ONESHOT) < 0) {
+                log_warning("cannot arm the drain of the probes' interruptions: the harvest "
+                            "takes them");
+        } else if (done) {
                 /* The captures of the interruptions just noted, while the recorder's window
                  * still holds their records. */
                 manager_capture_flush(m);

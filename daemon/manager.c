@@ -302,6 +302,7 @@ static int probe_ctl_start(Manager *m, ProbeCtl *p, int cpu)
         if (r < 0) {
                 return r;
         }
+        host_msr_init(&p->smi_msr);
         r = probe_new(&pc, &p->probe);
         if (r < 0) {
                 log_error("cannot set up the probe for CPU %d: %s%s", cpu, strerror(-r),
@@ -408,6 +409,7 @@ static int probes_stop_array(ProbeCtl *a, size_t n)
                 p->probe = NULL;
                 attrib_snapshot_free(p->attrib_snap);
                 p->attrib_snap = NULL;
+                host_msr_done(&p->smi_msr);
         }
         return r;
 }
@@ -608,6 +610,80 @@ static AttribRequest attrib_request(ProbeCtl *p)
         };
 }
 
+/* Reads @path below the audit root, the text valid until the next read. A file that cannot
+ * be read gives no counts this time: only a lack of memory is an error. */
+static int attrib_read(Manager *m, const char *path, const char **ret_text, size_t *ret_len)
+{
+        ssize_t len = host_files_read(m->attrib_files, m->config.audit_root, path, ret_text);
+
+        if (len < 0) {
+                return len == -ENOMEM ? -ENOMEM : 0;
+        }
+        *ret_len = (size_t)len;
+        return 1;
+}
+
+/* The context switches of @p's thread and the SMI count of its CPU, for its request @req. */
+static int attrib_sample_probe(Manager *m, ProbeCtl *p, AttribRequest *req)
+{
+        const char *text;
+        char path[64];
+        uint64_t smi;
+        size_t len;
+        int ret = 0, r;
+
+        if (req->tid > 0) {
+                if (req->pid > 0) {
+                        snprintf(path, sizeof(path), "/proc/%d/task/%d/status", req->pid, req->tid);
+                } else {
+                        snprintf(path, sizeof(path), "/proc/%d/status", req->tid);
+                }
+                ret = attrib_read(m, path, &text, &len);
+                if (ret > 0) {
+                        ret = attrib_record_status(m->attrib, text, req);
+                }
+        }
+        /* No msr module, no CAP_SYS_RAWIO or no such register: no SMI count, not an error. */
+        if (host_msr_read(&p->smi_msr, m->config.audit_root, req->cpu, ATTRIB_SMI_MSR, &smi) == 0) {
+                r = attrib_record_smi(m->attrib, smi, req);
+                ret = ret ? ret : r;
+        }
+        return ret;
+}
+
+/* The attribution counters of the @n requests, each file recorded as soon as it is read:
+ * /proc/interrupts and /proc/softirqs once for all of them, then each probe's own. @reqs are
+ * in the order of the probes they belong to. Every request is filled even when one fails;
+ * returns the first error. */
+static int attrib_sample(Manager *m, AttribRequest *reqs, size_t n)
+{
+        const char *text;
+        size_t len, k = 0;
+        int ret, r;
+
+        ret = attrib_begin(m->attrib, reqs, n);
+        if (ret < 0) {
+                return ret;
+        }
+        r = attrib_read(m, "/proc/interrupts", &text, &len);
+        if (r > 0) {
+                r = attrib_record_interrupts(m->attrib, text, len, reqs, n);
+        }
+        ret = r;
+        r = attrib_read(m, "/proc/softirqs", &text, &len);
+        if (r > 0) {
+                r = attrib_record_softirqs(m->attrib, text, len, reqs, n);
+        }
+        ret = ret ? ret : r;
+        for (size_t i = 0; i < m->n_probes && k < n; i++) {
+                if (m->probes[i].attrib_snap == reqs[k].snap) {
+                        r = attrib_sample_probe(m, &m->probes[i], &reqs[k++]);
+                        ret = ret ? ret : r;
+                }
+        }
+        return ret;
+}
+
 /* The tick's work: the clock mapping, every probe's state and next epoch, then the attribution
  * counters of the epochs that ended, read as they end, not when they are harvested:
  * /proc/interrupts and /proc/softirqs once for all of them (on a big host each is a table of
@@ -633,7 +709,7 @@ static void tick(Manager *m)
                 }
         }
         if (n > 0) {
-                (void)attrib_sample_many(m->attrib, m->config.audit_root, reqs, n);
+                (void)attrib_sample(m, reqs, n);
         }
 }
 
@@ -1222,6 +1298,10 @@ int manager_new(const Config *config, const char *config_path, const char *dropi
         if (r < 0) {
                 return r;
         }
+        r = host_files_new(ATTRIB_FILE_MAX, &m->attrib_files);
+        if (r < 0) {
+                return r;
+        }
         r = setup_history(m);
         if (r < 0) {
                 return r;
@@ -1338,6 +1418,7 @@ Manager *manager_free(Manager *m)
         sd_event_unref(m->event);
         history_free(m->history);
         attrib_table_free(m->attrib);
+        host_files_free(m->attrib_files);
         free(m);
         return NULL;
 }

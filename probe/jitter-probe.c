@@ -634,6 +634,9 @@ static int start_probe(Session *s, int cpu)
         probe_set_hooks(&run->hooks);
 #endif
         r = probe_start(run->probe);
+#ifdef JITTER_PROBE_TEST_HOOKS
+        probe_set_hooks(NULL); /* the probe has its copy */
+#endif
         if (r < 0 && *probe_failure(run->probe)) {
                 fprintf(stderr, "jitter-probe: %s\n", probe_failure(run->probe));
                 return 1;

@@ -29,6 +29,7 @@ typedef struct ProbeHooks {
 } ProbeHooks;
 
 /* The hooks of every probe started from now on: each copies them when its thread first reads
- * the hardware, before probe_start() returns. Their userdata must outlive those probes; NULL,
- * the default, for none. */
+ * the hardware, which it does (choosing its CPU-number source) before it leaves
+ * PROBE_STARTING, so before probe_start() returns. Their userdata must outlive those probes;
+ * NULL, the default, for none. */
 void probe_set_hooks(const ProbeHooks *hooks);

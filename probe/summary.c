@@ -3,8 +3,8 @@
 #include <math.h>
 #include <string.h>
 
-const double summary_percentiles[SUMMARY_PERCENTILES] = {0.9,    0.99,    0.999,
-                                                         0.9999, 0.99999, 0.999999};
+static const double summary_percentiles[SUMMARY_PERCENTILES] = {0.9,    0.99,    0.999,
+                                                                0.9999, 0.99999, 0.999999};
 const char *const summary_percentile_names[SUMMARY_PERCENTILES] = {"p90",    "p99",     "p99.9",
                                                                    "p99.99", "p99.999", "p99.9999"};
 

@@ -10,8 +10,8 @@
  * merge of many). Shared by jitter-probe, the daemon and jitterctl so they all agree. */
 
 #define SUMMARY_PERCENTILES 6
-extern const double summary_percentiles[SUMMARY_PERCENTILES];           /* 0.9 ... 0.99999 */
-extern const char *const summary_percentile_names[SUMMARY_PERCENTILES]; /* "p90" ... */
+/* The names of the percentiles a summary holds, "p90" ... "p99999" (0.9 ... 0.99999). */
+extern const char *const summary_percentile_names[SUMMARY_PERCENTILES];
 
 typedef struct ValueSummary {
         uint64_t count;

@@ -1,6 +1,9 @@
 /* Unit tests of noise attribution: the fixture /proc trees in test/attrib/ (two reads of a
  * 2-CPU machine, two of a 4-CPU machine with CPU2 offline), generated roots for the SMI MSR
- * and an over-long /proc/interrupts, and this machine's own /proc. */
+ * and an over-long /proc/interrupts, and this machine's own /proc. The test reads the files
+ * itself and hands their text to the module, as the manager does; the MSR through host-msr.h,
+ * whose open file the manager keeps per CPU, and the over-long file through host-files.h, the
+ * manager's reader, to check the bound they agree on. */
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,6 +27,8 @@
 #include <unistd.h>
 
 #include "attrib-internal.h"
+#include "host-files.h"
+#include "host-msr.h"
 
 #define FIXTURES TEST_SOURCE_DIR "/attrib"
 
@@ -33,6 +38,9 @@ typedef struct Fixture {
         AttribSnapshot *s1;
         AttribDelta *d0;
         AttribDelta *d1;
+        HostMsr msr0; /* the SMI count for s0's CPU */
+        HostMsr msr1;
+        HostFiles *files; /* set: the /proc files are read through it, not read_text() */
 } Fixture;
 
 static int setup(void **state)
@@ -47,6 +55,8 @@ static int setup(void **state)
         f->d1 = calloc(1, sizeof(*f->d1));
         assert_non_null(f->d0);
         assert_non_null(f->d1);
+        host_msr_init(&f->msr0);
+        host_msr_init(&f->msr1);
         *state = f;
         return 0;
 }
@@ -60,12 +70,105 @@ static int teardown(void **state)
         attrib_snapshot_free(f->s1);
         free(f->d0);
         free(f->d1);
+        host_msr_done(&f->msr0);
+        host_msr_done(&f->msr1);
+        host_files_free(f->files);
         free(f);
         return 0;
 }
 
-/* One CPU's counters through attrib_sample_many(): CPU @cpu and the thread @tid of @pid. */
-static int sample(AttribTable *t, AttribSnapshot *snap, const char *root, int cpu, int pid, int tid,
+/* The whole file @path below @root, NUL-terminated, in a buffer to free; NULL when it cannot
+ * be read or is empty. */
+static char *read_text(const char *root, const char *path, size_t *ret_len)
+{
+        char full[PATH_MAX], *text = NULL;
+        size_t size = 0;
+        ssize_t len;
+        FILE *fp;
+
+        snprintf(full, sizeof(full), "%s%s", root, path);
+        fp = fopen(full, "re");
+        if (!fp) {
+                return NULL;
+        }
+        /* Up to a NUL byte, which these text files do not hold: the whole file. */
+        len = getdelim(&text, &size, '\0', fp);
+        fclose(fp);
+        if (len <= 0) {
+                free(text);
+                return NULL;
+        }
+        *ret_len = (size_t)len;
+        return text;
+}
+
+/* Reads @path below @root, through f->files when set, and hands its text to @record (for a
+ * status file, @req alone). Returns what @record did, 0 when the file cannot be read. */
+static int record_file(Fixture *f, const char *root, const char *path,
+                       int (*record)(AttribTable *, const char *, size_t, AttribRequest *, size_t),
+                       AttribRequest *reqs, size_t n)
+{
+        const char *kept;
+        size_t len;
+        char *text;
+        int r;
+
+        if (f->files) {
+                ssize_t k = host_files_read(f->files, root, path, &kept);
+
+                if (k < 0) {
+                        return 0;
+                }
+                return record ? record(f->t, kept, (size_t)k, reqs, n)
+                              : attrib_record_status(f->t, kept, reqs);
+        }
+        text = read_text(root, path, &len);
+        if (!text) {
+                return 0;
+        }
+        r = record ? record(f->t, text, len, reqs, n) : attrib_record_status(f->t, text, reqs);
+        free(text);
+        return r;
+}
+
+/* A sample of the @n requests below @root, read as the manager reads it: the two tables once,
+ * then each thread's status file and SMI count. Returns the first error. */
+static int sample_many(Fixture *f, const char *root, AttribRequest *reqs, size_t n)
+{
+        int ret, r;
+
+        ret = attrib_begin(f->t, reqs, n);
+        if (ret < 0) {
+                return ret;
+        }
+        ret = record_file(f, root, "/proc/interrupts", attrib_record_interrupts, reqs, n);
+        r = record_file(f, root, "/proc/softirqs", attrib_record_softirqs, reqs, n);
+        ret = ret ? ret : r;
+        for (size_t i = 0; i < n; i++) {
+                HostMsr *msr = reqs[i].snap == f->s0 ? &f->msr0 : &f->msr1;
+                char path[64];
+                uint64_t v;
+
+                if (reqs[i].pid > 0) {
+                        snprintf(path, sizeof(path), "/proc/%d/task/%d/status", reqs[i].pid,
+                                 reqs[i].tid);
+                } else {
+                        snprintf(path, sizeof(path), "/proc/%d/status", reqs[i].tid);
+                }
+                if (reqs[i].tid > 0) {
+                        r = record_file(f, root, path, NULL, &reqs[i], 1);
+                        ret = ret ? ret : r;
+                }
+                if (host_msr_read(msr, root, reqs[i].cpu, ATTRIB_SMI_MSR, &v) == 0) {
+                        r = attrib_record_smi(f->t, v, &reqs[i]);
+                        ret = ret ? ret : r;
+                }
+        }
+        return ret;
+}
+
+/* One CPU's counters: CPU @cpu and the thread @tid of @pid. */
+static int sample(Fixture *f, AttribSnapshot *snap, const char *root, int cpu, int pid, int tid,
                   AttribDelta *ret_delta)
 {
         AttribRequest req = {
@@ -76,7 +179,7 @@ static int sample(AttribTable *t, AttribSnapshot *snap, const char *root, int cp
                 .delta = ret_delta,
         };
 
-        return attrib_sample_many(t, root, &req, 1);
+        return sample_many(f, root, &req, 1);
 }
 
 /* Count of @name in @d; fails the test when the table does not know @name. */
@@ -199,12 +302,12 @@ static void test_two_cpus(void **state)
         Fixture *f = *state;
         AttribTable *t = f->t;
 
-        assert_int_equal(sample(t, f->s1, FIXTURES "/two-a", 1, 100, 101, f->d1), 0);
+        assert_int_equal(sample(f, f->s1, FIXTURES "/two-a", 1, 100, 101, f->d1), 0);
         assert_int_equal(f->d1->n, 0); /* first read: nothing to compare with */
-        assert_int_equal(sample(t, f->s0, FIXTURES "/two-a", 0, 0, 0, f->d0), 0);
+        assert_int_equal(sample(f, f->s0, FIXTURES "/two-a", 0, 0, 0, f->d0), 0);
         assert_int_equal(f->d0->n, 0);
 
-        assert_int_equal(sample(t, f->s1, FIXTURES "/two-b", 1, 100, 101, f->d1), 0);
+        assert_int_equal(sample(f, f->s1, FIXTURES "/two-b", 1, 100, 101, f->d1), 0);
         assert_delta_sane(t, f->d1);
         assert_int_equal(count_of(t, f->d1, "irq:LOC"), 1000);
         assert_int_equal(count_of(t, f->d1, "irq:RES"), 5);
@@ -228,7 +331,7 @@ static void test_two_cpus(void **state)
         assert_int_equal(attrib_table_find(t, "irq:MIS"), -ENOENT);
         assert_int_equal(attrib_table_find(t, "smi"), -ENOENT);
 
-        assert_int_equal(sample(t, f->s0, FIXTURES "/two-b", 0, 0, 0, f->d0), 0);
+        assert_int_equal(sample(f, f->s0, FIXTURES "/two-b", 0, 0, 0, f->d0), 0);
         assert_delta_sane(t, f->d0);
         assert_int_equal(count_of(t, f->d0, "irq:LOC"), 1000);
         assert_int_equal(count_of(t, f->d0, "irq:CAL"), 1);
@@ -238,7 +341,7 @@ static void test_two_cpus(void **state)
         assert_int_equal(f->d0->n, 4);
 
         /* irq:25 vanished in the second read and comes back in a third: no delta then. */
-        assert_int_equal(sample(t, f->s0, FIXTURES "/two-a", 0, 0, 0, f->d0), 0);
+        assert_int_equal(sample(f, f->s0, FIXTURES "/two-a", 0, 0, 0, f->d0), 0);
         assert_int_equal(count_of(t, f->d0, "irq:25"), 0);
         assert_int_equal(count_of(t, f->d0, "irq:LOC"), 0); /* backwards */
         assert_int_equal(count_of(t, f->d0, "irq:16"), 0);
@@ -258,7 +361,7 @@ static void test_two_cpus(void **state)
         assert_null(attrib_table_description(t, attrib_table_find(t, "softirq:TIMER")));
 }
 
-/* The same through attrib_sample_many(): one read for both CPUs, same results. */
+/* The same with both CPUs in one sample: one read for both, same results. */
 static void test_many(void **state)
 {
         Fixture *f = *state;
@@ -272,9 +375,9 @@ static void test_many(void **state)
                 {.snap = f->s0, .cpu = 1, .delta = f->d1},
         };
 
-        assert_int_equal(attrib_sample_many(t, FIXTURES "/two-a", reqs, 2), 0);
+        assert_int_equal(sample_many(f, FIXTURES "/two-a", reqs, 2), 0);
         assert_int_equal(f->d0->n + f->d1->n, 0);
-        assert_int_equal(attrib_sample_many(t, FIXTURES "/two-b", reqs, 2), 0);
+        assert_int_equal(sample_many(f, FIXTURES "/two-b", reqs, 2), 0);
         assert_int_equal(count_of(t, f->d0, "irq:LOC"), 1000);
         assert_int_equal(count_of(t, f->d0, "irq:16"), 30);
         assert_int_equal(f->d0->n, 4);
@@ -282,11 +385,11 @@ static void test_many(void **state)
         assert_int_equal(count_of(t, f->d1, "ctxsw:voluntary"), 15);
         assert_int_equal(f->d1->n, 9);
 
-        assert_int_equal(attrib_sample_many(t, FIXTURES "/two-b", dup, 2), -EINVAL);
+        assert_int_equal(sample_many(f, FIXTURES "/two-b", dup, 2), -EINVAL);
         reqs[0].cpu = -1;
-        assert_int_equal(attrib_sample_many(t, FIXTURES "/two-b", reqs, 2), -EINVAL);
-        assert_int_equal(attrib_sample_many(t, FIXTURES "/two-b", NULL, 0), 0);
-        assert_int_equal(sample(t, f->s0, FIXTURES "/two-b", -1, 0, 0, f->d0), -EINVAL);
+        assert_int_equal(sample_many(f, FIXTURES "/two-b", reqs, 2), -EINVAL);
+        assert_int_equal(sample_many(f, FIXTURES "/two-b", NULL, 0), 0);
+        assert_int_equal(sample(f, f->s0, FIXTURES "/two-b", -1, 0, 0, f->d0), -EINVAL);
 }
 
 /* 4 possible CPUs, CPU2 offline: /proc/interrupts shows CPU0 CPU1 CPU3, /proc/softirqs all. */
@@ -295,10 +398,10 @@ static void test_offline_column(void **state)
         Fixture *f = *state;
         AttribTable *t = f->t;
 
-        assert_int_equal(sample(t, f->s0, FIXTURES "/four-a", 3, 0, 0, f->d0), 0);
-        assert_int_equal(sample(t, f->s1, FIXTURES "/four-a", 2, 0, 0, f->d1), 0);
-        assert_int_equal(sample(t, f->s0, FIXTURES "/four-b", 3, 0, 0, f->d0), 0);
-        assert_int_equal(sample(t, f->s1, FIXTURES "/four-b", 2, 0, 0, f->d1), 0);
+        assert_int_equal(sample(f, f->s0, FIXTURES "/four-a", 3, 0, 0, f->d0), 0);
+        assert_int_equal(sample(f, f->s1, FIXTURES "/four-a", 2, 0, 0, f->d1), 0);
+        assert_int_equal(sample(f, f->s0, FIXTURES "/four-b", 3, 0, 0, f->d0), 0);
+        assert_int_equal(sample(f, f->s1, FIXTURES "/four-b", 2, 0, 0, f->d1), 0);
         assert_delta_sane(t, f->d0);
         assert_delta_sane(t, f->d1);
 
@@ -328,23 +431,23 @@ static void test_snapshot_identity(void **state)
         Fixture *f = *state;
         AttribTable *t = f->t;
 
-        assert_int_equal(sample(t, f->s0, FIXTURES "/two-a", 1, 100, 101, f->d0), 0);
-        assert_int_equal(sample(t, f->s0, FIXTURES "/two-b", 0, 100, 101, f->d0), 0);
+        assert_int_equal(sample(f, f->s0, FIXTURES "/two-a", 1, 100, 101, f->d0), 0);
+        assert_int_equal(sample(f, f->s0, FIXTURES "/two-b", 0, 100, 101, f->d0), 0);
         assert_int_equal(f->d0->n, 0);
 
-        assert_int_equal(sample(t, f->s0, FIXTURES "/two-a", 1, 100, 101, f->d0), 0);
+        assert_int_equal(sample(f, f->s0, FIXTURES "/two-a", 1, 100, 101, f->d0), 0);
         assert_int_equal(f->d0->n, 0);
         /* same CPU, another thread: interrupts count, context switches start over */
-        assert_int_equal(sample(t, f->s0, FIXTURES "/two-b", 1, 100, 102, f->d0), 0);
+        assert_int_equal(sample(f, f->s0, FIXTURES "/two-b", 1, 100, 102, f->d0), 0);
         assert_int_equal(count_of(t, f->d0, "irq:LOC"), 1000);
         assert_false(delta_has(t, f->d0, "ctxsw:voluntary"));
-        assert_int_equal(sample(t, f->s0, FIXTURES "/two-a", 1, 100, 101, f->d0), 0);
+        assert_int_equal(sample(f, f->s0, FIXTURES "/two-a", 1, 100, 101, f->d0), 0);
         assert_false(delta_has(t, f->d0, "ctxsw:voluntary"));
-        assert_int_equal(sample(t, f->s0, FIXTURES "/two-b", 1, 100, 101, f->d0), 0);
+        assert_int_equal(sample(f, f->s0, FIXTURES "/two-b", 1, 100, 101, f->d0), 0);
         assert_int_equal(count_of(t, f->d0, "ctxsw:voluntary"), 15);
 
         /* a root without /proc: nothing, and no error */
-        assert_int_equal(sample(t, f->s0, "/nonexistent-root", 1, 100, 101, f->d0), 0);
+        assert_int_equal(sample(f, f->s0, "/nonexistent-root", 1, 100, 101, f->d0), 0);
         assert_int_equal(f->d0->n, 0);
 }
 
@@ -393,15 +496,15 @@ static void test_smi(void **state)
         snprintf(moved, sizeof(moved), "%s/dev/cpu/1/msr-moved", root);
         /* the upper half of the MSR is not part of the count */
         write_smi(msr, UINT64_C(0xabcd00000000) | 7);
-        assert_int_equal(sample(t, f->s1, root, 1, 0, 0, f->d1), 0);
+        assert_int_equal(sample(f, f->s1, root, 1, 0, 0, f->d1), 0);
         assert_false(delta_has(t, f->d1, "smi"));
         write_smi(msr, UINT64_C(0xabcd00000000) | 10);
-        assert_int_equal(sample(t, f->s1, root, 1, 0, 0, f->d1), 0);
+        assert_int_equal(sample(f, f->s1, root, 1, 0, 0, f->d1), 0);
         assert_int_equal(count_of(t, f->d1, "smi"), 3);
 
         assert_int_equal(rename(msr, moved), 0);
         write_smi(moved, 12);
-        assert_int_equal(sample(t, f->s1, root, 1, 0, 0, f->d1), 0);
+        assert_int_equal(sample(f, f->s1, root, 1, 0, 0, f->d1), 0);
         assert_int_equal(count_of(t, f->d1, "smi"), 2);
 
         /* a file too short to hold the MSR: the read fails as on a CPU without it */
@@ -414,8 +517,8 @@ static void test_smi(void **state)
                 assert_int_equal(write(fd, "x", 1), 1);
                 close(fd);
         }
-        assert_int_equal(sample(t, f->s0, root, 0, 0, 0, f->d0), 0);
-        assert_int_equal(sample(t, f->s0, root, 0, 0, 0, f->d0), 0);
+        assert_int_equal(sample(f, f->s0, root, 0, 0, 0, f->d0), 0);
+        assert_int_equal(sample(f, f->s0, root, 0, 0, 0, f->d0), 0);
         assert_false(delta_has(t, f->d0, "smi"));
 
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
@@ -434,11 +537,11 @@ static void test_smi_retry(void **state)
         int calls = 0;
 
         snprintf(msr, sizeof(msr), "%s/dev/cpu/1/msr", root);
-        assert_int_equal(sample(t, f->s1, root, 1, 0, 0, f->d1), 0);
+        assert_int_equal(sample(f, f->s1, root, 1, 0, 0, f->d1), 0);
         mkdirs(root, "/dev/cpu/1/msr");
         do {
                 write_smi(msr, (uint64_t)calls);
-                assert_int_equal(sample(t, f->s1, root, 1, 0, 0, f->d1), 0);
+                assert_int_equal(sample(f, f->s1, root, 1, 0, 0, f->d1), 0);
                 calls++;
         } while (!delta_has(t, f->d1, "smi") && calls < 100);
         /* opened on one call, read with a delta on the next */
@@ -451,8 +554,8 @@ static void test_smi_retry(void **state)
         free(root);
 }
 
-/* A /proc/interrupts over ATTRIB_FILE_MAX is read up to the bound, without the line the bound
- * cuts through. */
+/* A /proc/interrupts over ATTRIB_FILE_MAX is read (by the manager's reader) up to the bound,
+ * without the line the bound cuts through. */
 static void test_bounded(void **state)
 {
         Fixture *f = *state;
@@ -484,7 +587,9 @@ static void test_bounded(void **state)
         assert_int_equal(fclose(fp), 0);
         assert_true(cut > 0);
 
-        assert_int_equal(sample(t, f->s1, root, 1, 0, 0, f->d1), 0);
+        assert_int_equal(host_files_new(ATTRIB_FILE_MAX, &f->files), 0);
+
+        assert_int_equal(sample(f, f->s1, root, 1, 0, 0, f->d1), 0);
         snprintf(name, sizeof(name), "irq:%d", cut - 1);
         assert_true(attrib_table_find(t, name) >= 0);
         snprintf(name, sizeof(name), "irq:%d", cut);
@@ -522,7 +627,7 @@ static void test_garbage(void **state)
                         "\n",
                         100 + round, 200 + round * 7);
                 assert_int_equal(fclose(fp), 0);
-                assert_int_equal(sample(t, f->s1, root, 1, 0, 0, f->d1), 0);
+                assert_int_equal(sample(f, f->s1, root, 1, 0, 0, f->d1), 0);
         }
         assert_int_equal(count_of(t, f->d1, "irq:LOC"), 7);
         assert_int_equal(attrib_table_find(t, "irq:BIG"), -ENOENT);
@@ -535,7 +640,7 @@ static void test_garbage(void **state)
         assert_non_null(fp);
         fprintf(fp, "garbage header\nLOC: 1 2\n");
         assert_int_equal(fclose(fp), 0);
-        assert_int_equal(sample(t, f->s1, root, 1, 0, 0, f->d1), 0);
+        assert_int_equal(sample(f, f->s1, root, 1, 0, 0, f->d1), 0);
         assert_int_equal(f->d1->n, 0);
 
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
@@ -563,7 +668,7 @@ static void test_real_system(void **state)
                               strerror(errno));
                 skip();
         }
-        r = sample(t, f->s1, "", 1, getpid(), tid, f->d1);
+        r = sample(f, f->s1, "", 1, getpid(), tid, f->d1);
         assert_int_equal(r, 0);
         assert_int_equal(f->d1->n, 0);
         assert_true(attrib_table_find(t, "ctxsw:voluntary") >= 0);
@@ -578,7 +683,7 @@ static void test_real_system(void **state)
         } while ((now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) <
                  200000000L);
 
-        r = sample(t, f->s1, "", 1, getpid(), tid, f->d1);
+        r = sample(f, f->s1, "", 1, getpid(), tid, f->d1);
         assert_int_equal(r, 0);
         assert_delta_sane(t, f->d1);
         vol = count_of(t, f->d1, "ctxsw:voluntary");

@@ -120,6 +120,7 @@ static int setup(void **state)
         config_init_defaults(&m->config);
         assert_int_equal(counter_info_init(COUNTER_CLOCK, 10.0, 200, &m->counter), 0);
         assert_int_equal(attrib_table_new(&m->attrib), 0);
+        assert_int_equal(host_files_new(ATTRIB_FILE_MAX, &m->attrib_files), 0);
         snprintf(f->root, sizeof(f->root), "/tmp/jitterd-tick.XXXXXX");
         assert_non_null(mkdtemp(f->root));
         snprintf(dir, sizeof(dir), "%s/proc", f->root);
@@ -145,6 +146,7 @@ static int teardown(void **state)
 
         (void)probes_stop(m);
         attrib_table_free(m->attrib);
+        host_files_free(m->attrib_files);
         close(f->inotify);
         unlink(f->interrupts);
         unlink(f->softirqs);

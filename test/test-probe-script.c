@@ -392,6 +392,8 @@ static Probe *play_script(Run *run, Script *sc)
 #else
         assert_int_equal(probe_start(p), 0);
 #endif
+        /* The probe has its copy: @hooks is this function's, the next probe's are another's. */
+        probe_set_hooks(NULL);
         /* The script ends the run (a stop request from here would cut it short); under a
          * sanitizer that takes a while, but not two minutes. */
         for (int i = 0; i < 120000 && probe_state(p) != PROBE_STOPPED; i++) {

@@ -1,7 +1,5 @@
 #include "attrib.h"
 #include "attrib-internal.h"
-#include "host-files.h"
-#include "host-msr.h"
 #include "util.h"
 
 #include <ctype.h>
@@ -18,8 +16,7 @@
 /* Longest description kept; action lists of shared IRQs can be long. */
 #define DESC_MAX 128
 
-/* The SMI counter: MSR_SMI_COUNT, bits 31:0 (Intel SDM vol. 4). */
-#define MSR_SMI_COUNT 0x34
+/* The SMI count is bits 31:0 of MSR_SMI_COUNT (Intel SDM vol. 4). */
 #define SMI_COUNT_MASK UINT64_C(0xffffffff)
 
 struct AttribTable {
@@ -28,10 +25,12 @@ struct AttribTable {
         char *descriptions[ATTRIB_MAX_SOURCES];
         uint16_t slots[HASH_SLOTS]; /* id + 1; 0 = empty */
 
-        /* Scratch space of attrib_sample_many(), kept to avoid allocating every interval. */
-        HostFiles *files;
+        /* Scratch space of the parsers, kept to avoid allocating every interval: one row of
+         * counts, and the column of each request's CPU. */
         uint64_t *row;
         size_t row_cap;
+        int *cols;
+        size_t cols_cap;
 };
 
 struct AttribSnapshot {
@@ -43,8 +42,6 @@ struct AttribSnapshot {
         int tid;
         uint64_t values[ATTRIB_MAX_SOURCES];
         uint64_t seen[ATTRIB_MAX_SOURCES];
-
-        HostMsr msr;
 };
 
 /* FNV-1a: short names, no adversary (names come from the kernel). */
@@ -69,10 +66,6 @@ int attrib_table_new(AttribTable **ret)
         if (!t) {
                 return -ENOMEM;
         }
-        if (host_files_new(ATTRIB_FILE_MAX, &t->files) < 0) {
-                free(t);
-                return -ENOMEM;
-        }
         *ret = t;
         return 0;
 }
@@ -85,8 +78,8 @@ AttribTable *attrib_table_free(AttribTable *t)
         for (size_t i = 0; i < t->n; i++) {
                 free(t->descriptions[i]);
         }
-        host_files_free(t->files);
         free(t->row);
+        free(t->cols);
         free(t);
         return NULL;
 }
@@ -186,7 +179,7 @@ size_t attrib_table_memory_bytes(const AttribTable *t)
         if (!t) {
                 return 0;
         }
-        n = sizeof(*t) + host_files_memory_bytes(t->files) + t->row_cap * sizeof(*t->row);
+        n = sizeof(*t) + t->row_cap * sizeof(*t->row) + t->cols_cap * sizeof(*t->cols);
         for (size_t i = 0; i < t->n; i++) {
                 n += t->descriptions[i] ? strlen(t->descriptions[i]) + 1 : 0;
         }
@@ -210,7 +203,6 @@ int attrib_snapshot_new(AttribSnapshot **ret)
                 return -ENOMEM;
         }
         s->cpu = -1;
-        host_msr_init(&s->msr);
         *ret = s;
         return 0;
 }
@@ -220,7 +212,6 @@ AttribSnapshot *attrib_snapshot_free(AttribSnapshot *s)
         if (!s) {
                 return NULL;
         }
-        host_msr_done(&s->msr);
         free(s);
         return NULL;
 }
@@ -586,8 +577,9 @@ static int parse_row(AttribTable *t, const char *p, const char *eol, bool irq, i
 /* Parses the text of /proc/interrupts (@irq true) or /proc/softirqs, @len bytes, and records
  * every row for every request. Returns 0, -ENOSPC or -ENOMEM (after recording what fits). */
 static int parse_counts(AttribTable *t, const char *text, size_t len, bool irq, AttribRequest *reqs,
-                        size_t n, int *cols)
+                        size_t n)
 {
+        int *cols = t->cols;
         const char *p, *end = text + len, *eol;
         int ncols, ret = 0;
 
@@ -633,7 +625,7 @@ static bool status_value(const char *text, const char *key, uint64_t *ret)
         return false;
 }
 
-static int sample_ctxsw(AttribTable *t, const char *root, AttribRequest *req)
+int attrib_record_status(AttribTable *t, const char *text, AttribRequest *req)
 {
         static const struct {
                 const char *key;
@@ -642,22 +634,10 @@ static int sample_ctxsw(AttribTable *t, const char *root, AttribRequest *req)
                 {"voluntary_ctxt_switches", "ctxsw:voluntary"},
                 {"nonvoluntary_ctxt_switches", "ctxsw:involuntary"},
         };
-        const char *text;
-        char path[64];
-        ssize_t len;
         int ret = 0;
 
-        if (req->tid <= 0) {
-                return 0;
-        }
-        if (req->pid > 0) {
-                snprintf(path, sizeof(path), "/proc/%d/task/%d/status", req->pid, req->tid);
-        } else {
-                snprintf(path, sizeof(path), "/proc/%d/status", req->tid);
-        }
-        len = host_files_read(t->files, root, path, &text);
-        if (len < 0) {
-                return len == -ENOMEM ? -ENOMEM : 0;
+        if (!t || !text || !req || !req->snap || !req->delta) {
+                return -EINVAL;
         }
         for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
                 uint64_t v;
@@ -676,94 +656,98 @@ static int sample_ctxsw(AttribTable *t, const char *root, AttribRequest *req)
         return ret;
 }
 
-static int sample_smi(AttribTable *t, const char *root, AttribRequest *req)
+int attrib_record_smi(AttribTable *t, uint64_t msr_value, AttribRequest *req)
 {
-        uint64_t v;
         int id;
 
-        /* No msr module, no CAP_SYS_RAWIO or no such register: no SMI count, not an error. */
-        if (host_msr_read(&req->snap->msr, root, req->cpu, MSR_SMI_COUNT, &v) < 0) {
-                return 0;
+        if (!t || !req || !req->snap || !req->delta) {
+                return -EINVAL;
         }
         id = attrib_table_id(t, "smi");
         if (id < 0) {
                 return id;
         }
-        snap_record(req->snap, (unsigned)id, v & SMI_COUNT_MASK, req->delta);
+        snap_record(req->snap, (unsigned)id, msr_value & SMI_COUNT_MASK, req->delta);
         return 0;
 }
 
-int attrib_sample_many(AttribTable *t, const char *root, AttribRequest *reqs, size_t n)
+/* Checks the requests: each with a snapshot of its own, a delta and a CPU. */
+static bool requests_valid(const AttribRequest *reqs, size_t n)
 {
-        _cleanup_free_ int *cols = NULL;
-        const char *text;
-        int ret = 0, r;
-        ssize_t len;
-
-        if (!t || (n > 0 && !reqs)) {
-                return -EINVAL;
-        }
         for (size_t i = 0; i < n; i++) {
                 if (!reqs[i].snap || !reqs[i].delta || reqs[i].cpu < 0) {
-                        return -EINVAL;
+                        return false;
                 }
                 for (size_t j = 0; j < i; j++) {
                         if (reqs[j].snap == reqs[i].snap) {
-                                return -EINVAL;
+                                return false;
                         }
                 }
         }
-        if (n == 0) {
-                return 0;
-        }
-        cols = calloc(n, sizeof(*cols));
-        if (!cols) {
-                return -ENOMEM;
-        }
-        for (size_t i = 0; i < n; i++) {
-                AttribSnapshot *s = reqs[i].snap;
+        return true;
+}
 
-                attrib_delta_clear(reqs[i].delta);
+/* Starts a new read in the snapshot of @req, and forgets what is no base for a delta. */
+static void snap_begin(AttribTable *t, const AttribRequest *req)
+{
+        AttribSnapshot *s = req->snap;
+
+        attrib_delta_clear(req->delta);
+        s->gen++;
+        /* Another CPU's or thread's counters are no base for a delta. */
+        if (s->cpu != req->cpu) {
                 s->gen++;
-                /* Another CPU's or thread's counters are no base for a delta. */
-                if (s->cpu != reqs[i].cpu) {
-                        s->gen++;
-                        s->cpu = reqs[i].cpu;
-                }
-                if (s->pid != reqs[i].pid || s->tid != reqs[i].tid) {
-                        int v = attrib_table_find(t, "ctxsw:voluntary");
-                        int iv = attrib_table_find(t, "ctxsw:involuntary");
-
-                        if (v >= 0) {
-                                s->seen[v] = 0;
-                        }
-                        if (iv >= 0) {
-                                s->seen[iv] = 0;
-                        }
-                        s->pid = reqs[i].pid;
-                        s->tid = reqs[i].tid;
-                }
+                s->cpu = req->cpu;
         }
+        if (s->pid != req->pid || s->tid != req->tid) {
+                int v = attrib_table_find(t, "ctxsw:voluntary");
+                int iv = attrib_table_find(t, "ctxsw:involuntary");
 
-        len = host_files_read(t->files, root, "/proc/interrupts", &text);
-        if (len >= 0) {
-                r = parse_counts(t, text, (size_t)len, true, reqs, n, cols);
-                ret = ret ? ret : r;
-        } else if (len == -ENOMEM) {
-                ret = -ENOMEM;
+                if (v >= 0) {
+                        s->seen[v] = 0;
+                }
+                if (iv >= 0) {
+                        s->seen[iv] = 0;
+                }
+                s->pid = req->pid;
+                s->tid = req->tid;
         }
-        len = host_files_read(t->files, root, "/proc/softirqs", &text);
-        if (len >= 0) {
-                r = parse_counts(t, text, (size_t)len, false, reqs, n, cols);
-                ret = ret ? ret : r;
-        } else if (len == -ENOMEM) {
-                ret = ret ? ret : -ENOMEM;
+}
+
+int attrib_begin(AttribTable *t, AttribRequest *reqs, size_t n)
+{
+        if (!t || (n > 0 && !reqs) || !requests_valid(reqs, n)) {
+                return -EINVAL;
+        }
+        if (n > t->cols_cap) {
+                int *cols = reallocarray(t->cols, n, sizeof(*cols));
+
+                if (!cols) {
+                        return -ENOMEM;
+                }
+                t->cols = cols;
+                t->cols_cap = n;
         }
         for (size_t i = 0; i < n; i++) {
-                r = sample_ctxsw(t, root, &reqs[i]);
-                ret = ret ? ret : r;
-                r = sample_smi(t, root, &reqs[i]);
-                ret = ret ? ret : r;
+                snap_begin(t, &reqs[i]);
         }
-        return ret;
+        return 0;
+}
+
+int attrib_record_interrupts(AttribTable *t, const char *text, size_t len, AttribRequest *reqs,
+                             size_t n)
+{
+        if (!t || !text || (n > 0 && !reqs) || n > t->cols_cap) {
+                return -EINVAL;
+        }
+        return parse_counts(t, text, len, true, reqs, n);
+}
+
+int attrib_record_softirqs(AttribTable *t, const char *text, size_t len, AttribRequest *reqs,
+                           size_t n)
+{
+        if (!t || !text || (n > 0 && !reqs) || n > t->cols_cap) {
+                return -EINVAL;
+        }
+        return parse_counts(t, text, len, false, reqs, n);
 }

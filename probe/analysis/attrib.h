@@ -9,8 +9,8 @@
  * interval stores only (id, count) pairs for the sources that moved. A device IRQ's name stays
  * its number; what the kernel calls it ("virtio0-input.0") is its description.
  *
- * Neither the table nor a snapshot is locked: one thread samples (the manager). This module
- * never logs. */
+ * The counters are parsed from the text the caller read: this module does no I/O. Neither the
+ * table nor a snapshot is locked: one thread samples (the manager). It never logs. */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -18,7 +18,8 @@
 #define ATTRIB_MAX_SOURCES 1024
 #define ATTRIB_NAME_MAX 64
 
-/* /proc files are read up to this many bytes; a longer file is cut at its last whole line. */
+/* The attribution's /proc files are read up to this many bytes; a longer one is cut at its
+ * last whole line. */
 #define ATTRIB_FILE_MAX (1024 * 1024)
 
 typedef struct AttribTable AttribTable;
@@ -55,8 +56,8 @@ const char *attrib_table_name(const AttribTable *t, unsigned id);
 /* Number of names in the table. */
 size_t attrib_table_size(const AttribTable *t);
 
-/* Bytes of memory @t holds, with its buffer for the /proc files (which grows to the largest
- * file read, at most ATTRIB_FILE_MAX + 1) and the descriptions. */
+/* Bytes of memory @t holds, with the descriptions and the parsers' scratch space (one row of
+ * counts, one column per request). */
 size_t attrib_table_memory_bytes(const AttribTable *t);
 
 /* What was last read for one CPU, to take deltas against. */
@@ -65,14 +66,15 @@ typedef struct AttribSnapshot AttribSnapshot;
 /* Creates a snapshot that has seen nothing yet. Returns 0 or -ENOMEM. */
 int attrib_snapshot_new(AttribSnapshot **ret);
 
-/* Frees @s (and the MSR file it may hold open); accepts NULL; returns NULL. */
+/* Frees @s; accepts NULL; returns NULL. */
 AttribSnapshot *attrib_snapshot_free(AttribSnapshot *s);
 
 /* Bytes of memory a snapshot holds. */
 size_t attrib_snapshot_memory_bytes(void);
 
-/* One CPU's part of attrib_sample_many(): the counters of @cpu and of the probe thread @tid of
- * process @pid (tid 0: no context switches; pid 0: the thread is looked up as /proc/TID). */
+/* One CPU's part of a sample: the counters of @cpu and of the probe thread @tid of process @pid
+ * (tid 0: no context switches; pid 0: the thread's status file is /proc/TID/status rather than
+ * /proc/PID/task/TID/status). */
 typedef struct AttribRequest {
         AttribSnapshot *snap;
         int cpu;
@@ -81,18 +83,41 @@ typedef struct AttribRequest {
         AttribDelta *delta; /* filled */
 } AttribRequest;
 
-/* Reads the current counters of each of the @n requests below @root ("" or NULL for the real
- * system), reading /proc/interrupts and /proc/softirqs only once, and stores in each request's
- * delta what moved since the previous call with the same snapshot (nothing on the first call,
- * nor for a source that was absent from the previous read). A counter that went backwards (an
- * IRQ freed and requested again) counts 0. A CPU missing from the files' header (offline)
- * gives no interrupt counts. Unreadable files are skipped, not fatal; the MSR file, once
- * opened, stays open in the snapshot so that the SMI count remains readable after
- * capabilities are dropped. Sources that do not fit in the table are left out and make the
- * call return -ENOSPC, with the deltas still filled with the rest. Every request is filled even
- * when one of them fails; returns the first error: -EINVAL for a negative CPU, a snapshot given
- * twice or a missing one, -ENOMEM, -ENOSPC. */
-int attrib_sample_many(AttribTable *t, const char *root, AttribRequest *reqs, size_t n);
+/* A sample of the @n requests is attrib_begin(), then the text of each file the caller could
+ * read handed to its attrib_record_*() function: /proc/interrupts and /proc/softirqs once for
+ * all requests, then each request's thread status file and SMI count. Each request's delta
+ * then holds what moved since the previous sample with the same snapshot (nothing on the first,
+ * nor for a source absent from the previous sample). A counter that went backwards (an IRQ
+ * freed and requested again) counts 0. A file that could not be read is left out: its sources
+ * give no counts this time. The caller reads the files (probe/host/), the files up to
+ * ATTRIB_FILE_MAX bytes and cut after their last whole line. */
+
+/* Starts a sample: clears every request's delta. Another CPU or thread than the snapshot's
+ * last is no base for a delta. Returns 0, -EINVAL for a negative CPU, a snapshot given twice
+ * or a missing one, or -ENOMEM (nothing started then). */
+int attrib_begin(AttribTable *t, AttribRequest *reqs, size_t n);
+
+/* Records the text of /proc/interrupts (@len bytes) for the @n requests given to
+ * attrib_begin(). A CPU missing from the file's header (offline) gets no counts from it. A
+ * source that does not fit in the table is left out and makes the call return -ENOSPC, the
+ * rest still recorded; -ENOMEM likewise; -EINVAL for more requests than attrib_begin() had. */
+int attrib_record_interrupts(AttribTable *t, const char *text, size_t len, AttribRequest *reqs,
+                             size_t n);
+
+/* The same for /proc/softirqs. */
+int attrib_record_softirqs(AttribTable *t, const char *text, size_t len, AttribRequest *reqs,
+                           size_t n);
+
+/* Records the context switches in @text, the NUL-terminated status file of the thread of
+ * @req. Returns 0, -ENOSPC (as above) or -EINVAL. */
+int attrib_record_status(AttribTable *t, const char *text, AttribRequest *req);
+
+/* The register that holds the SMI count: MSR_SMI_COUNT (Intel SDM vol. 4). */
+#define ATTRIB_SMI_MSR 0x34
+
+/* Records @msr_value, read from ATTRIB_SMI_MSR of @req's CPU, as its SMI count. Returns 0,
+ * -ENOSPC or -EINVAL. */
+int attrib_record_smi(AttribTable *t, uint64_t msr_value, AttribRequest *req);
 
 /* Empties @d. */
 void attrib_delta_clear(AttribDelta *d);

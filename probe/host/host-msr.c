@@ -22,7 +22,8 @@ void host_msr_init(HostMsr *m)
 
 static void msr_close(HostMsr *m)
 {
-        if (m->fd >= 0) {
+        /* The file descriptor counts only while open: a zeroed HostMsr is closed too. */
+        if (m->state == MSR_OPEN && m->fd >= 0) {
                 close(m->fd);
         }
         m->fd = -1;

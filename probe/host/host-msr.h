@@ -18,7 +18,7 @@ typedef struct HostMsr {
         char path[PATH_MAX];
 } HostMsr;
 
-/* Makes @m closed, with nothing tried yet. */
+/* Makes @m closed, with nothing tried yet (as a zeroed HostMsr is). */
 void host_msr_init(HostMsr *m);
 
 /* Closes the file @m holds; @m is as after host_msr_init(). */

@@ -215,6 +215,10 @@ static int make_manager(Scale *s, const ScaleOptions *o)
         if (r < 0) {
                 return r;
         }
+        r = host_files_new(ATTRIB_FILE_MAX, &m->attrib_files);
+        if (r < 0) {
+                return r;
+        }
         return sd_event_new(&m->event);
 }
 
@@ -331,6 +335,7 @@ Scale *scale_free(Scale *s)
                 (void)probes_stop(m);
                 history_free(m->history);
                 attrib_table_free(m->attrib);
+                host_files_free(m->attrib_files);
                 sd_event_unref(m->event);
                 free(m);
         }
@@ -420,7 +425,8 @@ size_t scale_probe_bytes(const Scale *s)
         for (size_t c = 0; c < s->m->n_probes; c++) {
                 n += probe_memory_bytes(s->m->probes[c].probe);
         }
-        return n + s->m->n_probes * sizeof(ProbeCtl);
+        /* The SMI count's MSR file goes with the attribution (scale_attrib_bytes()). */
+        return n + s->m->n_probes * (sizeof(ProbeCtl) - sizeof(HostMsr));
 }
 
 size_t scale_history_bytes(const Scale *s)
@@ -431,5 +437,6 @@ size_t scale_history_bytes(const Scale *s)
 size_t scale_attrib_bytes(const Scale *s)
 {
         return attrib_table_memory_bytes(s->m->attrib) +
-               s->m->n_probes * attrib_snapshot_memory_bytes();
+               host_files_memory_bytes(s->m->attrib_files) +
+               s->m->n_probes * (attrib_snapshot_memory_bytes() + sizeof(HostMsr));
 }

@@ -61,7 +61,8 @@ uint64_t scale_irq_step(const Scale *s, unsigned row, int cpu);
 uint64_t scale_softirq_step(unsigned row, int cpu);
 uint64_t scale_ctxsw_step(bool voluntary, int cpu);
 
-/* Memory: the probes' (locked), the history's, and the attribution table's and snapshots'. */
+/* Memory: the probes' (locked), the history's, and the attribution's (its table, the buffer
+ * of its /proc files, each CPU's snapshot and MSR file). */
 size_t scale_probe_bytes(const Scale *s);
 size_t scale_history_bytes(const Scale *s);
 size_t scale_attrib_bytes(const Scale *s);
