@@ -207,6 +207,22 @@ static inline IrqHere irq_here(const AuditIrq *irq, int cpu)
         return CPU_ISSET(cpu, &irq->affinity) || effective ? IRQ_MOVABLE : IRQ_ELSEWHERE;
 }
 
+/* The IRQs that may be delivered to @cpu and can be moved, in a new array (NULL on OOM; empty
+ * arrays are allocated too) and their number in *@ret_n. */
+static inline const AuditIrq **movable_irqs(const Audit *a, int cpu, size_t *ret_n)
+{
+        const AuditIrq **irqs = calloc(a->n_irqs + 1, sizeof(*irqs));
+        size_t n = 0;
+
+        for (size_t i = 0; irqs && i < a->n_irqs; i++) {
+                if (irq_here(&a->irqs[i], cpu) == IRQ_MOVABLE) {
+                        irqs[n++] = &a->irqs[i];
+                }
+        }
+        *ret_n = n;
+        return irqs;
+}
+
 typedef enum KthreadKind {
         KTHREAD_ELSEWHERE, /* not allowed on the CPU */
         KTHREAD_PER_CPU,   /* bound to just this CPU: expected, and cannot be moved */

@@ -146,16 +146,11 @@ static int remedy_irq(Audit *a, const AuditCause *c, Remedy *r)
 /* The movable IRQs allowed on @cpu, whose softirq work follows them there. */
 static int fix_irqs_here(const Audit *a, int cpu, Fix *f)
 {
-        _cleanup_free_ const AuditIrq **irqs = calloc(a->n_irqs + 1, sizeof(*irqs));
-        size_t n = 0;
+        size_t n;
+        _cleanup_free_ const AuditIrq **irqs = movable_irqs(a, cpu, &n);
 
         if (!irqs) {
                 return -ENOMEM;
-        }
-        for (size_t i = 0; i < a->n_irqs; i++) {
-                if (irq_here(&a->irqs[i], cpu) == IRQ_MOVABLE) {
-                        irqs[n++] = &a->irqs[i];
-                }
         }
         if (n == 0) {
                 sb_sentence(&f->note,

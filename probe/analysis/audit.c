@@ -1013,17 +1013,12 @@ static void sb_irqs(StrBuf *sb, const Audit *a, int cpu, IrqHere kind, size_t n)
 /* The fix for the IRQs that may be delivered to @cpu and can be moved. */
 static int movable_irqs_fix(const Audit *a, int cpu, StrBuf *out)
 {
-        _cleanup_free_ const AuditIrq **irqs = calloc(a->n_irqs, sizeof(*irqs));
+        size_t n;
+        _cleanup_free_ const AuditIrq **irqs = movable_irqs(a, cpu, &n);
         _cleanup_fix_ Fix f = {0};
-        size_t n = 0;
 
         if (!irqs) {
                 return -ENOMEM;
-        }
-        for (size_t i = 0; i < a->n_irqs; i++) {
-                if (irq_here(&a->irqs[i], cpu) == IRQ_MOVABLE) {
-                        irqs[n++] = &a->irqs[i];
-                }
         }
         audit_fix_irqs(a, irqs, n, &f);
         fix_into(out, &f);
