@@ -326,12 +326,12 @@ static void conn_flush(Connection *c)
         }
 }
 
-/* Queues the message @text of @len bytes (its NUL terminator included; taken over) behind any
+/* Queues the message @message of @len bytes (its NUL terminator included; taken over) behind any
  * unsent output and writes what the socket takes. A client whose unsent output would exceed
  * the limit is dropped rather than buffered without bound. */
-static int conn_enqueue_text(Connection *c, char *text, size_t len)
+static int conn_enqueue_text(Connection *c, char *message, size_t len)
 {
-        _cleanup_free_ char *owned = text; /* freed on every return */
+        _cleanup_free_ char *text = message; /* freed on every return */
         size_t max = c->server->limits.max_output_bytes;
         size_t off = 0, rest, queued = c->out_end - c->out_start;
 
