@@ -275,17 +275,18 @@ static json_t *stats_array(const Manager *m, const cpu_set_t *cpus, const char *
 {
         uint64_t from, to;
         bool all;
-        HistoryWindow *w;
+        _cleanup_free_ HistoryWindow *w = NULL;
         json_t *arr;
 
         if (api_window(window, &from, &to, &all) < 0) {
                 return NULL;
         }
         w = malloc(sizeof(*w));
+        if (!w) {
+                return NULL;
+        }
         arr = json_array();
-        if (!w || !arr) {
-                free(w);
-                json_decref(arr);
+        if (!arr) {
                 return NULL;
         }
         for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
@@ -295,7 +296,6 @@ static json_t *stats_array(const Manager *m, const cpu_set_t *cpus, const char *
                 read_window(m, cpu, window, w);
                 json_array_append_new(arr, api_cpu_stats(m, cpu, window, w));
         }
-        free(w);
         return arr;
 }
 
@@ -463,7 +463,7 @@ json_t *api_histogram(const Manager *m, int cpu, const char *window, const char 
 {
         uint64_t from, to;
         bool all;
-        HistoryWindow *w;
+        _cleanup_free_ HistoryWindow *w = NULL;
         json_t *buckets, *reply;
         double min_ns = 0, max_ns = 0;
 
@@ -494,7 +494,6 @@ json_t *api_histogram(const Manager *m, int cpu, const char *window, const char 
                 "{sI ss ss sI sf sf so}", "cpu", cpu, "window", window, "kind", kind, "total",
                 (json_int_t)(strcmp(kind, "gap") == 0 ? w->slot.gap.count : w->slot.dd.count),
                 "min_ns", min_ns, "max_ns", max_ns, "buckets", buckets);
-        free(w);
         return reply;
 }
 
@@ -1159,7 +1158,7 @@ json_t *api_status(const Manager *m, const Isolation *iso)
         uint64_t now = now_ns(CLOCK_MONOTONIC);
         json_t *probes = json_array(), *cfg;
         char cpus[256], when[64];
-        HistoryWindow *w = NULL;
+        _cleanup_free_ HistoryWindow *w = NULL;
 
         if (!probes) {
                 return NULL;
@@ -1167,7 +1166,6 @@ json_t *api_status(const Manager *m, const Isolation *iso)
         for (size_t i = 0; i < manager_n_probes(m); i++) {
                 json_array_append_new(probes, probe_status(m, i, iso, &w));
         }
-        free(w);
         cfg = json_pack(
                 "{ss si sI sI sI sI sI si sI ss ss}", "cpus",
                 cpulist_format(cpus, sizeof(cpus), manager_cpus(m)), "priority",

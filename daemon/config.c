@@ -767,7 +767,7 @@ static void loader_add(Loader *l, ConfigSeverity severity, const char *file, uns
                        const char *fmt, ...)
 {
         ConfigMessage *messages;
-        char *what, *text;
+        _cleanup_free_ char *what = NULL, *text = NULL;
         va_list ap;
         int r;
 
@@ -781,28 +781,26 @@ static void loader_add(Loader *l, ConfigSeverity severity, const char *file, uns
         r = vasprintf(&what, fmt, ap);
         va_end(ap);
         if (r < 0) {
+                what = NULL; /* undefined after a failure */
                 l->oom = true;
                 return;
         }
         if (!file) {
-                text = what;
-        } else {
-                r = line ? asprintf(&text, "%s:%u: %s", file, line, what)
-                         : asprintf(&text, "%s: %s", file, what);
-                free(what);
-                if (r < 0) {
-                        l->oom = true;
-                        return;
-                }
+                text = TAKE_PTR(what);
+        } else if ((line ? asprintf(&text, "%s:%u: %s", file, line, what)
+                         : asprintf(&text, "%s: %s", file, what)) < 0) {
+                text = NULL; /* undefined after a failure */
+                l->oom = true;
+                return;
         }
         messages = reallocarray(l->diag->messages, l->diag->n_messages + 1, sizeof(*messages));
         if (!messages) {
-                free(text);
                 l->oom = true;
                 return;
         }
         l->diag->messages = messages;
-        messages[l->diag->n_messages++] = (ConfigMessage){.severity = severity, .text = text};
+        messages[l->diag->n_messages++] =
+                (ConfigMessage){.severity = severity, .text = TAKE_PTR(text)};
         if (severity == CONFIG_SEVERITY_ERROR) {
                 l->diag->n_errors++;
         }
@@ -873,7 +871,8 @@ static void unknown_key_hint(const char *section, const char *key, char *buf, si
 static void parse_assignment(Loader *l, size_t file, const char *path, unsigned line,
                              SectionState state, const char *section, char *text)
 {
-        char q[QUOTE_BUF], hint[128], *eq, *key, *value, *error = NULL;
+        char q[QUOTE_BUF], hint[128], *eq, *key, *value;
+        _cleanup_free_ char *error = NULL;
         const ConfigKey *k;
         Origin *o;
         int r;
@@ -915,7 +914,6 @@ static void parse_assignment(Loader *l, size_t file, const char *path, unsigned 
         }
         if (r < 0) {
                 loader_add(l, CONFIG_SEVERITY_ERROR, path, line, "%s", error);
-                free(error);
                 return;
         }
         o = &l->origins[k - keys];
@@ -986,19 +984,18 @@ static void parse_line(Loader *l, size_t file, const char *path, unsigned line, 
 /* Returns the index of @path in l->files plus one, or 0 when out of memory. */
 static size_t loader_add_file(Loader *l, const char *path)
 {
-        char **files, *copy;
+        _cleanup_free_ char *copy = strdup(path);
+        char **files;
 
-        copy = strdup(path);
         if (!copy) {
                 return 0;
         }
         files = reallocarray(l->files, l->n_files + 1, sizeof(*files));
         if (!files) {
-                free(copy);
                 return 0;
         }
         l->files = files;
-        files[l->n_files++] = copy;
+        files[l->n_files++] = TAKE_PTR(copy);
         return l->n_files;
 }
 
@@ -1127,7 +1124,7 @@ int config_load(Config *c, const char *main_path, const char *dropin_dir, Config
         }
         if (l->n_errors == 0 && !l->oom) {
                 const ConfigKey *k = NULL;
-                char *error = NULL;
+                _cleanup_free_ char *error = NULL;
 
                 r = check_rules(&l->config, l->origins, &k, &error);
                 if (r == -ENOMEM) {
@@ -1137,7 +1134,6 @@ int config_load(Config *c, const char *main_path, const char *dropin_dir, Config
 
                         loader_add(l, CONFIG_SEVERITY_ERROR, o->file ? l->files[o->file - 1] : NULL,
                                    o->line, "%s", error);
-                        free(error);
                 }
         }
 

@@ -848,14 +848,13 @@ static int apply_overrides(Config *c, const Overrides *o)
 
         for (size_t i = 0; i < ELEMENTSOF(map); i++) {
                 const char *v = *(const char *const *)((const char *)o + map[i].offset);
-                char *err = NULL;
+                _cleanup_free_ char *err = NULL;
 
                 if (!v) {
                         continue;
                 }
                 if (config_set(c, map[i].section, map[i].key, v, &err) < 0) {
                         log_error("--%s: %s", map[i].key, err ? err : "invalid value");
-                        free(err);
                         return -EINVAL;
                 }
         }
@@ -954,7 +953,7 @@ static bool only_cpus_changed(const Manager *m, const Config *c)
 static int probes_change_cpus(Manager *m, const Config *c)
 {
         cpu_set_t old_cpus = m->cpus, old_config = m->config.probe_cpus;
-        ProbeCtl *next = NULL, *dropped = NULL;
+        _cleanup_free_ ProbeCtl *next = NULL, *dropped = NULL;
         size_t n, k = 0, n_dropped = 0;
         int r;
 
@@ -990,14 +989,10 @@ static int probes_change_cpus(Manager *m, const Config *c)
                                 int q = probes_stop_array(&next[i], 1);
 
                                 if (q < 0) {
-                                        free(next);
-                                        free(dropped);
                                         return q;
                                 }
                         }
                 }
-                free(next);
-                free(dropped);
                 m->cpus = old_cpus;
                 m->config.probe_cpus = old_config;
                 log_error("cannot start the probes of the new CPU list; still probing CPU %s",
@@ -1010,10 +1005,9 @@ static int probes_change_cpus(Manager *m, const Config *c)
                 }
         }
         free(m->probes);
-        m->probes = next;
+        m->probes = TAKE_PTR(next);
         m->n_probes = n;
         r = probes_stop_array(dropped, n_dropped);
-        free(dropped);
         log_probing(m);
         pin_manager(m);
         return r;
@@ -1195,13 +1189,12 @@ static int add_signals(Manager *m)
 /* What the probes need of this machine: the privileges, and a counter that measures time. */
 static int check_host(Manager *m)
 {
-        char *err = NULL;
+        _cleanup_free_ char *err = NULL;
         int r;
 
         r = privileges_check(m->config.probe_priority, &err);
         if (r < 0) {
                 log_error("%s", err ? err : "missing privileges");
-                free(err);
                 return r;
         }
         r = counter_info_init(m->config.probe_counter, 10.0, 2000, &m->counter);

@@ -192,7 +192,7 @@ static void on_harvest(Manager *m, void *userdata)
 
 int textfile_new(Manager *m, Textfile **ret)
 {
-        Textfile *t = calloc(1, sizeof(*t));
+        _cleanup_free_ Textfile *t = calloc(1, sizeof(*t));
         int r;
 
         if (!t) {
@@ -201,10 +201,9 @@ int textfile_new(Manager *m, Textfile **ret)
         t->manager = m;
         r = manager_add_hooks(m, &(ManagerHooks){.harvest = on_harvest, .userdata = t});
         if (r < 0) {
-                free(t);
                 return r;
         }
-        *ret = t;
+        *ret = TAKE_PTR(t);
         return 0;
 }
 

@@ -326,11 +326,12 @@ static void conn_flush(Connection *c)
         }
 }
 
-/* Queues the message @text of @len bytes (its NUL terminator included; taken over) behind any
+/* Queues the message @message of @len bytes (its NUL terminator included; taken over) behind any
  * unsent output and writes what the socket takes. A client whose unsent output would exceed
  * the limit is dropped rather than buffered without bound. */
-static int conn_enqueue_text(Connection *c, char *text, size_t len)
+static int conn_enqueue_text(Connection *c, char *message, size_t len)
 {
+        _cleanup_free_ char *text = message; /* freed on every return */
         size_t max = c->server->limits.max_output_bytes;
         size_t off = 0, rest, queued = c->out_end - c->out_start;
 
@@ -343,7 +344,6 @@ static int conn_enqueue_text(Connection *c, char *text, size_t len)
                                 continue;
                         }
                         if (errno != EAGAIN && errno != EWOULDBLOCK) {
-                                free(text);
                                 conn_fail(c);
                                 return -ECONNRESET;
                         }
@@ -356,7 +356,6 @@ static int conn_enqueue_text(Connection *c, char *text, size_t len)
         }
         rest = len - off;
         if (rest > max || queued > max - rest) {
-                free(text);
                 conn_fail(c);
                 return -ECONNRESET;
         }
@@ -376,7 +375,6 @@ static int conn_enqueue_text(Connection *c, char *text, size_t len)
                 if (alloc > c->out_alloc) {
                         p = realloc(c->out, alloc);
                         if (!p) {
-                                free(text);
                                 conn_fail(c);
                                 return -ENOMEM;
                         }
@@ -388,7 +386,6 @@ static int conn_enqueue_text(Connection *c, char *text, size_t len)
                 memcpy(c->out + c->out_end, text + off, rest);
                 c->out_end += rest;
         }
-        free(text);
         conn_update(c);
         return 0;
 }

@@ -79,6 +79,14 @@ static inline void freep(void *p)
 }
 #define _cleanup_free_ __attribute__((cleanup(freep)))
 
+/* Hands the value of pointer @p on and leaves NULL in it, so that its _cleanup_ frees nothing. */
+#define TAKE_PTR(p)                                                                                \
+        ({                                                                                         \
+                __typeof__(p) _taken = (p);                                                        \
+                (p) = NULL;                                                                        \
+                _taken;                                                                            \
+        })
+
 static inline void closep(int *fd)
 {
         if (*fd >= 0) {
