@@ -448,6 +448,30 @@ static void pin_manager(Manager *m)
         }
 }
 
+/* The event loop's scheduling, from [server] loop_priority: SCHED_FIFO at that priority, so that
+ * no other task of the housekeeping CPUs delays a reply, or SCHED_OTHER. The probes' threads,
+ * started before, set their own. Returns 0, or a negative errno after saying why. */
+static int set_loop_priority(Manager *m)
+{
+        unsigned prio = m->config.server_loop_priority;
+        struct sched_param sp = {.sched_priority = (int)prio};
+        int r;
+
+        if (prio == 0) {
+                return 0;
+        }
+        /* pid 0: the calling thread, the loop's. */
+        r = sched_setscheduler(0, SCHED_FIFO, &sp) < 0 ? -errno : 0;
+        if (r < 0) {
+                log_error("cannot run the event loop SCHED_FIFO at priority %u ([server] "
+                          "loop_priority): %s",
+                          prio, strerror(-r));
+                return r;
+        }
+        log_info("event loop: SCHED_FIFO at priority %u", prio);
+        return 0;
+}
+
 /* --- the interval ------------------------------------------------------------------------- */
 
 static void harvest_probe(Manager *m, ProbeCtl *p)
@@ -1192,7 +1216,7 @@ static int check_host(Manager *m)
         _cleanup_free_ char *err = NULL;
         int r;
 
-        r = privileges_check(m->config.probe_priority, &err);
+        r = privileges_check(m->config.probe_priority, m->config.server_loop_priority, &err);
         if (r < 0) {
                 log_error("%s", err ? err : "missing privileges");
                 return r;
@@ -1330,6 +1354,10 @@ int manager_run(Manager *m)
                 return 1;
         }
         pin_manager(m);
+        r = set_loop_priority(m);
+        if (r < 0) {
+                return 1;
+        }
         manager_trace_start(m);
         /* Root owns the tracefs instance; a daemon of another user granted CAP_DAC_OVERRIDE
          * (the trace drop-in) keeps it permitted, to make and remove the instance at a reload

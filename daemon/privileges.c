@@ -33,23 +33,41 @@ static bool privileges_permitted(int cap)
         return has_flag(cap, CAP_PERMITTED);
 }
 
-int privileges_check(unsigned priority, char **ret_error)
+/* Checks that SCHED_FIFO at @priority is allowed, for @what, set by @key in [@section]. */
+static int check_fifo(unsigned priority, const char *what, const char *section, const char *key,
+                      char **ret_error)
+{
+        struct rlimit rl = {0};
+
+        if (priority == 0 || privileges_have(CAP_SYS_NICE)) {
+                return 0;
+        }
+        if (getrlimit(RLIMIT_RTPRIO, &rl) == 0 && rl.rlim_cur >= priority) {
+                return 0;
+        }
+        if (asprintf(ret_error,
+                     "SCHED_FIFO priority %u for %s needs CAP_SYS_NICE or RLIMIT_RTPRIO >= %u "
+                     "(now %llu): run as root, add AmbientCapabilities=CAP_SYS_NICE or "
+                     "LimitRTPRIO=%u to the unit, or set %s = 0 in [%s]",
+                     priority, what, priority, (unsigned long long)rl.rlim_cur, priority, key,
+                     section) < 0) {
+                *ret_error = NULL;
+        }
+        return -EPERM;
+}
+
+int privileges_check(unsigned priority, unsigned loop_priority, char **ret_error)
 {
         struct rlimit rl;
+        int r;
 
-        if (priority > 0 && !privileges_have(CAP_SYS_NICE)) {
-                if (getrlimit(RLIMIT_RTPRIO, &rl) < 0 || rl.rlim_cur < priority) {
-                        if (asprintf(ret_error,
-                                     "SCHED_FIFO priority %u for the probes needs CAP_SYS_NICE or "
-                                     "RLIMIT_RTPRIO >= %u (now %llu): run as root, add "
-                                     "AmbientCapabilities=CAP_SYS_NICE or LimitRTPRIO=%u to the "
-                                     "unit, or set priority = 0 in [probe]",
-                                     priority, priority, (unsigned long long)rl.rlim_cur,
-                                     priority) < 0) {
-                                *ret_error = NULL;
-                        }
-                        return -EPERM;
-                }
+        r = check_fifo(priority, "the probes", "probe", "priority", ret_error);
+        if (r < 0) {
+                return r;
+        }
+        r = check_fifo(loop_priority, "the event loop", "server", "loop_priority", ret_error);
+        if (r < 0) {
+                return r;
         }
         if (!privileges_have(CAP_IPC_LOCK)) {
                 if (getrlimit(RLIMIT_MEMLOCK, &rl) < 0 || rl.rlim_cur != RLIM_INFINITY) {

@@ -1,15 +1,15 @@
 #pragma once
 
 /* What jitterd needs from the kernel, checked before anything starts, and given up as soon
- * as it is no longer needed: SCHED_FIFO for the probes (CAP_SYS_NICE or RLIMIT_RTPRIO) and
- * mlockall (CAP_IPC_LOCK or an unlimited RLIMIT_MEMLOCK). */
+ * as it is no longer needed: SCHED_FIFO for the probes and the event loop (CAP_SYS_NICE or
+ * RLIMIT_RTPRIO) and mlockall (CAP_IPC_LOCK or an unlimited RLIMIT_MEMLOCK). */
 
 #include <stdbool.h>
 
-/* Checks that SCHED_FIFO at @priority (0: not wanted) and mlockall are allowed. On failure
- * returns -EPERM and sets @ret_error (free() it) to a message naming the capability or rlimit
- * and how to grant it. */
-int privileges_check(unsigned priority, char **ret_error);
+/* Checks that SCHED_FIFO at @priority for the probes and at @loop_priority for the event loop
+ * (0: not wanted) and mlockall are allowed. On failure returns -EPERM and sets @ret_error
+ * (free() it) to a message naming the capability or rlimit and how to grant it. */
+int privileges_check(unsigned priority, unsigned loop_priority, char **ret_error);
 
 /* Locks all current and future memory. With CAP_IPC_LOCK it first lifts RLIMIT_MEMLOCK, so the
  * capability can be dropped afterwards without later allocations failing. Memory is never

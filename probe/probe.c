@@ -564,6 +564,7 @@ static void *probe_thread(void *userdata)
 
 int probe_start(Probe *p)
 {
+        struct sched_param other = {.sched_priority = 0};
         pthread_attr_t attr;
         int r;
 
@@ -572,6 +573,11 @@ int probe_start(Probe *p)
         }
         pthread_attr_init(&attr);
         pthread_attr_setstacksize(&attr, 256 * 1024);
+        /* SCHED_OTHER, whatever the caller's policy (jitterd's event loop may be SCHED_FIFO):
+         * the thread sets SCHED_FIFO itself when its configuration asks for it. */
+        pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+        pthread_attr_setschedpolicy(&attr, SCHED_OTHER);
+        pthread_attr_setschedparam(&attr, &other);
         r = pthread_create(&p->owner.thread, &attr, probe_thread, p);
         pthread_attr_destroy(&attr);
         if (r != 0) {

@@ -3,13 +3,16 @@
 # Reset refused to a non-admin peer, and clear errors for missing privileges.
 source "$(dirname "$0")/lib.sh"
 need_cpu1
-printf '[probe]\npreheat = 200ms\n' > "$T/jitterd.conf"
+# The event loop runs SCHED_FIFO ([server] loop_priority), the probe SCHED_OTHER ([probe] priority
+# 0).
+printf '[probe]\npreheat = 200ms\n[server]\nloop_priority = 2\n' > "$T/jitterd.conf"
 
 # Missing privileges: as an unprivileged user, each missing one is named with its remedy.
 if command -v setpriv >/dev/null && id nobody >/dev/null 2>&1; then
     chmod 755 "$T"
+    printf '[probe]\npreheat = 200ms\n' > "$T/plain.conf"
     out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all \
-          "$JITTERD" --config "$T/jitterd.conf" --cpus 1 --socket "$T/nobody.sock" \
+          "$JITTERD" --config "$T/plain.conf" --cpus 1 --socket "$T/nobody.sock" \
           --state-dir "$T/nobody-state" 2>&1 || true)
     grep -q 'CAP_IPC_LOCK' <<<"$out" && grep -q 'LimitMEMLOCK=infinity' <<<"$out" \
         || fail "mlock refusal does not name CAP_IPC_LOCK and the fix: $out"
@@ -19,6 +22,13 @@ if command -v setpriv >/dev/null && id nobody >/dev/null 2>&1; then
           --state-dir "$T/nobody-state" 2>&1 || true)
     grep -q 'CAP_SYS_NICE' <<<"$out" && grep -q 'RLIMIT_RTPRIO' <<<"$out" \
         || fail "SCHED_FIFO refusal does not name CAP_SYS_NICE/RLIMIT_RTPRIO: $out"
+    printf '[server]\nloop_priority = 3\n' > "$T/loop.conf"
+    out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all \
+          "$JITTERD" --config "$T/loop.conf" --cpus 1 --socket "$T/nobody.sock" \
+          --state-dir "$T/nobody-state" 2>&1 || true)
+    grep -q 'for the event loop needs CAP_SYS_NICE or RLIMIT_RTPRIO >= 3' <<<"$out" &&
+        grep -q 'loop_priority = 0 in \[server\]' <<<"$out" \
+        || fail "the event loop's SCHED_FIFO refusal does not name CAP_SYS_NICE and [server]: $out"
     pass "missing privileges are named with how to grant them"
 else
     skip_part "missing privileges named" "no setpriv or no user nobody here"
@@ -36,6 +46,19 @@ pass "impossible CPU lists are refused"
 WATCHDOG_USEC=400000 start_daemon
 wait_notify WATCHDOG=1 5 || fail "no WATCHDOG=1 with WATCHDOG_USEC set"
 pass "WATCHDOG=1 from the event loop"
+
+# The scheduling of each thread, as chrt reads it: the loop (the main thread) SCHED_FIFO 2, the
+# probe (the thread allowed on CPU 1 alone) SCHED_OTHER although the loop runs SCHED_FIFO.
+loop_sched=$(chrt -p "$DAEMON_PID" | tr '\n' ' ')
+[[ $loop_sched == *"policy: SCHED_FIFO"*"priority: 2"* ]] \
+    || fail "the event loop is not SCHED_FIFO 2 with [server] loop_priority = 2: $loop_sched"
+probe_tid=$(for t in /proc/"$DAEMON_PID"/task/*; do
+    grep -q '^Cpus_allowed_list:[[:space:]]*1$' "$t/status" && basename "$t"; done | head -1)
+[[ -n $probe_tid ]] || fail "no thread of jitterd on CPU 1 alone"
+probe_sched=$(chrt -p "$probe_tid" | tr '\n' ' ')
+[[ $probe_sched == *"policy: SCHED_OTHER"* ]] \
+    || fail "the probe is not SCHED_OTHER with [probe] priority = 0: $probe_sched"
+pass "the event loop runs SCHED_FIFO 2, the probe SCHED_OTHER"
 
 # Monitor: one reply per interval (non-TTY watch prints one line each), at least half of the
 # intervals of 1.5 s (replies may come late on a busy CPU 0).

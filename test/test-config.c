@@ -104,6 +104,7 @@ static void test_defaults(void **state)
         assert_int_equal(c.server_max_message_bytes, 65536);
         assert_int_equal(c.server_idle_timeout_ns, 5 * NSEC_PER_MIN);
         assert_int_equal(c.server_cpu_budget_percent, 10);
+        assert_int_equal(c.server_loop_priority, 0);
         assert_string_equal(c.export_prometheus_textfile, "");
         assert_string_equal(c.audit_root, "");
         assert_int_equal(config_check(&c, NULL), 0);
