@@ -9,11 +9,17 @@
  * one broke). Every minute it prints a line; at the end one line per method, "= METHOD CALLS
  * P50_US P99_US P99.9_US MAX_US", then "= Monitor REPLIES" and "= errors ERRORS"; it exits 1
  * when there were errors, after those lines.
- *   jitter-bench-soak SOCKET SECONDS [RATE] */
+ * With WATCH_CPUS (a CPU list: the housekeeping CPUs), a SCHED_FIFO 99 thread on each of them
+ * asks to wake every millisecond and keeps each wake-up that came STALL_MIN_NS or more late:
+ * for that long the CPU ran nothing of lower priority either, this client and jitterd
+ * included. Then "~ METHOD ..." lines give the same figures over the calls that no such stall
+ * overlapped, and "= stalls WAKES LATE_1MS WORST_US STALLED_PERCENT" what the watchers saw.
+ *   jitter-bench-soak SOCKET SECONDS [RATE [WATCH_CPUS]] */
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +28,7 @@
 #include <sys/time.h>
 #include <time.h>
 
+#include "cpulist.h"
 #include "util.h"
 #include "varlink-client.h"
 
@@ -78,25 +85,30 @@ static void *monitor_loop(void *arg)
         return NULL;
 }
 
-/* A growing array of latencies. */
+/* A growing array of latencies, with the time each call began. */
 typedef struct Lat {
-        uint64_t *v;
+        uint64_t *v, *at;
         size_t n, cap;
 } Lat;
 
-static int lat_add(Lat *l, uint64_t ns)
+static int lat_add(Lat *l, uint64_t at, uint64_t ns)
 {
         if (l->n == l->cap) {
                 size_t cap = l->cap ? l->cap * 2 : 4096;
                 uint64_t *v = realloc(l->v, cap * sizeof(*v));
+                uint64_t *a = v ? realloc(l->at, cap * sizeof(*a)) : NULL;
 
-                if (!v) {
+                if (v) {
+                        l->v = v;
+                }
+                if (!a) {
                         return -ENOMEM;
                 }
-                l->v = v;
+                l->at = a;
                 l->cap = cap;
         }
-        l->v[l->n++] = ns;
+        l->v[l->n] = ns;
+        l->at[l->n++] = at;
         return 0;
 }
 
@@ -150,12 +162,15 @@ static void conn_close(Conn *c)
         c->fd = -1;
 }
 
-/* Sends @msg (its NUL included) and reads the reply up to its NUL into c->buf; the time from
- * the write to the NUL read in @ret_ns. Returns the reply's length, or a negative errno. */
-static ssize_t conn_call(Conn *c, const char *msg, size_t len, uint64_t *ret_ns)
+/* Sends @msg (its NUL included) and reads the reply up to its NUL into c->buf; when the write
+ * began in @ret_at, the time from it to the NUL read in @ret_ns. Returns the reply's length,
+ * or a negative errno. */
+static ssize_t conn_call(Conn *c, const char *msg, size_t len, uint64_t *ret_at, uint64_t *ret_ns)
 {
         uint64_t t0 = now_ns(CLOCK_MONOTONIC);
         size_t off = 0, have = 0;
+
+        *ret_at = t0;
 
         while (off < len) {
                 ssize_t n = send(c->fd, msg + off, len - off, MSG_NOSIGNAL);
@@ -201,8 +216,8 @@ static ssize_t conn_call(Conn *c, const char *msg, size_t len, uint64_t *ret_ns)
  * connection that broke is closed (the next round opens another). */
 static void timed_call(Conn *c, const char *msg, size_t len, const char *method, Lat *lat)
 {
-        uint64_t ns = 0;
-        ssize_t n = conn_call(c, msg, len, &ns);
+        uint64_t at = 0, ns = 0;
+        ssize_t n = conn_call(c, msg, len, &at, &ns);
         json_t *reply, *error;
 
         if (n < 0) {
@@ -215,10 +230,172 @@ static void timed_call(Conn *c, const char *msg, size_t len, const char *method,
         if (!reply || error) {
                 count_error(method, json_is_string(error) ? json_string_value(error)
                                                           : "a reply that is not JSON");
-        } else if (lat_add(lat, ns) < 0) {
+        } else if (lat_add(lat, at, ns) < 0) {
                 count_error(method, "no memory to keep its latency");
         }
         json_decref(reply);
+}
+
+/* The stall watchers. A wake-up STALL_MIN_NS late or more is a stall, kept as the time from
+ * the wake-up asked for to the one that came: the CPU may have been taken a little earlier,
+ * which the watcher, asleep, cannot see, so a call is counted as stalled only when it overlaps
+ * that span. At most STALLS_MAX are kept per CPU, the others counted. */
+#define WATCH_PERIOD_NS 1000000ULL
+#define STALL_MIN_NS 200000ULL
+#define STALLS_MAX 65536
+
+typedef struct Stall {
+        uint64_t from, to;
+} Stall;
+
+typedef struct Watch {
+        int cpu;
+        pthread_t thread;
+        Stall *stalls;
+        size_t n;
+        uint64_t dropped, wakes, late_1ms, worst_ns, stalled_ns;
+} Watch;
+
+static Watch *watches;
+static size_t n_watches;
+
+static void *watch_loop(void *arg)
+{
+        Watch *w = arg;
+        uint64_t next = now_ns(CLOCK_MONOTONIC) + WATCH_PERIOD_NS;
+
+        while (!atomic_load(&done)) {
+                struct timespec ts = {(time_t)(next / 1000000000ULL), (long)(next % 1000000000ULL)};
+                uint64_t now, late;
+
+                while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+                }
+                now = now_ns(CLOCK_MONOTONIC);
+                late = now > next ? now - next : 0;
+                w->wakes++;
+                w->worst_ns = late > w->worst_ns ? late : w->worst_ns;
+                w->late_1ms += late >= 1000000ULL;
+                if (late >= STALL_MIN_NS) {
+                        w->stalled_ns += late;
+                        if (w->n < STALLS_MAX) {
+                                w->stalls[w->n++] = (Stall){next, now};
+                        } else {
+                                w->dropped++;
+                        }
+                }
+                /* Wake-ups missed during a stall are not made up for. */
+                next = next + WATCH_PERIOD_NS > now ? next + WATCH_PERIOD_NS : now + WATCH_PERIOD_NS;
+        }
+        return NULL;
+}
+
+/* Starts a watcher on each CPU of @list. Returns 0, or -1 after saying why (SCHED_FIFO needs
+ * CAP_SYS_NICE or an RLIMIT_RTPRIO of 99); the watchers started are stopped by
+ * watches_stop(). */
+static int watches_start(const char *list)
+{
+        struct sched_param sp = {.sched_priority = 99};
+        cpu_set_t set;
+        pthread_attr_t attr;
+        int r = cpulist_parse(list, &set);
+
+        if (r < 0 || CPU_COUNT(&set) == 0) {
+                fprintf(stderr, "jitter-bench-soak: bad CPU list \"%s\"\n", list);
+                return -1;
+        }
+        watches = calloc((size_t)CPU_COUNT(&set), sizeof(*watches));
+        if (!watches) {
+                return -1;
+        }
+        for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+                Watch *w = &watches[n_watches];
+                cpu_set_t one;
+
+                if (!CPU_ISSET(cpu, &set)) {
+                        continue;
+                }
+                CPU_ZERO(&one);
+                CPU_SET(cpu, &one);
+                w->cpu = cpu;
+                w->stalls = calloc(STALLS_MAX, sizeof(*w->stalls));
+                pthread_attr_init(&attr);
+                pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+                pthread_attr_setschedpolicy(&attr, SCHED_FIFO);
+                pthread_attr_setschedparam(&attr, &sp);
+                pthread_attr_setaffinity_np(&attr, sizeof(one), &one);
+                r = w->stalls ? pthread_create(&w->thread, &attr, watch_loop, w) : ENOMEM;
+                pthread_attr_destroy(&attr);
+                if (r != 0) {
+                        free(w->stalls);
+                        fprintf(stderr, "jitter-bench-soak: cannot watch CPU %d at SCHED_FIFO 99: %s%s\n",
+                                cpu, strerror(r),
+                                r == EPERM ? " (needs CAP_SYS_NICE, or ulimit -r 99)" : "");
+                        return -1;
+                }
+                n_watches++;
+        }
+        return 0;
+}
+
+static void watches_stop(void)
+{
+        for (size_t i = 0; i < n_watches; i++) {
+                pthread_join(watches[i].thread, NULL);
+        }
+}
+
+static int cmp_stall(const void *a, const void *b)
+{
+        return cmp_u64(&((const Stall *)a)->from, &((const Stall *)b)->from);
+}
+
+/* Every watcher's stalls in one array, in order of their start; the longest in @ret_longest. */
+static Stall *stalls_merged(size_t *ret_n, uint64_t *ret_longest)
+{
+        size_t n = 0, k = 0;
+        Stall *all;
+
+        for (size_t i = 0; i < n_watches; i++) {
+                n += watches[i].n;
+        }
+        all = calloc(n ? n : 1, sizeof(*all));
+        *ret_longest = 0;
+        for (size_t i = 0; all && i < n_watches; i++) {
+                for (size_t j = 0; j < watches[i].n; j++) {
+                        Stall s = watches[i].stalls[j];
+
+                        all[k++] = s;
+                        *ret_longest = s.to - s.from > *ret_longest ? s.to - s.from : *ret_longest;
+                }
+        }
+        if (all) {
+                qsort(all, n, sizeof(*all), cmp_stall);
+        }
+        *ret_n = n;
+        return all;
+}
+
+/* Whether a stall of @s (@n, sorted, none longer than @longest) overlaps [@at, @at + @ns). */
+static bool stalled(const Stall *s, size_t n, uint64_t longest, uint64_t at, uint64_t ns)
+{
+        size_t lo = 0, hi = n;
+
+        /* The first stall that begins at or after the call's end. */
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (s[mid].from < at + ns) {
+                        lo = mid + 1;
+                } else {
+                        hi = mid;
+                }
+        }
+        for (size_t i = lo; i-- > 0 && s[i].from + longest > at;) {
+                if (s[i].to > at) {
+                        return true;
+                }
+        }
+        return false;
 }
 
 static void lat_sort(Lat *l)
@@ -283,19 +460,71 @@ static int prepare_calls(void)
         return 0;
 }
 
-/* The last lines: each call's latencies, the Monitor replies, the errors. */
-static void print_summary(void)
+static void print_lat(char mark, const char *name, Lat *l)
 {
-        for (size_t i = 0; i < ELEMENTSOF(calls); i++) {
-                Lat *l = &calls[i].lat;
+        lat_sort(l);
+        printf("%c %s %zu %.1f %.1f %.1f %.1f\n", mark, name, l->n, lat_pct(l, 0.5),
+               lat_pct(l, 0.99), lat_pct(l, 0.999), l->n ? (double)l->v[l->n - 1] / 1e3 : 0.0);
+}
 
-                lat_sort(l);
-                printf("= %s %zu %.1f %.1f %.1f %.1f\n", calls[i].name, l->n, lat_pct(l, 0.5),
-                       lat_pct(l, 0.99), lat_pct(l, 0.999),
-                       l->n ? (double)l->v[l->n - 1] / 1e3 : 0.0);
+/* The calls of @l that no stall overlapped, into @ret. Returns 0 or -ENOMEM. */
+static int lat_unstalled(const Lat *l, const Stall *s, size_t n, uint64_t longest, Lat *ret)
+{
+        for (size_t i = 0; i < l->n; i++) {
+                if (!stalled(s, n, longest, l->at[i], l->v[i]) &&
+                    lat_add(ret, l->at[i], l->v[i]) < 0) {
+                        return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
+/* What the watchers saw, over @seconds: "= stalls WAKES LATE_1MS WORST_US STALLED_PERCENT",
+ * the share of the watched CPUs' time spent in stalls. */
+static void print_stalls(double seconds)
+{
+        uint64_t wakes = 0, late = 0, worst = 0, stalled_ns = 0, dropped = 0;
+
+        for (size_t i = 0; i < n_watches; i++) {
+                wakes += watches[i].wakes;
+                late += watches[i].late_1ms;
+                worst = watches[i].worst_ns > worst ? watches[i].worst_ns : worst;
+                stalled_ns += watches[i].stalled_ns;
+                dropped += watches[i].dropped;
+        }
+        printf("= stalls %" PRIu64 " %" PRIu64 " %.1f %.3f\n", wakes, late, (double)worst / 1e3,
+               100.0 * (double)stalled_ns / 1e9 / seconds / (double)n_watches);
+        if (dropped) {
+                fprintf(stderr, "jitter-bench-soak: %" PRIu64 " stalls beyond the %d kept per CPU "
+                        "were not matched with calls\n", dropped, STALLS_MAX);
+        }
+}
+
+/* The last lines: each call's latencies (and, with watchers, over the calls no stall
+ * overlapped), the stalls, the Monitor replies, the errors. */
+static void print_summary(double seconds)
+{
+        uint64_t longest = 0;
+        size_t n_stalls = 0;
+        Stall *stalls = n_watches ? stalls_merged(&n_stalls, &longest) : NULL;
+
+        for (size_t i = 0; i < ELEMENTSOF(calls); i++) {
+                Lat *l = &calls[i].lat, clean = {0};
+
+                if (stalls && lat_unstalled(l, stalls, n_stalls, longest, &clean) == 0) {
+                        print_lat('~', calls[i].name, &clean);
+                }
+                print_lat('=', calls[i].name, l);
+                free(clean.v);
+                free(clean.at);
                 free(calls[i].msg);
                 free(l->v);
+                free(l->at);
         }
+        if (n_watches) {
+                print_stalls(seconds);
+        }
+        free(stalls);
         printf("= Monitor %lu\n= errors %lu\n", atomic_load(&monitor_replies),
                atomic_load(&errors));
 }
@@ -309,17 +538,21 @@ int main(int argc, char **argv)
         size_t rounds;
         size_t i;
 
-        if (argc < 3 || (seconds = atol(argv[2])) <= 0 ||
+        if (argc < 3 || argc > 5 || (seconds = atol(argv[2])) <= 0 ||
             (argc > 3 && (rate = atol(argv[3])) <= 0)) {
-                fprintf(stderr, "usage: jitter-bench-soak SOCKET SECONDS [RATE]\n");
+                fprintf(stderr, "usage: jitter-bench-soak SOCKET SECONDS [RATE [WATCH_CPUS]]\n");
                 return 2;
         }
         socket_path = argv[1];
-        if (prepare_calls() < 0) {
+        if (prepare_calls() < 0 || (argc > 4 && watches_start(argv[4]) < 0)) {
+                atomic_store(&done, true);
+                watches_stop();
                 return 1;
         }
         if (pthread_create(&monitor, NULL, monitor_loop, NULL) != 0) {
                 fprintf(stderr, "jitter-bench-soak: cannot start the Monitor thread\n");
+                atomic_store(&done, true);
+                watches_stop();
                 return 1;
         }
         period_ns = 1000000000ULL / (uint64_t)rate;
@@ -362,7 +595,8 @@ int main(int argc, char **argv)
         atomic_store(&done, true);
         /* The Monitor thread ends with its next reply, within an interval or its timeout. */
         pthread_join(monitor, NULL);
-        print_summary();
+        watches_stop();
+        print_summary((double)(now_ns(CLOCK_MONOTONIC) - start) / 1e9);
         conn_close(&c);
         free(c.buf);
         return atomic_load(&errors) ? 1 : 0;
