@@ -1182,6 +1182,8 @@ json_t *api_status(const Manager *m, const Isolation *iso)
                 json_object_set_new(cfg, "prometheus_textfile",
                                     json_string(manager_config(m)->export_prometheus_textfile));
         }
+        json_object_set_new(cfg, "loop_priority",
+                            json_integer(manager_config(m)->server_loop_priority));
         realtime_format_iso8601(when, sizeof(when), manager_start_real_ns(m));
         return json_pack("{ss sI ss s{ss sI ss sf sf} so so sI so* so}", "version", JITTERD_VERSION,
                          "uptime_ns", (json_int_t)(now - manager_start_mono_ns(m)),

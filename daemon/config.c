@@ -151,8 +151,8 @@ static const ConfigKey keys[] = {
         KEY_UINT("server", "loop_priority", server_loop_priority, "0", 0, 99,
                  "Scheduling of the event loop, which harvests, reads the trace and answers "
                  "the clients: 0 for SCHED_OTHER, 1..99 for SCHED_FIFO at that priority, so "
-                 "that no other task of the housekeeping CPUs, however nice, delays a reply. "
-                 "The CPU budget still bounds what the clients may cost."),
+                 "that no SCHED_OTHER task of the housekeeping CPUs delays a reply. The CPU "
+                 "budget still bounds what the clients may cost."),
 
         KEY_PATH("export", "prometheus_textfile", export_prometheus_textfile, "", FLAG_PATH_FILE,
                  "File for node_exporter's textfile collector, rewritten every "

@@ -53,7 +53,7 @@ typedef struct Config {
         uint64_t server_max_message_bytes;
         uint64_t server_idle_timeout_ns;
         unsigned server_cpu_budget_percent;
-        unsigned server_loop_priority; /* the event loop: 0 SCHED_OTHER; 1..99: SCHED_FIFO priority */
+        unsigned server_loop_priority; /* the event loop: 0: SCHED_OTHER; 1..99: SCHED_FIFO */
 
         /* [export] */
         char export_prometheus_textfile[CONFIG_PATH_MAX]; /* "": no export */

@@ -428,7 +428,9 @@ static int probes_stop(Manager *m)
         return r;
 }
 
-/* Keeps the manager off the probed CPUs: it runs on the housekeeping CPUs only. */
+/* Keeps the manager off the probed CPUs: it runs on the housekeeping CPUs only. Where every
+ * CPU it may use is probed, a SCHED_FIFO loop goes back to SCHED_OTHER: behind a probe of its
+ * priority or above it would never run, and RT throttling lends time to SCHED_OTHER only. */
 static void pin_manager(Manager *m)
 {
         cpu_set_t allowed = m->allowed, house;
@@ -439,7 +441,14 @@ static void pin_manager(Manager *m)
         CPU_XOR(&house, &allowed, &m->cpus);
         CPU_AND(&house, &house, &allowed);
         if (CPU_COUNT(&house) == 0) {
+                struct sched_param other = {.sched_priority = 0};
+
                 log_warning("every allowed CPU is probed: the manager shares a CPU with a probe");
+                if (sched_getscheduler(0) == SCHED_FIFO &&
+                    sched_setscheduler(0, SCHED_OTHER, &other) == 0) {
+                        log_warning("the event loop runs SCHED_OTHER, not SCHED_FIFO as "
+                                    "[server] loop_priority asks, until a CPU is left to it");
+                }
                 return;
         }
         if (sched_setaffinity(0, sizeof(house), &house) < 0) {
@@ -449,8 +458,9 @@ static void pin_manager(Manager *m)
 }
 
 /* The event loop's scheduling, from [server] loop_priority: SCHED_FIFO at that priority, so that
- * no other task of the housekeeping CPUs delays a reply, or SCHED_OTHER. The probes' threads,
- * started before, set their own. Returns 0, or a negative errno after saying why. */
+ * no SCHED_OTHER task of the housekeeping CPUs delays a reply, or SCHED_OTHER. Set before the
+ * probes start: their threads set their own policy, never the loop's. Returns 0, or a negative
+ * errno after saying why. */
 static int set_loop_priority(Manager *m)
 {
         unsigned prio = m->config.server_loop_priority;
@@ -464,8 +474,11 @@ static int set_loop_priority(Manager *m)
         r = sched_setscheduler(0, SCHED_FIFO, &sp) < 0 ? -errno : 0;
         if (r < 0) {
                 log_error("cannot run the event loop SCHED_FIFO at priority %u ([server] "
-                          "loop_priority): %s",
-                          prio, strerror(-r));
+                          "loop_priority): %s%s",
+                          prio, strerror(-r),
+                          r == -EPERM ? " (RestrictRealtime= in a drop-in of the unit, or a "
+                                        "cgroup without real-time runtime?)"
+                                      : "");
                 return r;
         }
         log_info("event loop: SCHED_FIFO at priority %u", prio);
@@ -1349,15 +1362,15 @@ int manager_run(Manager *m)
                           strerror(-r));
                 return 1;
         }
+        r = set_loop_priority(m);
+        if (r < 0) {
+                return 1;
+        }
         r = probes_start(m);
         if (r < 0) {
                 return 1;
         }
         pin_manager(m);
-        r = set_loop_priority(m);
-        if (r < 0) {
-                return 1;
-        }
         manager_trace_start(m);
         /* Root owns the tracefs instance; a daemon of another user granted CAP_DAC_OVERRIDE
          * (the trace drop-in) keeps it permitted, to make and remove the instance at a reload

@@ -1,6 +1,7 @@
 # jitterd probe states and privileges: stalled under a SCHED_FIFO hog, offline while its CPU is
 # unplugged and running again after, WATCHDOG=1 from the event loop, Monitor streaming,
-# Reset refused to a non-admin peer, and clear errors for missing privileges.
+# Reset refused to a non-admin peer, clear errors for missing privileges, and the scheduling of
+# each thread (a SCHED_FIFO loop, the probe SCHED_OTHER) as chrt reads it.
 source "$(dirname "$0")/lib.sh"
 need_cpu1
 # The event loop runs SCHED_FIFO ([server] loop_priority), the probe SCHED_OTHER ([probe] priority
@@ -48,9 +49,10 @@ wait_notify WATCHDOG=1 5 || fail "no WATCHDOG=1 with WATCHDOG_USEC set"
 pass "WATCHDOG=1 from the event loop"
 
 # The scheduling of each thread, as chrt reads it: the loop (the main thread) SCHED_FIFO 2, the
-# probe (the thread allowed on CPU 1 alone) SCHED_OTHER although the loop runs SCHED_FIFO.
+# probe (the thread allowed on CPU 1 alone), which the loop started once SCHED_FIFO,
+# SCHED_OTHER.
 loop_sched=$(chrt -p "$DAEMON_PID" | tr '\n' ' ')
-[[ $loop_sched == *"policy: SCHED_FIFO"*"priority: 2"* ]] \
+[[ $loop_sched == *"policy: SCHED_FIFO "*"priority: 2 " ]] \
     || fail "the event loop is not SCHED_FIFO 2 with [server] loop_priority = 2: $loop_sched"
 probe_tid=$(for t in /proc/"$DAEMON_PID"/task/*; do
     grep -q '^Cpus_allowed_list:[[:space:]]*1$' "$t/status" && basename "$t"; done | head -1)
@@ -58,7 +60,11 @@ probe_tid=$(for t in /proc/"$DAEMON_PID"/task/*; do
 probe_sched=$(chrt -p "$probe_tid" | tr '\n' ' ')
 [[ $probe_sched == *"policy: SCHED_OTHER"* ]] \
     || fail "the probe is not SCHED_OTHER with [probe] priority = 0: $probe_sched"
-pass "the event loop runs SCHED_FIFO 2, the probe SCHED_OTHER"
+jctl --json status | jq -e '.config.loop_priority == 2' > /dev/null \
+    || fail "GetStatus does not give loop_priority 2: $(jctl --json status | jq -c .config)"
+jctl status | grep -q '^config: .*, event loop SCHED_FIFO 2$' \
+    || fail "jitterctl status does not say the loop runs SCHED_FIFO 2: $(jctl status | grep config)"
+pass "the event loop runs SCHED_FIFO 2, the probe SCHED_OTHER, as GetStatus and status say"
 
 # Monitor: one reply per interval (non-TTY watch prints one line each), at least half of the
 # intervals of 1.5 s (replies may come late on a busy CPU 0).

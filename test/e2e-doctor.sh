@@ -173,9 +173,9 @@ T0=$(now_ns)
 
 # --- window A: everything mis-tuned. The writer's unbound work, vmstat_update and the pinned
 # kthread land on CPU 1 in most windows of 3 s, not all (the flusher may find nothing to write,
-# a grace period may not come, or the cause may be among those an interruption keeps beyond its
-# first six, "other causes"): a window without them is made 3 s longer, three times at most
-# (12 s), and then expect_fix below fails.
+# the kthread may not wake in time, or the cause may be among those an interruption keeps
+# beyond its first six, "other causes"): a window without them is made 3 s longer, three times
+# at most (12 s), and then expect_fix below fails.
 # doctor comes right after each 3 s: it learns which kworker ran a work item from the events the
 # daemon keeps, which the waking task's thousands of interruptions a second roll over within
 # seconds (the snapshot, which a loaded CPU 0 can make take 20 s, comes after it).

@@ -9,11 +9,13 @@
  * one broke). Every minute it prints a line; at the end one line per method, "= METHOD CALLS
  * P50_US P99_US P99.9_US MAX_US", then "= Monitor REPLIES" and "= errors ERRORS"; it exits 1
  * when there were errors, after those lines.
- * With WATCH_CPUS (a CPU list: the housekeeping CPUs), a SCHED_FIFO 99 thread on each of them
- * asks to wake every millisecond and keeps each wake-up that came STALL_MIN_NS or more late:
- * for that long the CPU ran nothing of lower priority either, this client and jitterd
- * included. Then "~ METHOD ..." lines give the same figures over the calls that no such stall
- * overlapped, and "= stalls WAKES LATE_1MS WORST_US STALLED_PERCENT" what the watchers saw.
+ * With WATCH_CPUS (a CPU list: the housekeeping CPUs; those this process may not use are left
+ * out), a SCHED_FIFO 99 thread on each of them asks to wake every millisecond and keeps each
+ * wake-up that came STALL_MIN_NS or more late: for that long the CPU ran nothing of lower
+ * priority either, this client and jitterd included. Then "~ METHOD ..." lines give the same
+ * figures over the calls that no such stall, on any of those CPUs, overlapped, and
+ * "= stalls WAKES LATE_1MS WORST_US STALLED_PERCENT UNKEPT" what the watchers saw (UNKEPT:
+ * stalls that memory could not hold, whose calls count as not stalled).
  *   jitter-bench-soak SOCKET SECONDS [RATE [WATCH_CPUS]] */
 #include <errno.h>
 #include <inttypes.h>
@@ -237,12 +239,13 @@ static void timed_call(Conn *c, const char *msg, size_t len, const char *method,
 }
 
 /* The stall watchers. A wake-up STALL_MIN_NS late or more is a stall, kept as the time from
- * the wake-up asked for to the one that came: the CPU may have been taken a little earlier,
- * which the watcher, asleep, cannot see, so a call is counted as stalled only when it overlaps
- * that span. At most STALLS_MAX are kept per CPU, the others counted. */
+ * the wake-up asked for to the one that came. The CPU may have been taken up to a period
+ * earlier, which the watcher, asleep, cannot see (nor a stall that ends between two wake-ups),
+ * so a call is counted as stalled only when it overlaps that span. Kernel work done for this
+ * client or for jitterd that holds the CPU also delays the watcher: such calls leave the second
+ * table too. */
 #define WATCH_PERIOD_NS 1000000ULL
 #define STALL_MIN_NS 200000ULL
-#define STALLS_MAX 65536
 
 typedef struct Stall {
         uint64_t from, to;
@@ -252,8 +255,8 @@ typedef struct Watch {
         int cpu;
         pthread_t thread;
         Stall *stalls;
-        size_t n;
-        uint64_t dropped, wakes, late_1ms, worst_ns, stalled_ns;
+        size_t n, cap;
+        uint64_t unkept, wakes, late_1ms, worst_ns, stalled_ns;
 } Watch;
 
 static Watch *watches;
@@ -277,30 +280,74 @@ static void *watch_loop(void *arg)
                 w->late_1ms += late >= 1000000ULL;
                 if (late >= STALL_MIN_NS) {
                         w->stalled_ns += late;
-                        if (w->n < STALLS_MAX) {
+                        if (w->n == w->cap) {
+                                size_t cap = w->cap ? w->cap * 2 : 4096;
+                                Stall *grown = realloc(w->stalls, cap * sizeof(*grown));
+
+                                if (grown) {
+                                        w->stalls = grown;
+                                        w->cap = cap;
+                                }
+                        }
+                        if (w->n < w->cap) {
                                 w->stalls[w->n++] = (Stall){next, now};
                         } else {
-                                w->dropped++;
+                                w->unkept++;
                         }
                 }
                 /* Wake-ups missed during a stall are not made up for. */
-                next = next + WATCH_PERIOD_NS > now ? next + WATCH_PERIOD_NS : now + WATCH_PERIOD_NS;
+                next = next + WATCH_PERIOD_NS > now ? next + WATCH_PERIOD_NS
+                                                    : now + WATCH_PERIOD_NS;
         }
         return NULL;
 }
 
-/* Starts a watcher on each CPU of @list. Returns 0, or -1 after saying why (SCHED_FIFO needs
- * CAP_SYS_NICE or an RLIMIT_RTPRIO of 99); the watchers started are stopped by
- * watches_stop(). */
-static int watches_start(const char *list)
+/* Starts @w on @cpu. Returns 0 or an errno. */
+static int watch_start(Watch *w, int cpu)
 {
         struct sched_param sp = {.sched_priority = 99};
-        cpu_set_t set;
         pthread_attr_t attr;
-        int r = cpulist_parse(list, &set);
+        cpu_set_t one;
+        int r;
 
-        if (r < 0 || CPU_COUNT(&set) == 0) {
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        w->cpu = cpu;
+        r = pthread_attr_init(&attr);
+        if (r != 0) {
+                return r;
+        }
+        r = pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+        if (r == 0) {
+                r = pthread_attr_setschedpolicy(&attr, SCHED_FIFO);
+        }
+        if (r == 0) {
+                r = pthread_attr_setschedparam(&attr, &sp);
+        }
+        if (r == 0) {
+                r = pthread_attr_setaffinity_np(&attr, sizeof(one), &one);
+        }
+        if (r == 0) {
+                r = pthread_create(&w->thread, &attr, watch_loop, w);
+        }
+        pthread_attr_destroy(&attr);
+        return r;
+}
+
+/* Starts a watcher on each CPU of @list that this process may use. Returns 0, or -1 after
+ * saying why (SCHED_FIFO needs CAP_SYS_NICE or an RLIMIT_RTPRIO of 99); the watchers started
+ * are stopped by watches_stop(). */
+static int watches_start(const char *list)
+{
+        cpu_set_t set, allowed;
+
+        if (cpulist_parse(list, &set) < 0 || sched_getaffinity(0, sizeof(allowed), &allowed) < 0) {
                 fprintf(stderr, "jitter-bench-soak: bad CPU list \"%s\"\n", list);
+                return -1;
+        }
+        CPU_AND(&set, &set, &allowed);
+        if (CPU_COUNT(&set) == 0) {
+                fprintf(stderr, "jitter-bench-soak: none of the CPUs %s is allowed here\n", list);
                 return -1;
         }
         watches = calloc((size_t)CPU_COUNT(&set), sizeof(*watches));
@@ -308,26 +355,15 @@ static int watches_start(const char *list)
                 return -1;
         }
         for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-                Watch *w = &watches[n_watches];
-                cpu_set_t one;
+                int r;
 
                 if (!CPU_ISSET(cpu, &set)) {
                         continue;
                 }
-                CPU_ZERO(&one);
-                CPU_SET(cpu, &one);
-                w->cpu = cpu;
-                w->stalls = calloc(STALLS_MAX, sizeof(*w->stalls));
-                pthread_attr_init(&attr);
-                pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
-                pthread_attr_setschedpolicy(&attr, SCHED_FIFO);
-                pthread_attr_setschedparam(&attr, &sp);
-                pthread_attr_setaffinity_np(&attr, sizeof(one), &one);
-                r = w->stalls ? pthread_create(&w->thread, &attr, watch_loop, w) : ENOMEM;
-                pthread_attr_destroy(&attr);
+                r = watch_start(&watches[n_watches], cpu);
                 if (r != 0) {
-                        free(w->stalls);
-                        fprintf(stderr, "jitter-bench-soak: cannot watch CPU %d at SCHED_FIFO 99: %s%s\n",
+                        fprintf(stderr,
+                                "jitter-bench-soak: cannot watch CPU %d at SCHED_FIFO 99: %s%s\n",
                                 cpu, strerror(r),
                                 r == EPERM ? " (needs CAP_SYS_NICE, or ulimit -r 99)" : "");
                         return -1;
@@ -342,6 +378,16 @@ static void watches_stop(void)
         for (size_t i = 0; i < n_watches; i++) {
                 pthread_join(watches[i].thread, NULL);
         }
+}
+
+static void watches_free(void)
+{
+        for (size_t i = 0; i < n_watches; i++) {
+                free(watches[i].stalls);
+        }
+        free(watches);
+        watches = NULL;
+        n_watches = 0;
 }
 
 static int cmp_stall(const void *a, const void *b)
@@ -479,25 +525,22 @@ static int lat_unstalled(const Lat *l, const Stall *s, size_t n, uint64_t longes
         return 0;
 }
 
-/* What the watchers saw, over @seconds: "= stalls WAKES LATE_1MS WORST_US STALLED_PERCENT",
- * the share of the watched CPUs' time spent in stalls. */
+/* What the watchers saw, over @seconds: "= stalls WAKES LATE_1MS WORST_US STALLED_PERCENT
+ * UNKEPT", the share of the watched CPUs' time spent in stalls. */
 static void print_stalls(double seconds)
 {
-        uint64_t wakes = 0, late = 0, worst = 0, stalled_ns = 0, dropped = 0;
+        uint64_t wakes = 0, late = 0, worst = 0, stalled_ns = 0, unkept = 0;
 
         for (size_t i = 0; i < n_watches; i++) {
                 wakes += watches[i].wakes;
                 late += watches[i].late_1ms;
                 worst = watches[i].worst_ns > worst ? watches[i].worst_ns : worst;
                 stalled_ns += watches[i].stalled_ns;
-                dropped += watches[i].dropped;
+                unkept += watches[i].unkept;
         }
-        printf("= stalls %" PRIu64 " %" PRIu64 " %.1f %.3f\n", wakes, late, (double)worst / 1e3,
-               100.0 * (double)stalled_ns / 1e9 / seconds / (double)n_watches);
-        if (dropped) {
-                fprintf(stderr, "jitter-bench-soak: %" PRIu64 " stalls beyond the %d kept per CPU "
-                        "were not matched with calls\n", dropped, STALLS_MAX);
-        }
+        printf("= stalls %" PRIu64 " %" PRIu64 " %.1f %.3f %" PRIu64 "\n", wakes, late,
+               (double)worst / 1e3, 100.0 * (double)stalled_ns / 1e9 / seconds / (double)n_watches,
+               unkept);
 }
 
 /* The last lines: each call's latencies (and, with watchers, over the calls no stall
@@ -508,11 +551,20 @@ static void print_summary(double seconds)
         size_t n_stalls = 0;
         Stall *stalls = n_watches ? stalls_merged(&n_stalls, &longest) : NULL;
 
+        if (n_watches && !stalls) {
+                fprintf(stderr,
+                        "jitter-bench-soak: no memory to match the stalls with the calls\n");
+        }
         for (size_t i = 0; i < ELEMENTSOF(calls); i++) {
                 Lat *l = &calls[i].lat, clean = {0};
 
                 if (stalls && lat_unstalled(l, stalls, n_stalls, longest, &clean) == 0) {
                         print_lat('~', calls[i].name, &clean);
+                } else if (stalls) {
+                        fprintf(stderr,
+                                "jitter-bench-soak: no memory to sort out the calls of %s "
+                                "that no stall overlapped\n",
+                                calls[i].name);
                 }
                 print_lat('=', calls[i].name, l);
                 free(clean.v);
@@ -525,6 +577,7 @@ static void print_summary(double seconds)
                 print_stalls(seconds);
         }
         free(stalls);
+        watches_free();
         printf("= Monitor %lu\n= errors %lu\n", atomic_load(&monitor_replies),
                atomic_load(&errors));
 }
@@ -547,12 +600,14 @@ int main(int argc, char **argv)
         if (prepare_calls() < 0 || (argc > 4 && watches_start(argv[4]) < 0)) {
                 atomic_store(&done, true);
                 watches_stop();
+                watches_free();
                 return 1;
         }
         if (pthread_create(&monitor, NULL, monitor_loop, NULL) != 0) {
                 fprintf(stderr, "jitter-bench-soak: cannot start the Monitor thread\n");
                 atomic_store(&done, true);
                 watches_stop();
+                watches_free();
                 return 1;
         }
         period_ns = 1000000000ULL / (uint64_t)rate;

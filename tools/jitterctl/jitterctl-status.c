@@ -51,9 +51,13 @@ static void print_config(json_t *config, uint64_t history_bytes)
                   json_read_u64(config, "interval_ns", &v) == 0 ? (double)v : NAN);
         format_ns(threshold, sizeof(threshold),
                   json_read_u64(config, "threshold_ns", &v) == 0 ? (double)v : NAN);
-        printf("config:   CPUs %s, interval %s, threshold %s, history %.1f KiB\n",
+        printf("config:   CPUs %s, interval %s, threshold %s, history %.1f KiB",
                json_read_string_or(config, "cpus", "?"), interval, threshold,
                (double)history_bytes / 1024);
+        if (json_read_u64(config, "loop_priority", &v) == 0 && v > 0) {
+                printf(", event loop SCHED_FIFO %llu", (unsigned long long)v);
+        }
+        printf("\n");
 }
 
 /* The trace kept around long interruptions ([trace] keep_above), when it is. */
