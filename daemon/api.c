@@ -1167,9 +1167,10 @@ json_t *api_status(const Manager *m, const Isolation *iso)
                 json_array_append_new(probes, probe_status(m, i, iso, &w));
         }
         cfg = json_pack(
-                "{ss si sI sI sI sI sI si sI ss ss}", "cpus",
+                "{ss si si sI sI sI sI sI si sI ss ss}", "cpus",
                 cpulist_format(cpus, sizeof(cpus), manager_cpus(m)), "priority",
-                (int)manager_config(m)->probe_priority, "threshold_ns",
+                (int)manager_config(m)->probe_priority, "loop_priority",
+                (int)manager_config(m)->server_loop_priority, "threshold_ns",
                 (json_int_t)manager_config(m)->probe_threshold_ns, "preheat_ns",
                 (json_int_t)manager_config(m)->probe_preheat_ns, "interval_ns",
                 (json_int_t)manager_config(m)->history_interval_ns, "fine_retention_ns",
@@ -1182,8 +1183,6 @@ json_t *api_status(const Manager *m, const Isolation *iso)
                 json_object_set_new(cfg, "prometheus_textfile",
                                     json_string(manager_config(m)->export_prometheus_textfile));
         }
-        json_object_set_new(cfg, "loop_priority",
-                            json_integer(manager_config(m)->server_loop_priority));
         realtime_format_iso8601(when, sizeof(when), manager_start_real_ns(m));
         return json_pack("{ss sI ss s{ss sI ss sf sf} so so sI so* so}", "version", JITTERD_VERSION,
                          "uptime_ns", (json_int_t)(now - manager_start_mono_ns(m)),

@@ -518,11 +518,12 @@ static void call_run(VarlinkServer *s, VarlinkCallCtx *call)
 }
 
 /* Dispatches @msg, read from the connection's buffer when the thread's CPU clock read
- * @cpu_start_ns. */
-static void conn_dispatch(Connection *c, json_t *msg, uint64_t cpu_start_ns)
+ * @cpu_start_ns. Returns what that clock read when the call was done with (the start of the
+ * next), or 0 when it was not read. */
+static uint64_t conn_dispatch(Connection *c, json_t *msg, uint64_t cpu_start_ns)
 {
         VarlinkServer *s = c->server;
-        uint64_t cpu_ns;
+        uint64_t cpu_ns, end_ns = 0;
         json_t *error = NULL;
         VarlinkCallCtx *call;
         VarlinkCall parsed;
@@ -530,13 +531,13 @@ static void conn_dispatch(Connection *c, json_t *msg, uint64_t cpu_start_ns)
         if (varlink_call_parse(msg, &parsed, &error) < 0) {
                 json_decref(msg);
                 conn_protocol_error(c, error);
-                return;
+                return 0;
         }
         call = calloc(1, sizeof(*call));
         if (!call) {
                 json_decref(msg);
                 conn_fail(c);
-                return;
+                return 0;
         }
         /* One reference for the connection, one for the duration of the handler. */
         call->n_ref = 2;
@@ -552,7 +553,8 @@ static void conn_dispatch(Connection *c, json_t *msg, uint64_t cpu_start_ns)
 
         call_run(s, call);
         if (call->stats) {
-                cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_start_ns;
+                end_ns = now_ns(CLOCK_THREAD_CPUTIME_ID);
+                cpu_ns = end_ns - cpu_start_ns;
                 call->stats->cpu_ns += cpu_ns;
                 s->charged_ns += cpu_ns;
                 if (s->gate.charge) {
@@ -560,13 +562,16 @@ static void conn_dispatch(Connection *c, json_t *msg, uint64_t cpu_start_ns)
                 }
         }
         varlink_call_unref(call);
+        return end_ns;
 }
 
-/* Runs up to @budget buffered calls, stopping at one that does not finish right away. */
-static void conn_process(Connection *c, size_t budget)
+/* Runs up to @budget buffered calls, stopping at one that does not finish right away. The
+ * thread's CPU clock read @cpu_ns when the first began to be read (0: not read; it is then read
+ * before the call), and each call's end is the next one's start: a call costs one reading of
+ * that clock, which is a system call. */
+static void conn_process(Connection *c, size_t budget, uint64_t cpu_ns)
 {
         while (budget-- > 0 && !c->dead && !c->closing && !c->current && !c->held) {
-                uint64_t cpu_start_ns = now_ns(CLOCK_THREAD_CPUTIME_ID);
                 json_t *msg = NULL;
                 json_t *error;
                 int r;
@@ -584,7 +589,10 @@ static void conn_process(Connection *c, size_t budget)
                         conn_fail(c);
                         break;
                 }
-                conn_dispatch(c, msg, cpu_start_ns);
+                if (cpu_ns == 0) {
+                        cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID);
+                }
+                cpu_ns = conn_dispatch(c, msg, cpu_ns);
         }
 }
 
@@ -622,12 +630,16 @@ static void conn_read(Connection *c)
                         /* Calls sent just before the end still run (a oneway call followed by
                          * close is the normal way to use oneway); the buffer is bounded. */
                         c->eof = true;
-                        conn_process(c, SIZE_MAX);
+                        conn_process(c, SIZE_MAX, 0);
                         return;
                 }
                 conn_touch(c);
                 if (varlink_reader_feed(c->reader, s->read_buf, (size_t)n) < 0) {
                         c->dead = true;
+                        return;
+                }
+                /* Less than asked for: the socket is empty (epoll says when it is not). */
+                if (n < READ_CHUNK) {
                         return;
                 }
         }
@@ -685,6 +697,9 @@ static int conn_on_io(sd_event_source *source, int fd, uint32_t revents, void *u
         if (!c->dead && (revents & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
                 if (conn_can_read(c)) {
                         conn_read(c);
+                        /* The calls read run now, not at the next turn of the loop: a call
+                         * answered in the callback that read it costs one turn, not two. */
+                        conn_process(c, CALLS_PER_ITERATION, u.cpu_start_ns);
                 } else if (revents & (EPOLLHUP | EPOLLERR)) {
                         /* The peer closed both directions: nothing we send can arrive. */
                         c->dead = true;
@@ -701,7 +716,7 @@ static int conn_on_defer(sd_event_source *source, void *userdata)
         VarlinkServer *s = c->server;
         Uncharged u = uncharged_begin(s);
 
-        conn_process(c, CALLS_PER_ITERATION);
+        conn_process(c, CALLS_PER_ITERATION, u.cpu_start_ns);
         conn_settle(c);
         uncharged_end(s, &u);
         return 0;

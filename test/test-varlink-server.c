@@ -611,6 +611,31 @@ static void test_pipelined_in_order(void **state)
         peer_close(&p);
 }
 
+/* A call that arrives whole is answered in the turn of the loop that reads it: a client that
+ * calls now and then finds the loop's code cold, and each turn more costs it a wait in epoll
+ * and the loop's own work again. */
+static void test_answered_in_one_turn(void **state)
+{
+        Fixture *f = *state;
+        json_t *msg = NULL;
+        Peer p;
+
+        start_server(f, NULL);
+        peer_connect(f, &p);
+        /* The first call also has the connection accepted. */
+        peer_send(&p, "{\"method\":\"org.example.toy.Echo\",\"parameters\":{\"text\":\"a\"}}");
+        peer_expect(f, &p, "{\"parameters\":{\"text\":\"a\"}}");
+        for (int i = 0; i < 3; i++) {
+                peer_send(&p,
+                          "{\"method\":\"org.example.toy.Echo\",\"parameters\":{\"text\":\"b\"}}");
+                assert_true(sd_event_run(f->event, WAIT_USEC) > 0);
+                peer_poll(&p);
+                assert_int_equal(varlink_reader_next(p.reader, &msg), 1);
+                json_decref(msg);
+        }
+        peer_close(&p);
+}
+
 static void test_more_stream(void **state)
 {
         Fixture *f = *state;
@@ -1279,6 +1304,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_unknown_method_and_interface, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_invalid_parameter, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pipelined_in_order, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_answered_in_one_turn, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_more_stream, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_stream_client_leaves, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_oneway, setup, teardown),
