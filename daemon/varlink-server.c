@@ -22,7 +22,8 @@
  * one go without letting one busy client monopolise the loop. */
 #define READ_CHUNK 65536
 #define READS_PER_WAKEUP 4
-/* Calls run per connection per loop iteration, for fairness between connections. */
+/* Calls run per callback of a connection (the one that reads them, and the one deferred for
+ * what is left), for fairness between connections. */
 #define CALLS_PER_ITERATION 16
 /* Connections accepted per wake-up of a listening socket. */
 #define ACCEPTS_PER_WAKEUP 16
@@ -565,16 +566,22 @@ static uint64_t conn_dispatch(Connection *c, json_t *msg, uint64_t cpu_start_ns)
         return end_ns;
 }
 
-/* Runs up to @budget buffered calls, stopping at one that does not finish right away. The
- * thread's CPU clock read @cpu_ns when the first began to be read (0: not read; it is then read
- * before the call), and each call's end is the next one's start: a call costs one reading of
- * that clock, which is a system call. */
-static void conn_process(Connection *c, size_t budget, uint64_t cpu_ns)
+/* Runs up to @budget buffered calls, stopping at one that does not finish right away. A call
+ * is charged from the thread's CPU clock before it is parsed to the clock after it; each
+ * call's end is the next one's start, so that a call costs one reading of that clock (a system
+ * call), and the first's start is read when there is a call to run. */
+static void conn_process(Connection *c, size_t budget)
 {
+        uint64_t cpu_ns = 0;
+
         while (budget-- > 0 && !c->dead && !c->closing && !c->current && !c->held) {
                 json_t *msg = NULL;
                 json_t *error;
                 int r;
+
+                if (cpu_ns == 0 && varlink_reader_n_complete(c->reader) > 0) {
+                        cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID);
+                }
 
                 r = varlink_reader_next(c->reader, &msg);
                 if (r == 0) {
@@ -588,9 +595,6 @@ static void conn_process(Connection *c, size_t budget, uint64_t cpu_ns)
                 if (r < 0) {
                         conn_fail(c);
                         break;
-                }
-                if (cpu_ns == 0) {
-                        cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID);
                 }
                 cpu_ns = conn_dispatch(c, msg, cpu_ns);
         }
@@ -630,7 +634,7 @@ static void conn_read(Connection *c)
                         /* Calls sent just before the end still run (a oneway call followed by
                          * close is the normal way to use oneway); the buffer is bounded. */
                         c->eof = true;
-                        conn_process(c, SIZE_MAX, 0);
+                        conn_process(c, SIZE_MAX);
                         return;
                 }
                 conn_touch(c);
@@ -697,9 +701,9 @@ static int conn_on_io(sd_event_source *source, int fd, uint32_t revents, void *u
         if (!c->dead && (revents & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
                 if (conn_can_read(c)) {
                         conn_read(c);
-                        /* The calls read run now, not at the next turn of the loop: a call
-                         * answered in the callback that read it costs one turn, not two. */
-                        conn_process(c, CALLS_PER_ITERATION, u.cpu_start_ns);
+                        /* A call read here is answered in this callback: the loop takes one
+                         * turn for it, which a client that calls now and then finds cold. */
+                        conn_process(c, CALLS_PER_ITERATION);
                 } else if (revents & (EPOLLHUP | EPOLLERR)) {
                         /* The peer closed both directions: nothing we send can arrive. */
                         c->dead = true;
@@ -716,7 +720,7 @@ static int conn_on_defer(sd_event_source *source, void *userdata)
         VarlinkServer *s = c->server;
         Uncharged u = uncharged_begin(s);
 
-        conn_process(c, CALLS_PER_ITERATION, u.cpu_start_ns);
+        conn_process(c, CALLS_PER_ITERATION);
         conn_settle(c);
         uncharged_end(s, &u);
         return 0;
