@@ -737,19 +737,23 @@ static int cmp_window_cause(const void *a, const void *b)
         return strcmp(x->name, y->name);
 }
 
-/* GetCauses' "causes" of window @span of @cpu in @store: the largest WINDOW_CAUSES_MAX, the
- * time of the others added to *@other_ns. NULL when out of memory. */
-static json_t *window_causes_to_json(const CauseStore *store, int cpu, HistorySpan span,
-                                     uint64_t *other_ns)
+/* Writes GetCauses' "causes" of window @span of @cpu in @store: the largest WINDOW_CAUSES_MAX,
+ * the time of the others added to *@other_ns. Returns 0 or -ENOMEM. */
+static int window_causes_list_text(const CauseStore *store, int cpu, HistorySpan span,
+                                   uint64_t *other_ns, JsonText *t)
 {
         WindowCauses w = {0};
-        json_t *arr = json_array();
 
         cause_store_window_foreach(store, cpu, (unsigned)span, collect_cause, &w);
+        if (w.failed) {
+                free(w.items);
+                return -ENOMEM;
+        }
         if (w.n > 1) {
                 qsort(w.items, w.n, sizeof(*w.items), cmp_window_cause);
         }
-        for (size_t i = 0; arr && !w.failed && i < w.n; i++) {
+        json_text_raw(t, "[");
+        for (size_t i = 0; i < w.n; i++) {
                 const WindowCause *c = &w.items[i];
                 char buf[CAUSE_NAME_MAX + 8];
                 const char *counter;
@@ -759,52 +763,56 @@ static json_t *window_causes_to_json(const CauseStore *store, int cpu, HistorySp
                         continue;
                 }
                 counter = cause_counter(c->kind, c->name, buf, sizeof(buf));
-                if (json_array_append_new(
-                            arr, json_pack("{ss ss sI sI sI so}", "kind", cause_kind_name(c->kind),
-                                           "name", c->name, "ns", (json_int_t)c->sum.ns,
-                                           "overhead_ns", (json_int_t)c->sum.overhead_ns, "count",
-                                           (json_int_t)c->sum.count, "counter",
-                                           counter ? json_string(counter) : json_null())) < 0) {
-                        w.failed = true;
-                }
+                json_text_item(t);
+                json_text_raw(t, "{");
+                json_text_key_string(t, "kind", cause_kind_name(c->kind));
+                json_text_key_string(t, "name", c->name);
+                json_text_key_u64(t, "ns", c->sum.ns);
+                json_text_key_u64(t, "overhead_ns", c->sum.overhead_ns);
+                json_text_key_u64(t, "count", c->sum.count);
+                json_text_key_string(t, "counter", counter); /* NULL: null */
+                json_text_raw(t, "}");
         }
+        json_text_raw(t, "]");
         free(w.items);
-        if (w.failed) {
-                json_decref(arr);
-                return NULL;
-        }
-        return arr;
+        return 0;
 }
 
-/* GetCauses' "woken_by" of @s: {"irq:RES": {"ns", "count"}, ...}. */
-static json_t *woken_to_json(const CauseWindow *s)
+/* Writes GetCauses' "woken_by" of @s: {"irq:RES": {"ns", "count"}, ...}. */
+static void woken_text(const CauseWindow *s, JsonText *t)
 {
-        json_t *o = json_object();
-
-        for (unsigned code = 1; o && code < CAUSE_COUNTER_CODES; code++) {
+        json_text_raw(t, "{");
+        for (unsigned code = 1; code < CAUSE_COUNTER_CODES; code++) {
                 const char *counter = cause_counter_of_code((uint8_t)code);
 
-                if (counter && s->woken_count[code] > 0 &&
-                    json_object_set_new(o, counter,
-                                        json_pack("{sI sI}", "ns", (json_int_t)s->woken_ns[code],
-                                                  "count", (json_int_t)s->woken_count[code])) < 0) {
-                        json_decref(o);
-                        o = NULL;
+                if (counter && s->woken_count[code] > 0) {
+                        json_text_key(t, counter);
+                        json_text_raw(t, "{");
+                        json_text_key_u64(t, "ns", s->woken_ns[code]);
+                        json_text_key_u64(t, "count", s->woken_count[code]);
+                        json_text_raw(t, "}");
                 }
         }
-        return o;
+        json_text_raw(t, "}");
 }
 
-static json_t *json_or_null(bool have, uint64_t v)
+/* Writes member @key of the object being written: @v, or null when there is none. */
+static void key_u64_or_null(JsonText *t, const char *key, bool have, uint64_t v)
 {
-        return have ? json_integer((json_int_t)v) : json_null();
+        json_text_key(t, key);
+        if (have) {
+                json_text_u64(t, v);
+        } else {
+                json_text_raw(t, "null");
+        }
 }
 
-/* GetCauses' entry for @cpu: the stored causes of its interruptions that began at or after
- * @since_ns, summed by (kind, name), longest first, with the interruptions' count and time,
- * how many of them have causes, and their other and unexplained time. NULL when out of
- * memory. */
-static json_t *window_causes(Manager *m, int cpu, const char *window, uint64_t since_ns)
+/* Writes GetCauses' entry for @cpu: the stored causes of its interruptions that began at or
+ * after @since_ns, summed by (kind, name), longest first, with the interruptions' count and
+ * time, how many of them have causes, and their other and unexplained time. Written as text,
+ * as GetStatus is. Returns 0 or a negative errno. */
+static int window_causes_text(Manager *m, int cpu, const char *window, uint64_t since_ns,
+                              JsonText *t)
 {
         const CauseStore *store = manager_cause_store(m);
         HostSpan h = {0};
@@ -812,32 +820,47 @@ static json_t *window_causes(Manager *m, int cpu, const char *window, uint64_t s
         HistorySpan span;
         uint64_t other_ns = 0;
         bool have_host;
-        json_t *causes;
+        int r;
 
-        if (history_span_from_name(window, &span) < 0 ||
-            manager_trace_window(m, cpu, span, since_ns, &s) < 0) {
-                return NULL;
+        if (history_span_from_name(window, &span) < 0) {
+                return -EINVAL;
         }
-        causes = store ? window_causes_to_json(store, cpu, span, &other_ns) : json_array();
-        if (!causes) {
-                return NULL;
+        r = manager_trace_window(m, cpu, span, since_ns, &s);
+        if (r < 0) {
+                return r;
         }
-        other_ns += s.other_ns;
+        json_text_raw(t, "{");
+        json_text_key_i64(t, "cpu", cpu);
+        json_text_key_string(t, "window", window);
+        json_text_key_u64(t, "since_ns", since_ns);
+        json_text_key_u64(t, "interruptions", s.interruptions);
+        json_text_key_u64(t, "interruptions_ns", s.interruptions_ns);
+        json_text_key_u64(t, "explained", s.explained);
+        json_text_key_u64(t, "explained_ns", s.explained_ns);
+        json_text_key_u64(t, "trace_lost", s.trace_lost);
+        json_text_key(t, "causes");
+        if (!store) {
+                json_text_raw(t, "[]");
+        } else if (window_causes_list_text(store, cpu, span, &other_ns, t) < 0) {
+                return -ENOMEM;
+        }
+        json_text_key_u64(t, "other_ns", other_ns + s.other_ns);
+        json_text_key_u64(t, "unexplained_ns", s.unexplained_ns);
+        json_text_key(t, "woken_by");
+        woken_text(&s, t);
+        json_text_key_u64(t, "traced", s.traced);
+        json_text_key_u64(t, "traced_ns", s.traced_ns);
+        json_text_key_u64(t, "overhead_ns", s.overhead_ns);
+        json_text_key_u64(t, "no_record", s.no_record);
+        json_text_key_u64(t, "no_record_ns", s.no_record_ns);
+        json_text_key_u64(t, "trace_lost_ns", s.trace_lost_ns);
         have_host = store && cause_store_host(store, cpu, since_ns, &h) == 0;
-        return json_pack(
-                "{si ss sI sI sI sI sI sI so sI sI so* sI sI sI sI sI sI so so so so}", "cpu", cpu,
-                "window", window, "since_ns", (json_int_t)since_ns, "interruptions",
-                (json_int_t)s.interruptions, "interruptions_ns", (json_int_t)s.interruptions_ns,
-                "explained", (json_int_t)s.explained, "explained_ns", (json_int_t)s.explained_ns,
-                "trace_lost", (json_int_t)s.trace_lost, "causes", causes, "other_ns",
-                (json_int_t)other_ns, "unexplained_ns", (json_int_t)s.unexplained_ns, "woken_by",
-                woken_to_json(&s), "traced", (json_int_t)s.traced, "traced_ns",
-                (json_int_t)s.traced_ns, "overhead_ns", (json_int_t)s.overhead_ns, "no_record",
-                (json_int_t)s.no_record, "no_record_ns", (json_int_t)s.no_record_ns,
-                "trace_lost_ns", (json_int_t)s.trace_lost_ns, "steal_ns",
-                json_or_null(have_host && h.have_steal, h.steal_ns), "smi",
-                json_or_null(have_host && h.have_smi, h.smi), "host_from_ns",
-                json_or_null(have_host, h.from_ns), "host_to_ns", json_or_null(have_host, h.to_ns));
+        key_u64_or_null(t, "steal_ns", have_host && h.have_steal, h.steal_ns);
+        key_u64_or_null(t, "smi", have_host && h.have_smi, h.smi);
+        key_u64_or_null(t, "host_from_ns", have_host, h.from_ns);
+        key_u64_or_null(t, "host_to_ns", have_host, h.to_ns);
+        json_text_raw(t, "}");
+        return 0;
 }
 
 static int method_get_causes(VarlinkCallCtx *call, json_t *params, void *userdata)
@@ -847,24 +870,31 @@ static int method_get_causes(VarlinkCallCtx *call, json_t *params, void *userdat
         const char *window;
         uint64_t from;
         cpu_set_t cpus;
-        json_t *arr;
+        JsonText t = {0};
+        size_t len = 0;
+        char *text;
 
         if (get_cpus_window(m, call, params, &cpus, &window, &from) < 0) {
                 return 0;
         }
-        arr = json_array();
-        for (int cpu = 0; arr && cpu < CPU_SETSIZE; cpu++) {
-                if (CPU_ISSET(cpu, &cpus) &&
-                    json_array_append_new(arr, window_causes(m, cpu, window, from)) < 0) {
-                        json_decref(arr);
-                        arr = NULL;
+        json_text_raw(&t, VARLINK_REPLY_TEXT_HEAD "{");
+        json_text_key(&t, "trace");
+        json_text_string(&t, manager_trace_state(m));
+        json_text_key(&t, "cpus");
+        json_text_raw(&t, "[");
+        for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+                if (!CPU_ISSET(cpu, &cpus)) {
+                        continue;
+                }
+                json_text_item(&t);
+                if (window_causes_text(m, cpu, window, from, &t) < 0) {
+                        free(json_text_take(&t, &len));
+                        return -ENOMEM;
                 }
         }
-        if (!arr) {
-                return -ENOMEM;
-        }
-        return varlink_call_reply(
-                call, json_pack("{ss so}", "trace", manager_trace_state(m), "cpus", arr));
+        json_text_raw(&t, "]}" VARLINK_REPLY_TEXT_TAIL);
+        text = json_text_take(&t, &len);
+        return varlink_call_reply_text(call, text, len);
 }
 
 typedef struct TimelineCtx {
@@ -920,26 +950,29 @@ static int method_get_timeline(VarlinkCallCtx *call, json_t *params, void *userd
                 call, json_pack("{sI ss so}", "cpu", cpu, "window", window, "points", c.points));
 }
 
-/* Adds to @o why probe @p is not measuring, when it is not. */
-static void add_probe_reason(const ProbeInfo *p, json_t *o)
+/* Writes the members of probe @p's GetStatus object that say why it is not measuring, when it
+ * is not. */
+static void probe_reason_text(const ProbeInfo *p, JsonText *t)
 {
         int to = probe_migrated_to(p->probe);
+        const char *reason = NULL;
 
         if (to >= 0 && probe_state(p->probe) == PROBE_MIGRATED) {
-                json_object_set_new(o, "migrated_to", json_integer(to));
+                json_text_key_i64(t, "migrated_to", to);
         }
         if (p->failed) {
-                json_object_set_new(o, "failure", json_string(p->failure));
-                json_object_set_new(o, "reason", json_string(p->failure));
+                json_text_key_string(t, "failure", p->failure);
+                reason = p->failure;
         } else if (p->offline) {
-                json_object_set_new(o, "reason", json_string("the CPU is offline"));
+                reason = "the CPU is offline";
         } else if (probe_state(p->probe) == PROBE_MIGRATED) {
-                json_object_set_new(o, "reason",
-                                    json_string("the probe was moved off its CPU (cpuset "
-                                                "or affinity change?) and cannot go back"));
+                reason = "the probe was moved off its CPU (cpuset or affinity change?) and cannot "
+                         "go back";
         } else if (p->stalled) {
-                json_object_set_new(o, "reason",
-                                    json_string("no progress for 2 intervals or more"));
+                reason = "no progress for 2 intervals or more";
+        }
+        if (reason) {
+                json_text_key_string(t, "reason", reason);
         }
 }
 
@@ -963,237 +996,306 @@ static uint64_t worst_gap_1m_ns(const Manager *m, int cpu, HistoryWindow **scrat
                        : 0;
 }
 
-/* GetStatus' entry for probe @i, with its CPU's isolation as @iso has it (none: left out);
- * @scratch as worst_gap_1m_ns() has it. NULL when out of memory. */
-static json_t *probe_status(const Manager *m, size_t i, const Isolation *iso,
-                            HistoryWindow **scratch)
+/* Writes GetStatus' object for probe @i, with its CPU's isolation as @iso has it (none: left
+ * out); @scratch as worst_gap_1m_ns() has it. */
+static void probe_status_text(const Manager *m, size_t i, const Isolation *iso,
+                              HistoryWindow **scratch, JsonText *t)
 {
+        const Config *cfg = manager_config(m);
         ProbeInfo pi, *p = &pi;
         const IsolationSet *set;
-        uint64_t worst;
-        json_t *o;
 
         manager_probe_info(m, i, p);
-        worst = worst_gap_1m_ns(m, p->cpu, scratch);
-        o = json_pack("{si ss ss si sI sI sI}", "cpu", p->cpu, "state", p->state, "policy",
-                      manager_config(m)->probe_priority ? "SCHED_FIFO" : "SCHED_OTHER", "priority",
-                      (int)manager_config(m)->probe_priority, "samples",
-                      (json_int_t)p->samples_total, "floor_ns",
-                      (json_int_t)tickconv_to_ns(manager_tickconv(m), probe_floor_ticks(p->probe)),
-                      "worst_gap_1m_ns", (json_int_t)worst);
-        if (!o) {
-                return NULL;
-        }
+        json_text_raw(t, "{");
+        json_text_key_i64(t, "cpu", p->cpu);
+        json_text_key_string(t, "state", p->state);
+        json_text_key_string(t, "policy", cfg->probe_priority ? "SCHED_FIFO" : "SCHED_OTHER");
+        json_text_key_i64(t, "priority", cfg->probe_priority);
+        json_text_key_u64(t, "samples", p->samples_total);
+        json_text_key_u64(t, "floor_ns",
+                          tickconv_to_ns(manager_tickconv(m), probe_floor_ticks(p->probe)));
+        json_text_key_u64(t, "worst_gap_1m_ns", worst_gap_1m_ns(m, p->cpu, scratch));
         if (iso) {
-                json_object_set_new(
-                        o, "isolation",
-                        json_string(isolation_kind_to_string(isolation_of(iso, p->cpu, &set))));
+                json_text_key_string(t, "isolation",
+                                     isolation_kind_to_string(isolation_of(iso, p->cpu, &set)));
                 if (set) {
-                        json_object_set_new(o, "isolation_cpuset", json_string(set->path));
+                        json_text_key_string(t, "isolation_cpuset", set->path);
                 }
         }
-        add_probe_reason(p, o);
-        return o;
+        probe_reason_text(p, t);
+        json_text_raw(t, "}");
 }
 
-/* The budget as GetStatus reports it in "self": {"cpu_ratio", "heavy": {"ratio", "burst_ns"},
- * "light": {"ratio", "burst_ns", "methods"}, "min_retry_ms"}. NULL on OOM. */
-static json_t *budget_to_json(const Manager *m)
+/* Writes member @key of the budget, a bucket: {"ratio", "burst_ns", left open for more. */
+static void bucket_text_open(JsonText *t, const char *key, double ratio, uint64_t burst_ns)
+{
+        json_text_key(t, key);
+        json_text_raw(t, "{");
+        json_text_key(t, "ratio");
+        json_text_real(t, ratio);
+        json_text_key_u64(t, "burst_ns", burst_ns);
+}
+
+/* Writes the budget as GetStatus reports it in "self": {"cpu_ratio", "heavy": {"ratio",
+ * "burst_ns"}, "light": {"ratio", "burst_ns", "methods"}, "min_retry_ms"}. */
+static void budget_text(const Manager *m, JsonText *t)
 {
         size_t n;
         const char *const *light = admission_light_methods(&n);
-        json_t *names = json_array();
         AdmissionLimits l;
 
         manager_admission_limits(m, &l);
-        for (size_t i = 0; names && i < n; i++) {
-                json_array_append_new(names, json_string(light[i]));
+        json_text_raw(t, "{");
+        json_text_key(t, "cpu_ratio");
+        json_text_real(t, l.cpu_ratio);
+        bucket_text_open(t, "heavy", l.heavy_ratio, l.heavy_burst_ns);
+        json_text_raw(t, "}");
+        bucket_text_open(t, "light", l.light_ratio, l.light_burst_ns);
+        json_text_key(t, "methods");
+        json_text_raw(t, "[");
+        for (size_t i = 0; i < n; i++) {
+                json_text_item(t);
+                json_text_string(t, light[i]);
         }
-        return json_pack("{sf s{sf sI} s{sf sI so*} si}", "cpu_ratio", l.cpu_ratio, "heavy",
-                         "ratio", l.heavy_ratio, "burst_ns", (json_int_t)l.heavy_burst_ns, "light",
-                         "ratio", l.light_ratio, "burst_ns", (json_int_t)l.light_burst_ns,
-                         "methods", names, "min_retry_ms", ADMISSION_MIN_RETRY_MS);
+        json_text_raw(t, "]}");
+        json_text_key_i64(t, "min_retry_ms", ADMISSION_MIN_RETRY_MS);
+        json_text_raw(t, "}");
 }
 
-static void add_method(const char *interface, const char *method, const VarlinkMethodStats *st,
-                       void *userdata)
+static void method_text(const char *interface, const char *method, const VarlinkMethodStats *st,
+                        void *userdata)
 {
-        json_t *arr = userdata;
-        json_t *counts = json_array();
+        JsonText *t = userdata;
         uint64_t cum = 0;
-        char name[256];
 
-        for (size_t k = 0; counts && k < VARLINK_DURATION_BUCKETS; k++) {
-                cum += st->duration_counts[k];
-                json_array_append_new(counts, json_integer((json_int_t)cum));
-        }
-        /* Joined by hand: snprintf() was a tenth of GetStatus. */
-        if (interface && strlen(interface) + 1 + strlen(method) < sizeof(name)) {
-                size_t len = strlen(interface);
-
-                memcpy(name, interface, len);
-                name[len] = '.';
-                memcpy(name + len + 1, method, strlen(method) + 1);
-        } else if (interface) {
-                snprintf(name, sizeof(name), "%s.%s", interface, method);
+        json_text_item(t);
+        json_text_raw(t, "{");
+        json_text_key(t, "method");
+        if (interface) {
+                /* Registered names: letters, digits, '-' and dots, nothing to escape. */
+                json_text_raw(t, "\"");
+                json_text_raw(t, interface);
+                json_text_raw(t, ".");
+                json_text_raw(t, method);
+                json_text_raw(t, "\"");
         } else {
-                memcpy(name, "other", sizeof("other"));
+                json_text_string(t, "other");
         }
-        json_array_append_new(
-                arr,
-                json_pack("{ss sI sI sI sI sI so*}", "method", name, "calls", (json_int_t)st->calls,
-                          "refused", (json_int_t)st->refused, "cpu_ns", (json_int_t)st->cpu_ns,
-                          "answered", (json_int_t)st->answered, "duration_sum_ns",
-                          (json_int_t)st->duration_sum_ns, "duration_counts", counts));
+        json_text_key_u64(t, "calls", st->calls);
+        json_text_key_u64(t, "refused", st->refused);
+        json_text_key_u64(t, "cpu_ns", st->cpu_ns);
+        json_text_key_u64(t, "answered", st->answered);
+        json_text_key_u64(t, "duration_sum_ns", st->duration_sum_ns);
+        json_text_key(t, "duration_counts");
+        json_text_raw(t, "[");
+        for (size_t k = 0; k < VARLINK_DURATION_BUCKETS; k++) {
+                cum += st->duration_counts[k];
+                json_text_item(t);
+                json_text_u64(t, cum);
+        }
+        json_text_raw(t, "]}");
 }
 
-/* The "self" object of GetStatus for @m: {"cpu_ns", "threads", "budget",
+/* Writes the "self" object of GetStatus for @m: {"cpu_ns", "threads", "budget",
  * "duration_bounds_ns", "methods": [{"method", "calls", "refused", "cpu_ns", "answered",
- * "duration_sum_ns", "duration_counts"}]} (duration_counts cumulative, one per bound). NULL
- * on OOM. */
-static json_t *self_cost_to_json(const Manager *m)
+ * "duration_sum_ns", "duration_counts"}]} (duration_counts cumulative, one per bound). */
+static void self_cost_text(const Manager *m, JsonText *t)
 {
         uint64_t cpu_ns = 0;
         unsigned threads = 0;
-        json_t *bounds = json_array(), *methods = json_array();
 
         (void)self_cost_read(m, &cpu_ns, &threads);
-        for (size_t k = 0; bounds && k < VARLINK_DURATION_BUCKETS; k++) {
-                json_array_append_new(bounds,
-                                      json_integer((json_int_t)varlink_duration_bounds_ns[k]));
+        json_text_raw(t, "{");
+        json_text_key_u64(t, "cpu_ns", cpu_ns);
+        json_text_key_u64(t, "threads", threads);
+        json_text_key(t, "budget");
+        budget_text(m, t);
+        json_text_key(t, "duration_bounds_ns");
+        json_text_raw(t, "[");
+        for (size_t k = 0; k < VARLINK_DURATION_BUCKETS; k++) {
+                json_text_item(t);
+                json_text_u64(t, varlink_duration_bounds_ns[k]);
         }
+        json_text_raw(t, "]");
+        json_text_key(t, "methods");
+        json_text_raw(t, "[");
         /* A Manager built without a server (the tests') has served nothing. */
-        if (methods && manager_server(m)) {
-                varlink_server_foreach_stats(manager_server(m), add_method, methods);
+        if (manager_server(m)) {
+                varlink_server_foreach_stats(manager_server(m), method_text, t);
         }
-        return json_pack("{sI si so* so* so*}", "cpu_ns", (json_int_t)cpu_ns, "threads",
-                         (int)threads, "budget", budget_to_json(m), "duration_bounds_ns", bounds,
-                         "methods", methods);
+        json_text_raw(t, "]}");
 }
 
-/* GetStatus' "trace"."cpus": per probed CPU, the time of all interruptions explained since
- * start or Reset by cause kind, and unexplained ({"cpu", "lost_ns": {"irq": ...}}); counters
- * for Prometheus. NULL when out of memory. */
-static json_t *trace_kind_totals(const Manager *m)
+/* Writes GetStatus' "trace"."cpus": per probed CPU, the time of all interruptions explained
+ * since start or Reset by cause kind, and unexplained ({"cpu", "lost_ns": {"irq": ...}});
+ * counters for Prometheus. */
+static void trace_kind_totals_text(const Manager *m, JsonText *t)
 {
         const CauseStore *store = manager_cause_store(m);
-        json_t *arr = json_array();
 
-        for (size_t i = 0; arr && store && i < manager_n_probes(m); i++) {
+        json_text_raw(t, "[");
+        for (size_t i = 0; store && i < manager_n_probes(m); i++) {
                 int cpu = manager_probe_cpu(m, i);
                 uint64_t ns[CAUSE_TOTALS];
-                json_t *kinds = json_object();
 
                 cause_store_totals(store, cpu, ns);
-                for (unsigned k = 0; kinds && k < CAUSE_TOTALS; k++) {
-                        json_object_set_new(kinds, cause_total_name(k),
-                                            json_integer((json_int_t)ns[k]));
+                json_text_item(t);
+                json_text_raw(t, "{");
+                json_text_key_i64(t, "cpu", cpu);
+                json_text_key(t, "lost_ns");
+                json_text_raw(t, "{");
+                for (unsigned k = 0; k < CAUSE_TOTALS; k++) {
+                        json_text_key(t, cause_total_name(k));
+                        json_text_u64(t, ns[k]);
                 }
-                if (!kinds || json_array_append_new(arr, json_pack("{si so}", "cpu", cpu, "lost_ns",
-                                                                   kinds)) < 0) {
-                        json_decref(arr);
-                        return NULL;
-                }
+                json_text_raw(t, "}}");
         }
-        return arr;
+        json_text_raw(t, "]");
 }
 
-/* GetStatus' trace "captures": keep_above_ns, kept, kept_bytes, written, skipped, evicted,
- * interruptions (those noted); null when no capture is kept. */
-static json_t *capture_status(const Manager *m)
+/* Writes GetStatus' trace "captures": keep_above_ns, kept, kept_bytes, written, skipped,
+ * evicted, interruptions (those noted); null when no capture is kept. */
+static void capture_status_text(const Manager *m, JsonText *t)
 {
         CaptureCounts c;
 
         if (!manager_capture_counts(m, &c)) {
-                return json_null();
+                json_text_raw(t, "null");
+                return;
         }
-        return json_pack("{sI sI sI sI sI sI sI}", "keep_above_ns",
-                         (json_int_t)manager_config(m)->trace_keep_above_ns, "kept",
-                         (json_int_t)c.kept, "kept_bytes", (json_int_t)c.kept_bytes, "written",
-                         (json_int_t)c.written, "skipped", (json_int_t)c.skipped, "evicted",
-                         (json_int_t)c.evicted, "interruptions", (json_int_t)c.noted);
+        json_text_raw(t, "{");
+        json_text_key_u64(t, "keep_above_ns", manager_config(m)->trace_keep_above_ns);
+        json_text_key_u64(t, "kept", c.kept);
+        json_text_key_u64(t, "kept_bytes", c.kept_bytes);
+        json_text_key_u64(t, "written", c.written);
+        json_text_key_u64(t, "skipped", c.skipped);
+        json_text_key_u64(t, "evicted", c.evicted);
+        json_text_key_u64(t, "interruptions", c.noted);
+        json_text_raw(t, "}");
 }
 
-/* Sets @key of @o to @value when @value is not "". */
-static void set_nonempty(json_t *o, const char *key, const char *value)
+/* Writes member @key of the object being written, a string, when @value is not "". */
+static void key_nonempty(JsonText *t, const char *key, const char *value)
 {
         if (value[0]) {
-                json_object_set_new(o, key, json_string(value));
+                json_text_key(t, key);
+                json_text_string(t, value);
         }
 }
 
-/* GetStatus' "trace" object: state ("off", "recording", "unavailable"), reason, clock... NULL
- * when out of memory. */
-static json_t *trace_status(const Manager *m)
+/* Writes GetStatus' "trace" object: state ("off", "recording", "unavailable"), reason,
+ * clock... */
+static void trace_status_text(const Manager *m, JsonText *t)
 {
         ManagerTraceStatus st;
-        json_t *o;
 
         manager_trace_status(m, &st);
+        json_text_raw(t, "{");
+        json_text_key_string(t, "state", st.state);
         if (strcmp(st.state, "off") == 0) {
-                return json_pack("{ss}", "state", st.state);
+                json_text_raw(t, "}");
+                return;
         }
         if (strcmp(st.state, "unavailable") == 0) {
-                return json_pack("{ss ss}", "state", st.state, "reason", st.reason);
+                json_text_key_string(t, "reason", st.reason);
+                json_text_raw(t, "}");
+                return;
         }
-        o = json_pack("{ss ss ss ss sI sI ss sI sI sI sI}", "state", st.state, "instance",
-                      st.instance, "clock", st.clock, "events", st.events, "records",
-                      (json_int_t)st.stats.records, "reads", (json_int_t)st.stats.reads,
-                      "read_trigger", st.read_trigger, "losses", (json_int_t)st.stats.losses,
-                      "lost_events", (json_int_t)st.stats.lost_events, "memory_bytes",
-                      (json_int_t)st.memory_bytes, "kernel_bytes", (json_int_t)st.kernel_bytes);
-        if (o) {
-                set_nonempty(o, "missing", st.missing);
-                set_nonempty(o, "refused", st.refused);
-                set_nonempty(o, "unnamed", st.unnamed);
-                set_nonempty(o, "reason", st.reason);
-                json_object_set_new(o, "cpus", trace_kind_totals(m));
-                json_object_set_new(o, "captures", capture_status(m));
+        json_text_key_string(t, "instance", st.instance);
+        json_text_key_string(t, "clock", st.clock);
+        json_text_key_string(t, "events", st.events);
+        json_text_key_u64(t, "records", st.stats.records);
+        json_text_key_u64(t, "reads", st.stats.reads);
+        json_text_key_string(t, "read_trigger", st.read_trigger);
+        json_text_key_u64(t, "losses", st.stats.losses);
+        json_text_key_u64(t, "lost_events", st.stats.lost_events);
+        json_text_key_u64(t, "memory_bytes", st.memory_bytes);
+        json_text_key_u64(t, "kernel_bytes", st.kernel_bytes);
+        key_nonempty(t, "missing", st.missing);
+        key_nonempty(t, "refused", st.refused);
+        key_nonempty(t, "unnamed", st.unnamed);
+        key_nonempty(t, "reason", st.reason);
+        json_text_key(t, "cpus");
+        trace_kind_totals_text(m, t);
+        json_text_key(t, "captures");
+        capture_status_text(m, t);
+        json_text_raw(t, "}");
+}
+
+/* Writes GetStatus' "config". */
+static void config_text(const Manager *m, JsonText *t)
+{
+        const Config *cfg = manager_config(m);
+        char cpus[256];
+
+        json_text_raw(t, "{");
+        json_text_key_string(t, "cpus", cpulist_format(cpus, sizeof(cpus), manager_cpus(m)));
+        json_text_key_i64(t, "priority", cfg->probe_priority);
+        json_text_key_i64(t, "loop_priority", cfg->server_loop_priority);
+        json_text_key_u64(t, "threshold_ns", cfg->probe_threshold_ns);
+        json_text_key_u64(t, "preheat_ns", cfg->probe_preheat_ns);
+        json_text_key_u64(t, "interval_ns", cfg->history_interval_ns);
+        json_text_key_u64(t, "fine_retention_ns", cfg->history_fine_retention_ns);
+        json_text_key_u64(t, "coarse_retention_ns", cfg->history_coarse_retention_ns);
+        json_text_key_i64(t, "events_per_cpu", cfg->history_events_per_cpu);
+        json_text_key_u64(t, "checkpoint_ns", cfg->history_checkpoint_ns);
+        json_text_key_string(t, "state_dir", cfg->history_state_dir);
+        json_text_key_string(t, "socket", manager_socket_path(m));
+        if (cfg->export_prometheus_textfile[0]) {
+                json_text_key_string(t, "prometheus_textfile", cfg->export_prometheus_textfile);
         }
-        return o;
+        json_text_raw(t, "}");
+}
+
+/* Writes the members of GetStatus' reply (without its braces), with the isolation as @iso has
+ * it (NULL: left out). Written as text, not built as a tree of jansson objects: a client that
+ * polls it pays a third of the CPU. */
+static void status_members_text(const Manager *m, const Isolation *iso, JsonText *t)
+{
+        const CounterInfo *counter = manager_counter(m);
+        _cleanup_free_ HistoryWindow *w = NULL;
+
+        json_text_key_string(t, "version", JITTERD_VERSION);
+        json_text_key_u64(t, "uptime_ns", now_ns(CLOCK_MONOTONIC) - manager_start_mono_ns(m));
+        json_text_key(t, "start_realtime");
+        json_text_realtime(t, manager_start_real_ns(m));
+        json_text_key(t, "counter");
+        json_text_raw(t, "{");
+        json_text_key_string(t, "source", counter_source_name(counter->source));
+        json_text_key_u64(t, "hz", counter->hz);
+        json_text_key_string(t, "hz_source", counter_hz_source_name(counter->hz_source));
+        json_text_key(t, "precision_ppm");
+        json_text_real(t, counter->precision_ppm);
+        json_text_key(t, "drift_ppm");
+        json_text_real(t, manager_drift_ppm(m));
+        json_text_raw(t, "}");
+        json_text_key(t, "probes");
+        json_text_raw(t, "[");
+        for (size_t i = 0; i < manager_n_probes(m); i++) {
+                json_text_item(t);
+                probe_status_text(m, i, iso, &w, t);
+        }
+        json_text_raw(t, "]");
+        json_text_key(t, "config");
+        config_text(m, t);
+        json_text_key_u64(t, "history_bytes", history_memory_bytes(manager_history(m)));
+        json_text_key(t, "self");
+        self_cost_text(m, t);
+        json_text_key(t, "trace");
+        trace_status_text(m, t);
 }
 
 json_t *api_status(const Manager *m, const Isolation *iso)
 {
-        uint64_t now = now_ns(CLOCK_MONOTONIC);
-        json_t *probes = json_array(), *cfg;
-        char cpus[256], when[64];
-        _cleanup_free_ HistoryWindow *w = NULL;
+        JsonText t = {0};
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
 
-        if (!probes) {
-                return NULL;
-        }
-        for (size_t i = 0; i < manager_n_probes(m); i++) {
-                json_array_append_new(probes, probe_status(m, i, iso, &w));
-        }
-        cfg = json_pack(
-                "{ss si si sI sI sI sI sI si sI ss ss}", "cpus",
-                cpulist_format(cpus, sizeof(cpus), manager_cpus(m)), "priority",
-                (int)manager_config(m)->probe_priority, "loop_priority",
-                (int)manager_config(m)->server_loop_priority, "threshold_ns",
-                (json_int_t)manager_config(m)->probe_threshold_ns, "preheat_ns",
-                (json_int_t)manager_config(m)->probe_preheat_ns, "interval_ns",
-                (json_int_t)manager_config(m)->history_interval_ns, "fine_retention_ns",
-                (json_int_t)manager_config(m)->history_fine_retention_ns, "coarse_retention_ns",
-                (json_int_t)manager_config(m)->history_coarse_retention_ns, "events_per_cpu",
-                (int)manager_config(m)->history_events_per_cpu, "checkpoint_ns",
-                (json_int_t)manager_config(m)->history_checkpoint_ns, "state_dir",
-                manager_config(m)->history_state_dir, "socket", manager_socket_path(m));
-        if (manager_config(m)->export_prometheus_textfile[0]) {
-                json_object_set_new(cfg, "prometheus_textfile",
-                                    json_string(manager_config(m)->export_prometheus_textfile));
-        }
-        realtime_format_iso8601(when, sizeof(when), manager_start_real_ns(m));
-        return json_pack("{ss sI ss s{ss sI ss sf sf} so so sI so* so}", "version", JITTERD_VERSION,
-                         "uptime_ns", (json_int_t)(now - manager_start_mono_ns(m)),
-                         "start_realtime", when, "counter", "source",
-                         counter_source_name(manager_counter(m)->source), "hz",
-                         (json_int_t)manager_counter(m)->hz, "hz_source",
-                         counter_hz_source_name(manager_counter(m)->hz_source), "precision_ppm",
-                         manager_counter(m)->precision_ppm, "drift_ppm", manager_drift_ppm(m),
-                         "probes", probes, "config", cfg, "history_bytes",
-                         (json_int_t)history_memory_bytes(manager_history(m)), "self",
-                         self_cost_to_json(m), "trace", trace_status(m));
+        json_text_raw(&t, "{");
+        status_members_text(m, iso, &t);
+        json_text_raw(&t, "}");
+        text = json_text_take(&t, &len);
+        return text ? json_loadb(text, len, 0, NULL) : NULL;
 }
 
 /* How old a reading of the isolation may be: an interval, at least ISOLATION_MAX_AGE_MIN_NS (a
@@ -1210,7 +1312,10 @@ static int method_get_status(VarlinkCallCtx *call, json_t *params, void *userdat
         static const VarlinkField fields[] = {{NULL, 0, false}};
         Api *a = userdata;
         Manager *m = a->manager;
-        json_t *reply;
+        const Isolation *iso;
+        JsonText t = {0};
+        size_t len = 0;
+        char *text;
 
         if (varlink_call_check_params(call, params, fields, 0) < 0) {
                 return 0;
@@ -1219,15 +1324,15 @@ static int method_get_status(VarlinkCallCtx *call, json_t *params, void *userdat
          * fresh enough. A reload changes nothing of it: it is the host's, not the
          * configuration's. */
         a->status_asked_ns = now_ns(CLOCK_MONOTONIC);
-        reply = api_status(m, isolation_cache_get(&a->isolation, NULL, a->status_asked_ns,
-                                                  2 * isolation_max_age_ns(m)));
-        if (!reply || json_object_set_new(reply, "reply_cache_bytes",
-                                          json_integer((json_int_t)reply_cache_memory_bytes(
-                                                  a->stats_cache))) < 0) {
-                json_decref(reply);
-                return -ENOMEM;
-        }
-        return varlink_call_reply(call, reply);
+        iso = isolation_cache_get(&a->isolation, NULL, a->status_asked_ns,
+                                  2 * isolation_max_age_ns(m));
+        json_text_raw(&t, VARLINK_REPLY_TEXT_HEAD "{");
+        status_members_text(m, iso, &t);
+        json_text_key(&t, "reply_cache_bytes");
+        json_text_u64(&t, reply_cache_memory_bytes(a->stats_cache));
+        json_text_raw(&t, "}" VARLINK_REPLY_TEXT_TAIL);
+        text = json_text_take(&t, &len);
+        return varlink_call_reply_text(call, text, len);
 }
 
 static void monitor_closed(VarlinkCallCtx *call, void *userdata)

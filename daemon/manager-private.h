@@ -67,6 +67,7 @@ struct Manager {
         sd_event_source *drain_source; /* manager_drain_start() */
         sd_event_source *ready_source;
         sd_event_source *checkpoint_source;
+        bool loop_fifo; /* the event loop runs SCHED_FIFO: manager_yield() */
         Notifier *notifier;
         VarlinkServer *server;
         Admission *admission; /* the clients' CPU budget, the server's gate */
@@ -156,6 +157,12 @@ void manager_trace_harvested(Manager *m);
  * their trace causes when recording (at each harvest, and between harvests after a read of a
  * busy trace, while the recorder's window still holds their records). */
 void manager_drain_events(Manager *m, ProbeCtl *p);
+
+/* Called before each piece of the daemon's own work (the tick, a slice of the drain, the
+ * harvest, a read of the trace, a checkpoint): a SCHED_FIFO loop lets a task of its own
+ * priority run first, such as the client it just answered on the same CPU, which would
+ * otherwise wait for the CPU until the loop blocks, the whole tick or harvest later. */
+void manager_yield(Manager *m);
 
 /* Drains the probes' interruptions in slices of MANAGER_DRAIN_SLICE_NS, each a dispatch of
  * its own at a priority below the clients' (manager.c): started at each tick and after each

@@ -91,6 +91,7 @@ static void unwatch(Manager *m)
  * while the recorder's window still holds their records. */
 static void read_between_harvests(Manager *m)
 {
+        manager_yield(m);
         manager_trace_read(m);
         manager_drain_start(m); /* which writes the captures due once it ends */
 }
@@ -369,8 +370,11 @@ void manager_drain_events(Manager *m, ProbeCtl *p)
 static int on_drain(sd_event_source *s, void *userdata)
 {
         Manager *m = userdata;
-        uint64_t deadline = now_ns(CLOCK_MONOTONIC) + MANAGER_DRAIN_SLICE_NS;
+        uint64_t deadline;
         bool done = true;
+
+        manager_yield(m);
+        deadline = now_ns(CLOCK_MONOTONIC) + MANAGER_DRAIN_SLICE_NS;
 
         for (size_t i = 0; i < m->n_probes && done; i++) {
                 done = drain_events_until(m, &m->probes[i], deadline);

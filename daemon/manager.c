@@ -272,6 +272,7 @@ static int on_checkpoint(sd_event_source *s, uint64_t usec, void *userdata)
 {
         Manager *m = userdata;
 
+        manager_yield(m);
         checkpoint(m);
         return rearm(m, s, usec + m->config.history_checkpoint_ns / 1000, SD_EVENT_ON,
                      "checkpoint");
@@ -446,6 +447,7 @@ static void pin_manager(Manager *m)
                 log_warning("every allowed CPU is probed: the manager shares a CPU with a probe");
                 if (sched_getscheduler(0) == SCHED_FIFO &&
                     sched_setscheduler(0, SCHED_OTHER, &other) == 0) {
+                        m->loop_fifo = false;
                         log_warning("the event loop runs SCHED_OTHER, not SCHED_FIFO as "
                                     "[server] loop_priority asks, until a CPU is left to it");
                 }
@@ -482,7 +484,16 @@ static int set_loop_priority(Manager *m)
                 return r;
         }
         log_info("event loop: SCHED_FIFO at priority %u", prio);
+        m->loop_fifo = true;
         return 0;
+}
+
+void manager_yield(Manager *m)
+{
+        /* A SCHED_OTHER loop needs none: the scheduler lets a task just woken run before it. */
+        if (m->loop_fifo) {
+                (void)sched_yield();
+        }
 }
 
 /* --- the interval ------------------------------------------------------------------------- */
@@ -559,6 +570,7 @@ static int on_harvest(sd_event_source *s, uint64_t usec, void *userdata)
 {
         Manager *m = userdata;
 
+        manager_yield(m);
         manager_trace_read(m);
         for (size_t i = 0; i < m->n_probes; i++) {
                 harvest_probe(m, &m->probes[i]);
@@ -753,9 +765,9 @@ static void tick(Manager *m)
 static int on_tick(sd_event_source *s, uint64_t usec, void *userdata)
 {
         Manager *m = userdata;
-
         int r;
 
+        manager_yield(m);
         tick(m);
         manager_drain_start(m);
         r = rearm(m, s, usec + m->config.history_interval_ns / 1000, SD_EVENT_ON, "tick");

@@ -117,7 +117,8 @@ typedef struct Connection {
 struct VarlinkCallCtx {
         unsigned n_ref;
         Connection *conn; /* NULL once finished or once the connection is gone */
-        json_t *msg;      /* owns the strings and parameters 'call' points into */
+        json_t *msg;      /* owns the strings and parameters 'call' points into; shared */
+        json_t *empty;    /* the parameters of a call that has none: {} of its own */
         VarlinkCall call;
         uid_t uid;
         gid_t gid;
@@ -149,6 +150,7 @@ struct VarlinkServer {
          * callback of the server (0: none yet). */
         uint64_t last_iteration, last_end_cpu_ns;
         VarlinkMethodStats unknown_stats; /* calls to no registered method */
+        VarlinkMemo *memo;                /* the calls parsed last, shared by the connections */
 };
 
 void varlink_server_limits_default(VarlinkServerLimits *ret)
@@ -503,9 +505,10 @@ static void call_run(VarlinkServer *s, VarlinkCallCtx *call)
 
         params = call->call.parameters;
         if (!params) {
-                /* Handlers always see an object; it lives in the message the call owns. */
-                params = json_object();
-                if (!params || json_object_set_new(call->msg, "parameters", params) < 0) {
+                /* Handlers always see an object: one of the call's own, not added to the
+                 * message, which the server's memo shares with the calls that repeat it. */
+                params = call->empty = json_object();
+                if (!params) {
                         conn_fail(call->conn);
                         return;
                 }
@@ -566,13 +569,14 @@ static uint64_t conn_dispatch(Connection *c, json_t *msg, uint64_t cpu_start_ns)
         return end_ns;
 }
 
-/* Runs up to @budget buffered calls, stopping at one that does not finish right away. A call
- * is charged from the thread's CPU clock before it is parsed to the clock after it; each
- * call's end is the next one's start, so that a call costs one reading of that clock (a system
- * call), and the first's start is read when there is a call to run. */
-static void conn_process(Connection *c, size_t budget)
+/* Runs up to @budget buffered calls, stopping at one that does not finish right away. The
+ * thread's CPU clock read @cpu_ns when the callback that runs them began (0: not read; it is
+ * then read before the first call is parsed), and each call's end is the next one's start: a
+ * call costs one reading of that clock, which is a system call. Returns the last call's end
+ * reading, 0 when no call was charged. */
+static uint64_t conn_process(Connection *c, size_t budget, uint64_t cpu_ns)
 {
-        uint64_t cpu_ns = 0;
+        uint64_t end_ns = 0;
 
         while (budget-- > 0 && !c->dead && !c->closing && !c->current && !c->held) {
                 json_t *msg = NULL;
@@ -583,10 +587,11 @@ static void conn_process(Connection *c, size_t budget)
                         cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID);
                 }
 
-                r = varlink_reader_next(c->reader, &msg);
+                r = varlink_reader_next_memo(c->reader, c->server->memo, &msg);
                 if (r == 0) {
                         break;
                 }
+                end_ns = 0; /* until this message is a call done with: the end is read later */
                 if (r == -EBADMSG) {
                         error = varlink_error_invalid_parameter("message");
                         conn_protocol_error(c, error);
@@ -596,22 +601,24 @@ static void conn_process(Connection *c, size_t budget)
                         conn_fail(c);
                         break;
                 }
-                cpu_ns = conn_dispatch(c, msg, cpu_ns);
+                cpu_ns = end_ns = conn_dispatch(c, msg, cpu_ns);
         }
+        return end_ns;
 }
 
 /* Called at the end of every event-loop callback of a connection: closes it if it is finished
- * or failed, otherwise updates what it waits for. */
-static void conn_settle(Connection *c)
+ * or failed (and returns true: @c is gone), otherwise updates what it waits for. */
+static bool conn_settle(Connection *c)
 {
         bool idle_eof = c->eof && !c->current && varlink_reader_n_complete(c->reader) == 0 &&
                         conn_out_empty(c);
 
         if (c->dead || (c->closing && conn_out_empty(c)) || idle_eof) {
                 conn_disconnect(c);
-                return;
+                return true;
         }
         conn_update(c);
+        return false;
 }
 
 static void conn_read(Connection *c)
@@ -634,7 +641,7 @@ static void conn_read(Connection *c)
                         /* Calls sent just before the end still run (a oneway call followed by
                          * close is the normal way to use oneway); the buffer is bounded. */
                         c->eof = true;
-                        conn_process(c, SIZE_MAX);
+                        (void)conn_process(c, SIZE_MAX, 0);
                         return;
                 }
                 conn_touch(c);
@@ -675,10 +682,12 @@ static Uncharged uncharged_begin(const VarlinkServer *s)
 /* What the callback begun at @u cost that no call was charged for (reading what is not yet a
  * call, sending replies that waited, settling a connection, its timers, accepting, closing),
  * and the loop's turn before it, go to the gate as a call to no method: the more calls clients
- * make, the more of it there is, and it is theirs. */
-static void uncharged_end(VarlinkServer *s, const Uncharged *u)
+ * make, the more of it there is, and it is theirs. @last_ns is the callback's last reading of
+ * the thread's CPU clock when what followed it was only bookkeeping (0: read it now): that
+ * rest then counts with the loop's next turn, a reading fewer per callback. */
+static void uncharged_end(VarlinkServer *s, const Uncharged *u, uint64_t last_ns)
 {
-        uint64_t end = now_ns(CLOCK_THREAD_CPUTIME_ID);
+        uint64_t end = last_ns > 0 ? last_ns : now_ns(CLOCK_THREAD_CPUTIME_ID);
         uint64_t cpu_ns = end - u->cpu_start_ns + u->turn_ns;
         uint64_t calls_ns = s->charged_ns - u->charged_ns;
 
@@ -694,6 +703,7 @@ static int conn_on_io(sd_event_source *source, int fd, uint32_t revents, void *u
         Connection *c = userdata;
         VarlinkServer *s = c->server;
         Uncharged u = uncharged_begin(s);
+        uint64_t last_ns = 0;
 
         if (revents & EPOLLOUT) {
                 conn_flush(c);
@@ -702,15 +712,18 @@ static int conn_on_io(sd_event_source *source, int fd, uint32_t revents, void *u
                 if (conn_can_read(c)) {
                         conn_read(c);
                         /* A call read here is answered in this callback: the loop takes one
-                         * turn for it, which a client that calls now and then finds cold. */
-                        conn_process(c, CALLS_PER_ITERATION);
+                         * turn for it, which a client that calls now and then finds cold. The
+                         * first call is charged its reading too. */
+                        last_ns = conn_process(c, CALLS_PER_ITERATION, u.cpu_start_ns);
                 } else if (revents & (EPOLLHUP | EPOLLERR)) {
                         /* The peer closed both directions: nothing we send can arrive. */
                         c->dead = true;
                 }
         }
-        conn_settle(c); /* @c may be gone */
-        uncharged_end(s, &u);
+        if (conn_settle(c)) { /* @c is gone: closing it was work of its own */
+                last_ns = 0;
+        }
+        uncharged_end(s, &u, last_ns);
         return 0;
 }
 
@@ -719,10 +732,12 @@ static int conn_on_defer(sd_event_source *source, void *userdata)
         Connection *c = userdata;
         VarlinkServer *s = c->server;
         Uncharged u = uncharged_begin(s);
+        uint64_t last_ns = conn_process(c, CALLS_PER_ITERATION, u.cpu_start_ns);
 
-        conn_process(c, CALLS_PER_ITERATION);
-        conn_settle(c);
-        uncharged_end(s, &u);
+        if (conn_settle(c)) {
+                last_ns = 0;
+        }
+        uncharged_end(s, &u, last_ns);
         return 0;
 }
 
@@ -757,8 +772,8 @@ static int conn_on_hold(sd_event_source *source, uint64_t usec, void *userdata)
         Uncharged u = uncharged_begin(s);
 
         c->held = false;
-        conn_settle(c);
-        uncharged_end(s, &u);
+        (void)conn_settle(c);
+        uncharged_end(s, &u, 0);
         return 0;
 }
 
@@ -900,7 +915,7 @@ static int listener_on_io(sd_event_source *source, int fd, uint32_t revents, voi
                 }
                 (void)conn_new(s, cfd);
         }
-        uncharged_end(s, &u);
+        uncharged_end(s, &u, 0);
         return 0;
 }
 
@@ -1192,7 +1207,7 @@ int varlink_server_new(sd_event *e, const VarlinkServerLimits *limits, VarlinkSe
         }
         s->event = sd_event_ref(e);
         s->read_buf = malloc(READ_CHUNK);
-        if (!s->read_buf) {
+        if (!s->read_buf || varlink_memo_new(&s->memo) < 0) {
                 varlink_server_free(s);
                 return -ENOMEM;
         }
@@ -1232,6 +1247,7 @@ VarlinkServer *varlink_server_free(VarlinkServer *s)
         free(s->version);
         free(s->url);
         free(s->read_buf);
+        varlink_memo_free(s->memo);
         sd_event_unref(s->event);
         free(s);
         return NULL;
@@ -1365,6 +1381,7 @@ VarlinkCallCtx *varlink_call_unref(VarlinkCallCtx *call)
                 return NULL;
         }
         json_decref(call->msg);
+        json_decref(call->empty);
         free(call);
         return NULL;
 }

@@ -3,10 +3,12 @@
  * for valid UTF-8, U+FFFD in place of each byte that is not), and ASCII is written byte for byte as
  * jansson writes it; integers at their edges are the decimal text printf gives; times are
  * realtime_format_iso8601()'s; a document written piece by piece parses to the object built with
- * jansson; a jansson tree is written byte for byte as json_dumps() writes it; a size that
+ * jansson; a jansson tree is written byte for byte as json_dumps() writes it, whole or member by
+ * member; a size that
  * cannot be allocated is reported at the end, not as a truncated text. */
 
 #include <inttypes.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -397,6 +399,111 @@ static void test_value(void **state)
         json_decref(deep);
 }
 
+/* Writes @v with the writers of members and items (json_text_key(), json_text_item()) and of
+ * each kind of value, as a handler writes its reply; false, with nothing useful in @t, when a
+ * key holds a NUL (json_text_key() takes C strings). */
+static bool write_by_members(JsonText *t, const json_t *v)
+{
+        const char *key;
+        size_t i, key_len;
+        json_t *item;
+
+        switch (json_typeof(v)) {
+        case JSON_OBJECT:
+                json_text_raw(t, "{");
+                json_object_keylen_foreach((json_t *)v, key, key_len, item)
+                {
+                        if (strlen(key) != key_len) {
+                                return false;
+                        }
+                        json_text_key(t, key);
+                        if (!write_by_members(t, item)) {
+                                return false;
+                        }
+                }
+                json_text_raw(t, "}");
+                return true;
+        case JSON_ARRAY:
+                json_text_raw(t, "[");
+                json_array_foreach(v, i, item)
+                {
+                        json_text_item(t);
+                        if (!write_by_members(t, item)) {
+                                return false;
+                        }
+                }
+                json_text_raw(t, "]");
+                return true;
+        case JSON_STRING:
+                json_text_value(t, v); /* its bytes may hold a NUL */
+                return true;
+        case JSON_INTEGER:
+                json_text_i64(t, json_integer_value(v));
+                return true;
+        case JSON_REAL:
+                json_text_real(t, json_real_value(v));
+                return true;
+        case JSON_TRUE:
+        case JSON_FALSE:
+                json_text_bool(t, json_is_true(v));
+                return true;
+        default:
+                json_text_raw(t, "null");
+                return true;
+        }
+}
+
+/* A document written member by member and item by item, its commas placed by json_text_key()
+ * and json_text_item(), is what json_dumps() writes of the same tree; so is a real, and a real
+ * that is not finite is null. */
+static void test_members(void **state)
+{
+        static const double reals[] = {0.0, -0.0, 1.0, 0.1, 1e300, -2.5e-310, 123456789.125};
+        JsonText t = {0};
+        unsigned compared = 0;
+        size_t len;
+        char *got;
+
+        (void)state;
+        for (int k = 0; k < 3000; k++) {
+                json_t *v = random_value(5);
+                char *want = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+                bool written = write_by_members(&t, v);
+
+                got = json_text_take(&t, &len);
+                assert_non_null(want);
+                assert_non_null(got);
+                if (written) {
+                        assert_string_equal(got, want);
+                        compared++;
+                }
+                free(got);
+                free(want);
+                json_decref(v);
+        }
+        assert_true(compared > 1000);
+        for (size_t i = 0; i < ELEMENTSOF(reals); i++) {
+                json_t *v = json_real(reals[i]);
+                char *want = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+
+                json_text_real(&t, reals[i]);
+                got = json_text_take(&t, &len);
+                assert_string_equal(got, want);
+                free(got);
+                free(want);
+                json_decref(v);
+        }
+        json_text_raw(&t, "[");
+        json_text_item(&t);
+        json_text_real(&t, NAN);
+        json_text_item(&t);
+        json_text_real(&t, INFINITY);
+        json_text_raw(&t, "]");
+        got = json_text_take(&t, &len);
+        assert_string_equal(got, "[null,null]");
+        free(got);
+}
+
 /* An empty text is "", not NULL; a failed allocation makes every later call a no-op and the
  * take NULL. */
 static void test_empty_and_failure(void **state)
@@ -428,10 +535,10 @@ static void test_empty_and_failure(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_strings),           cmocka_unit_test(test_integers),
-                cmocka_unit_test(test_realtime),          cmocka_unit_test(test_realtime_days),
-                cmocka_unit_test(test_document),          cmocka_unit_test(test_value),
-                cmocka_unit_test(test_empty_and_failure),
+                cmocka_unit_test(test_strings),  cmocka_unit_test(test_integers),
+                cmocka_unit_test(test_realtime), cmocka_unit_test(test_realtime_days),
+                cmocka_unit_test(test_document), cmocka_unit_test(test_value),
+                cmocka_unit_test(test_members),  cmocka_unit_test(test_empty_and_failure),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -448,21 +448,36 @@ static unsigned peer_drain(Fixture *f, Peer *p)
 
 static void test_get_info(void **state)
 {
+        static const char info[] = "{\"parameters\":{\"vendor\":\"Example\",\"product\":\"toyd\","
+                                   "\"version\":\"1.2\",\"url\":\"\","
+                                   "\"interfaces\":[\"org.varlink.service\",\"org.example.toy\"]}}";
         Fixture *f = *state;
-        Peer p;
+        Peer p, q;
 
         start_server(f, NULL);
         peer_connect(f, &p);
         peer_send(&p, "{\"method\":\"org.varlink.service.GetInfo\"}");
-        peer_expect(f, &p,
-                    "{\"parameters\":{\"vendor\":\"Example\",\"product\":\"toyd\","
-                    "\"version\":\"1.2\",\"url\":\"\","
-                    "\"interfaces\":[\"org.varlink.service\",\"org.example.toy\"]}}");
+        peer_expect(f, &p, info);
         /* Strict parameters apply to the built-in interface too. */
         peer_send(&p, "{\"method\":\"org.varlink.service.GetInfo\",\"parameters\":{\"x\":1}}");
         peer_expect(f, &p,
                     "{\"error\":\"org.varlink.service.InvalidParameter\","
                     "\"parameters\":{\"parameter\":\"x\"}}");
+        /* The same calls again, the parsed ones the server keeps, on this connection and on
+         * another: the same answers. */
+        peer_connect(f, &q);
+        for (int i = 0; i < 2; i++) {
+                peer_send(&p, "{\"method\":\"org.varlink.service.GetInfo\"}");
+                peer_expect(f, &p, info);
+                peer_send(&q, "{\"method\":\"org.varlink.service.GetInfo\"}");
+                peer_expect(f, &q, info);
+                peer_send(&q,
+                          "{\"method\":\"org.varlink.service.GetInfo\",\"parameters\":{\"x\":1}}");
+                peer_expect(f, &q,
+                            "{\"error\":\"org.varlink.service.InvalidParameter\","
+                            "\"parameters\":{\"parameter\":\"x\"}}");
+        }
+        peer_close(&q);
         peer_close(&p);
 }
 

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -226,6 +227,91 @@ static json_t *load(const char *text)
 
         assert_non_null(j);
         return j;
+}
+
+/* Takes the next message through @memo: 1 and the message, which must be a JSON object. */
+static json_t *next_memo(VarlinkReader *r, VarlinkMemo *memo, const char *text)
+{
+        json_t *msg = NULL;
+
+        assert_int_equal(feed_msg(r, text), 0);
+        assert_int_equal(varlink_reader_next_memo(r, memo, &msg), 1);
+        assert_true(json_is_object(msg));
+        return msg;
+}
+
+/* A message with the bytes of one taken before is that one, shared; other bytes, even of an
+ * equal JSON value, are parsed anew; a long message is not kept, nor a malformed one; the
+ * least recently used of VARLINK_MEMO_ENTRIES goes first. */
+static void test_reader_memo(void **state)
+{
+        static const char call[] = "{\"method\":\"org.example.a.Get\",\"parameters\":{}}";
+        static const char spaced[] = "{\"method\": \"org.example.a.Get\",\"parameters\":{}}";
+        char long_call[VARLINK_MEMO_MAX_BYTES + 64], other[64];
+        VarlinkReader *r;
+        VarlinkMemo *memo;
+        json_t *a, *b, *c, *kept[VARLINK_MEMO_ENTRIES];
+
+        (void)state;
+        assert_int_equal(varlink_reader_new(4096, &r), 0);
+        assert_int_equal(varlink_memo_new(&memo), 0);
+
+        a = next_memo(r, memo, call);
+        b = next_memo(r, memo, call);
+        assert_ptr_equal(a, b);
+        c = next_memo(r, memo, spaced);
+        assert_ptr_not_equal(a, c);
+        assert_true(json_equal(a, c));
+        json_decref(b);
+        json_decref(c);
+
+        snprintf(long_call, sizeof(long_call),
+                 "{\"method\":\"org.example.a.Get\",\"pad\":\"%0*d\"}", VARLINK_MEMO_MAX_BYTES, 0);
+        b = next_memo(r, memo, long_call);
+        c = next_memo(r, memo, long_call);
+        assert_ptr_not_equal(b, c);
+        json_decref(b);
+        json_decref(c);
+
+        for (int k = 0; k < 2; k++) {
+                json_t *msg = NULL;
+
+                assert_int_equal(feed_msg(r, "{\"method\":"), 0);
+                assert_int_equal(varlink_reader_next_memo(r, memo, &msg), -EBADMSG);
+                assert_null(msg);
+        }
+
+        /* A memo of @call and 15 others is full; @call used again is the newest, so the next
+         * new message takes the place of the oldest of the others. */
+        varlink_memo_free(memo);
+        assert_int_equal(varlink_memo_new(&memo), 0);
+        json_decref(a);
+        a = next_memo(r, memo, call);
+        for (int k = 0; k < VARLINK_MEMO_ENTRIES; k++) {
+                snprintf(other, sizeof(other), "{\"method\":\"org.example.a.Get%d\"}", k);
+                kept[k] = next_memo(r, memo, other);
+                if (k == VARLINK_MEMO_ENTRIES - 2) {
+                        b = next_memo(r, memo, call);
+                        assert_ptr_equal(a, b);
+                        json_decref(b);
+                }
+        }
+        b = next_memo(r, memo, call);
+        assert_ptr_equal(a, b);
+        json_decref(b);
+        b = next_memo(r, memo, "{\"method\":\"org.example.a.Get1\"}");
+        assert_ptr_equal(b, kept[1]);
+        json_decref(b);
+        b = next_memo(r, memo, "{\"method\":\"org.example.a.Get0\"}");
+        assert_ptr_not_equal(b, kept[0]);
+        assert_true(json_equal(b, kept[0]));
+        json_decref(b);
+        for (int k = 0; k < VARLINK_MEMO_ENTRIES; k++) {
+                json_decref(kept[k]);
+        }
+        json_decref(a);
+        varlink_memo_free(memo);
+        varlink_reader_free(r);
 }
 
 static void test_call_parse_valid(void **state)
@@ -493,6 +579,7 @@ int main(void)
                 cmocka_unit_test(test_reader_invalid_then_valid),
                 cmocka_unit_test(test_reader_nul),
                 cmocka_unit_test(test_reader_deep_nesting),
+                cmocka_unit_test(test_reader_memo),
                 cmocka_unit_test(test_call_parse_valid),
                 cmocka_unit_test(test_call_parse_invalid),
                 cmocka_unit_test(test_names),

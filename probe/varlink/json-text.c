@@ -2,6 +2,7 @@
 
 #include "json-text.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,14 +261,53 @@ void json_text_bool(JsonText *t, bool v)
         json_text_raw(t, v ? "true" : "false");
 }
 
-/* Appends the real @v as jansson writes it: "%.17g", ".0" added where neither a dot nor an
- * exponent is, the exponent without '+' or leading zeros. In the C locale, which the daemon and
- * jitterctl keep for numbers (neither sets LC_NUMERIC): jansson would turn a decimal comma
- * back into a point, this does not. */
-static void json_text_real(JsonText *t, double v)
+void json_text_key(JsonText *t, const char *key)
+{
+        if (t->len > 0 && t->buf[t->len - 1] != '{') {
+                json_text_rawn(t, ",", 1);
+        }
+        json_text_string(t, key);
+        json_text_rawn(t, ":", 1);
+}
+
+void json_text_key_u64(JsonText *t, const char *key, uint64_t v)
+{
+        json_text_key(t, key);
+        json_text_u64(t, v);
+}
+
+void json_text_key_i64(JsonText *t, const char *key, int64_t v)
+{
+        json_text_key(t, key);
+        json_text_i64(t, v);
+}
+
+void json_text_key_string(JsonText *t, const char *key, const char *v)
+{
+        json_text_key(t, key);
+        json_text_string(t, v);
+}
+
+void json_text_item(JsonText *t)
+{
+        if (t->len > 0 && t->buf[t->len - 1] != '[') {
+                json_text_rawn(t, ",", 1);
+        }
+}
+
+/* "%.17g", ".0" added where neither a dot nor an exponent is, the exponent without '+' or
+ * leading zeros. In the C locale, which the daemon and jitterctl keep for numbers (neither
+ * sets LC_NUMERIC): jansson would turn a decimal comma back into a point, this does not. */
+void json_text_real(JsonText *t, double v)
 {
         char buf[64], *e, *digits, *end;
-        int n = snprintf(buf, sizeof(buf), "%.17g", v);
+        int n;
+
+        if (!isfinite(v)) {
+                json_text_rawn(t, "null", 4);
+                return;
+        }
+        n = snprintf(buf, sizeof(buf), "%.17g", v);
 
         if (n < 0 || (size_t)n >= sizeof(buf) - 3) {
                 t->failed = true;

@@ -35,6 +35,19 @@ void json_text_string(JsonText *t, const char *s);
 void json_text_u64(JsonText *t, uint64_t v);
 void json_text_i64(JsonText *t, int64_t v);
 void json_text_bool(JsonText *t, bool v);
+/* The real @v as jansson writes it; null where it is not finite (jansson has no such value). */
+void json_text_real(JsonText *t, double v);
+
+/* Appends the name of a member of the object being written, @key (escaped) and a colon, after
+ * a comma unless it is the object's first (the text so far ends in '{'). */
+void json_text_key(JsonText *t, const char *key);
+/* json_text_key() and the value @v. */
+void json_text_key_u64(JsonText *t, const char *key, uint64_t v);
+void json_text_key_i64(JsonText *t, const char *key, int64_t v);
+void json_text_key_string(JsonText *t, const char *key, const char *v);
+/* Appends the comma before an item of the array being written unless it is the array's first
+ * (the text so far ends in '['). */
+void json_text_item(JsonText *t);
 
 /* Appends the CLOCK_REALTIME time @real_ns as a string, as realtime_format_iso8601() writes it
  * ("2026-12-04T20:13:18.123456789Z"), without its gmtime_r(), strftime() and snprintf():

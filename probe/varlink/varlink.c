@@ -134,10 +134,98 @@ int varlink_reader_feed(VarlinkReader *r, const void *data, size_t len)
         return 0;
 }
 
+typedef struct MemoEntry {
+        char *text; /* NULL: unused */
+        size_t len;
+        json_t *msg;
+        uint64_t used; /* the memo's clock when last found or kept */
+} MemoEntry;
+
+struct VarlinkMemo {
+        MemoEntry entries[VARLINK_MEMO_ENTRIES];
+        uint64_t clock;
+};
+
+int varlink_memo_new(VarlinkMemo **ret)
+{
+        VarlinkMemo *m = calloc(1, sizeof(*m));
+
+        if (!m) {
+                return -ENOMEM;
+        }
+        *ret = m;
+        return 0;
+}
+
+static void memo_entry_clear(MemoEntry *e)
+{
+        free(e->text);
+        json_decref(e->msg);
+        *e = (MemoEntry){0};
+}
+
+VarlinkMemo *varlink_memo_free(VarlinkMemo *m)
+{
+        if (!m) {
+                return NULL;
+        }
+        for (size_t i = 0; i < VARLINK_MEMO_ENTRIES; i++) {
+                memo_entry_clear(&m->entries[i]);
+        }
+        free(m);
+        return NULL;
+}
+
+/* A new reference to the message of @len bytes at @text when @m holds it, else NULL. */
+static json_t *memo_find(VarlinkMemo *m, const char *text, size_t len)
+{
+        for (size_t i = 0; i < VARLINK_MEMO_ENTRIES; i++) {
+                MemoEntry *e = &m->entries[i];
+
+                if (e->text && e->len == len && memcmp(e->text, text, len) == 0) {
+                        e->used = ++m->clock;
+                        return json_incref(e->msg);
+                }
+        }
+        return NULL;
+}
+
+/* Keeps @msg, parsed from the @len bytes at @text, in place of the least recently used entry;
+ * nothing when the message is too long to be worth it or memory is short. */
+static void memo_keep(VarlinkMemo *m, const char *text, size_t len, json_t *msg)
+{
+        MemoEntry *victim = &m->entries[0];
+        char *copy;
+
+        if (len > VARLINK_MEMO_MAX_BYTES) {
+                return;
+        }
+        for (size_t i = 1; i < VARLINK_MEMO_ENTRIES && victim->text; i++) {
+                MemoEntry *e = &m->entries[i];
+
+                if (!e->text || e->used < victim->used) {
+                        victim = e;
+                }
+        }
+        copy = malloc(len);
+        if (!copy) {
+                return;
+        }
+        memcpy(copy, text, len);
+        memo_entry_clear(victim);
+        *victim =
+                (MemoEntry){.text = copy, .len = len, .msg = json_incref(msg), .used = ++m->clock};
+}
+
 int varlink_reader_next(VarlinkReader *r, json_t **ret)
 {
+        return varlink_reader_next_memo(r, NULL, ret);
+}
+
+int varlink_reader_next_memo(VarlinkReader *r, VarlinkMemo *memo, json_t **ret)
+{
         json_error_t error;
-        json_t *msg;
+        json_t *msg = NULL;
         char *begin, *nul;
 
         if (r->failed) {
@@ -157,7 +245,15 @@ int varlink_reader_next(VarlinkReader *r, json_t **ret)
         /* No JSON_ALLOW_NUL: a \u0000 escape would let a string hide bytes from every C string
          * function that later sees it (method names, field names, error names), so such
          * messages are refused. A raw NUL can never reach the parser: it ends the message. */
-        msg = json_loadb(begin, (size_t)(nul - begin), JSON_REJECT_DUPLICATES, &error);
+        if (memo) {
+                msg = memo_find(memo, begin, (size_t)(nul - begin));
+        }
+        if (!msg) {
+                msg = json_loadb(begin, (size_t)(nul - begin), JSON_REJECT_DUPLICATES, &error);
+                if (memo && json_is_object(msg)) {
+                        memo_keep(memo, begin, (size_t)(nul - begin), msg);
+                }
+        }
 
         r->start = (size_t)(nul - r->buf) + 1;
         r->n_complete--;

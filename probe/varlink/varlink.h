@@ -42,6 +42,25 @@ int varlink_reader_feed(VarlinkReader *r, const void *data, size_t len);
  * for the following ones. Returns -EMSGSIZE after an oversize feed. */
 int varlink_reader_next(VarlinkReader *r, json_t **ret);
 
+/* The last few messages a server parsed, by their bytes: a client that polls sends the same
+ * calls over and over, and a call read again is not parsed again (the cost of parsing one is
+ * mostly that of running the parser's code cold, when the call comes after a pause). Holds at
+ * most VARLINK_MEMO_ENTRIES messages of VARLINK_MEMO_MAX_BYTES or less. The messages it hands
+ * out are shared: their users must not change them. */
+#define VARLINK_MEMO_ENTRIES 16
+#define VARLINK_MEMO_MAX_BYTES 512
+typedef struct VarlinkMemo VarlinkMemo;
+
+/* Returns 0 or -ENOMEM. */
+int varlink_memo_new(VarlinkMemo **ret);
+/* Frees the memo and drops its references. Accepts NULL; returns NULL. */
+VarlinkMemo *varlink_memo_free(VarlinkMemo *m);
+
+/* varlink_reader_next(), with a message that has the bytes of one in @memo (NULL: none) taken
+ * from there instead of parsed, and one parsed kept there, in place of the least recently
+ * used. */
+int varlink_reader_next_memo(VarlinkReader *r, VarlinkMemo *memo, json_t **ret);
+
 /* Number of complete messages buffered and not yet taken with varlink_reader_next(). */
 size_t varlink_reader_n_complete(const VarlinkReader *r);
 
