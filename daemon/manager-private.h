@@ -7,6 +7,7 @@
 #include "manager.h"
 
 #include <jansson.h>
+#include <sched.h>
 #include <systemd/sd-event.h>
 
 #include "admission.h"
@@ -161,8 +162,14 @@ void manager_drain_events(Manager *m, ProbeCtl *p);
 /* Called before each piece of the daemon's own work (the tick, a slice of the drain, the
  * harvest, a read of the trace, a checkpoint): a SCHED_FIFO loop lets a task of its own
  * priority run first, such as the client it just answered on the same CPU, which would
- * otherwise wait for the CPU until the loop blocks, the whole tick or harvest later. */
-void manager_yield(Manager *m);
+ * otherwise wait for the CPU until the loop blocks, the whole tick or harvest later. A
+ * SCHED_OTHER loop needs none: the scheduler lets a task just woken run before it. */
+static inline void manager_yield(const Manager *m)
+{
+        if (m->loop_fifo) {
+                (void)sched_yield();
+        }
+}
 
 /* Drains the probes' interruptions in slices of MANAGER_DRAIN_SLICE_NS, each a dispatch of
  * its own at a priority below the clients' (manager.c): started at each tick and after each

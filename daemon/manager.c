@@ -488,13 +488,6 @@ static int set_loop_priority(Manager *m)
         return 0;
 }
 
-void manager_yield(Manager *m)
-{
-        /* A SCHED_OTHER loop needs none: the scheduler lets a task just woken run before it. */
-        if (m->loop_fifo) {
-                (void)sched_yield();
-        }
-}
 
 /* --- the interval ------------------------------------------------------------------------- */
 
