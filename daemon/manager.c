@@ -488,7 +488,6 @@ static int set_loop_priority(Manager *m)
         return 0;
 }
 
-
 /* --- the interval ------------------------------------------------------------------------- */
 
 static void harvest_probe(Manager *m, ProbeCtl *p)

@@ -683,8 +683,9 @@ static Uncharged uncharged_begin(const VarlinkServer *s)
  * call, sending replies that waited, settling a connection, its timers, accepting, closing),
  * and the loop's turn before it, go to the gate as a call to no method: the more calls clients
  * make, the more of it there is, and it is theirs. @last_ns is the callback's last reading of
- * the thread's CPU clock when what followed it was only bookkeeping (0: read it now): that
- * rest then counts with the loop's next turn, a reading fewer per callback. */
+ * the thread's CPU clock when what followed it was only bookkeeping (0: read it now), a
+ * reading fewer per callback: that rest then counts with the loop's next turn when that turn
+ * is the server's too, and goes uncharged otherwise. */
 static void uncharged_end(VarlinkServer *s, const Uncharged *u, uint64_t last_ns)
 {
         uint64_t end = last_ns > 0 ? last_ns : now_ns(CLOCK_THREAD_CPUTIME_ID);
@@ -713,8 +714,13 @@ static int conn_on_io(sd_event_source *source, int fd, uint32_t revents, void *u
                         conn_read(c);
                         /* A call read here is answered in this callback: the loop takes one
                          * turn for it, which a client that calls now and then finds cold. The
-                         * first call is charged its reading too. */
-                        last_ns = conn_process(c, CALLS_PER_ITERATION, u.cpu_start_ns);
+                         * first call is charged its reading too, not replies sent before it
+                         * (read then before it is parsed). At the end of the stream the read
+                         * ran them all. */
+                        if (!c->eof) {
+                                last_ns = conn_process(c, CALLS_PER_ITERATION,
+                                                       revents & EPOLLOUT ? 0 : u.cpu_start_ns);
+                        }
                 } else if (revents & (EPOLLHUP | EPOLLERR)) {
                         /* The peer closed both directions: nothing we send can arrive. */
                         c->dead = true;

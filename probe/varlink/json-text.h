@@ -1,15 +1,16 @@
 #pragma once
 
-/* JSON written straight into a growing buffer: the large replies (GetEvents) that cost two to
- * three times as much CPU built as a tree of jansson objects, and every other message, from its
- * tree, at less than json_dumps() costs. Written as
+/* JSON written straight into a growing buffer: the replies that cost two to three times as much
+ * CPU built as a tree of jansson objects (GetEvents, GetStatus, GetCauses), and every other
+ * message, from its tree, at less than json_dumps() costs. Written as
  * json_dumps(JSON_COMPACT) writes the same values: no blanks, '"', '\\' and the control
  * characters escaped (\n, \t, \r, \b, \f, else \u00XX). Unlike jansson, which refuses a
  * string that is not valid UTF-8, a byte that is not part of valid UTF-8 is written as U+FFFD,
  * so the text is always valid JSON, and a NULL string is written as null.
  *
  * A failed allocation is remembered: every later call does nothing and json_text_take()
- * returns NULL. The caller places the commas itself (json_text_raw(t, ",")). Never logs. */
+ * returns NULL. json_text_key() and json_text_item() place the commas between members and
+ * items; elsewhere the caller does (json_text_raw(t, ",")). Never logs. */
 
 #include <jansson.h>
 #include <stdbool.h>
