@@ -356,6 +356,19 @@ static void refresh_stats_entry(int cpu, HistorySpan span, void *userdata)
         }
 }
 
+/* Ends the reply written as text in @t with @close (what closes its parameters) and the
+ * envelope's tail, and sends it. */
+static int reply_text(VarlinkCallCtx *call, JsonText *t, const char *close)
+{
+        size_t len = 0;
+        char *text;
+
+        json_text_raw(t, close);
+        json_text_raw(t, VARLINK_REPLY_TEXT_TAIL);
+        text = json_text_take(t, &len);
+        return varlink_call_reply_text(call, text, len);
+}
+
 /* Appends @cpu's GetStats entry over @window to @t: for a standard window, the text the
  * harvest wrote (written now when it did not), else the entry written for this call. */
 static void append_stats_entry(Api *a, int cpu, const char *window, uint64_t now, JsonText *t)
@@ -396,9 +409,7 @@ static int method_get_stats(VarlinkCallCtx *call, json_t *params, void *userdata
         uint64_t from, to;
         JsonText t = {0};
         cpu_set_t cpus;
-        size_t len = 0;
         bool all;
-        char *text;
 
         if (varlink_call_check_params(call, params, fields, 3) < 0 ||
             get_cpus(m, call, params, &cpus) < 0 ||
@@ -422,9 +433,7 @@ static int method_get_stats(VarlinkCallCtx *call, json_t *params, void *userdata
                         sep = ",";
                 }
         }
-        json_text_raw(&t, "]}" VARLINK_REPLY_TEXT_TAIL);
-        text = json_text_take(&t, &len);
-        return varlink_call_reply_text(call, text, len);
+        return reply_text(call, &t, "]}");
 }
 
 /* The raw data of one CPU's window, for the client's own causes and periods (api-window.h). */
@@ -615,8 +624,7 @@ static int method_get_events(VarlinkCallCtx *call, json_t *params, void *userdat
         cpu_set_t cpus;
         _cleanup_free_ HistoryEvent *ev = NULL;
         _cleanup_free_ uint32_t *pos = NULL;
-        size_t n, len;
-        char *text;
+        size_t n;
 
         if (varlink_call_check_params(call, params, fields, 4) < 0 ||
             get_cpus(m, call, params, &cpus) < 0 ||
@@ -653,9 +661,7 @@ static int method_get_events(VarlinkCallCtx *call, json_t *params, void *userdat
                 event_causes_to_text(store, &ev[i], &pos[ev[i].cpu], &t);
                 json_text_raw(&t, "}");
         }
-        json_text_raw(&t, "]}" VARLINK_REPLY_TEXT_TAIL);
-        text = json_text_take(&t, &len);
-        return varlink_call_reply_text(call, text, len);
+        return reply_text(call, &t, "]}");
 }
 
 static int method_get_captures(VarlinkCallCtx *call, json_t *params, void *userdata)
@@ -872,14 +878,12 @@ static int method_get_causes(VarlinkCallCtx *call, json_t *params, void *userdat
         cpu_set_t cpus;
         JsonText t = {0};
         size_t len = 0;
-        char *text;
 
         if (get_cpus_window(m, call, params, &cpus, &window, &from) < 0) {
                 return 0;
         }
         json_text_raw(&t, VARLINK_REPLY_TEXT_HEAD "{");
-        json_text_key(&t, "trace");
-        json_text_string(&t, manager_trace_state(m));
+        json_text_key_string(&t, "trace", manager_trace_state(m));
         json_text_key(&t, "cpus");
         json_text_raw(&t, "[");
         for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
@@ -892,9 +896,7 @@ static int method_get_causes(VarlinkCallCtx *call, json_t *params, void *userdat
                         return -ENOMEM;
                 }
         }
-        json_text_raw(&t, "]}" VARLINK_REPLY_TEXT_TAIL);
-        text = json_text_take(&t, &len);
-        return varlink_call_reply_text(call, text, len);
+        return reply_text(call, &t, "]}");
 }
 
 typedef struct TimelineCtx {
@@ -1145,8 +1147,7 @@ static void trace_kind_totals_text(const Manager *m, JsonText *t)
                 json_text_key(t, "lost_ns");
                 json_text_raw(t, "{");
                 for (unsigned k = 0; k < CAUSE_TOTALS; k++) {
-                        json_text_key(t, cause_total_name(k));
-                        json_text_u64(t, ns[k]);
+                        json_text_key_u64(t, cause_total_name(k), ns[k]);
                 }
                 json_text_raw(t, "}}");
         }
@@ -1178,8 +1179,7 @@ static void capture_status_text(const Manager *m, JsonText *t)
 static void key_nonempty(JsonText *t, const char *key, const char *value)
 {
         if (value[0]) {
-                json_text_key(t, key);
-                json_text_string(t, value);
+                json_text_key_string(t, key, value);
         }
 }
 
@@ -1314,8 +1314,6 @@ static int method_get_status(VarlinkCallCtx *call, json_t *params, void *userdat
         Manager *m = a->manager;
         const Isolation *iso;
         JsonText t = {0};
-        size_t len = 0;
-        char *text;
 
         if (varlink_call_check_params(call, params, fields, 0) < 0) {
                 return 0;
@@ -1328,11 +1326,8 @@ static int method_get_status(VarlinkCallCtx *call, json_t *params, void *userdat
                                   2 * isolation_max_age_ns(m));
         json_text_raw(&t, VARLINK_REPLY_TEXT_HEAD "{");
         status_members_text(m, iso, &t);
-        json_text_key(&t, "reply_cache_bytes");
-        json_text_u64(&t, reply_cache_memory_bytes(a->stats_cache));
-        json_text_raw(&t, "}" VARLINK_REPLY_TEXT_TAIL);
-        text = json_text_take(&t, &len);
-        return varlink_call_reply_text(call, text, len);
+        json_text_key_u64(&t, "reply_cache_bytes", reply_cache_memory_bytes(a->stats_cache));
+        return reply_text(call, &t, "}");
 }
 
 static void monitor_closed(VarlinkCallCtx *call, void *userdata)
