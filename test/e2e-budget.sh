@@ -1,12 +1,14 @@
 # The clients' CPU budget under a flood: 16 connections calling GetStats(all) back to back,
-# heeding no retry delay. Refusals come as io.jitterd.Busy with a retry delay, every connection
-# stays open and is answered afterwards, GetStatus on its own connection is never refused, the
-# daemon's CPU beyond its probe, measured here from /proc/PID/task/*/stat, stays within what
-# the budget allows, and the daemon's own report of its cost agrees with the calls and
-# refusals counted here and with the CPU time measured here. Then jitterctl watch, under a
-# flood of GetStatus that has the light bucket refuse its calls, waits out a refusal of Monitor
-# and gets its replies. Last, the daemon started again with [server] cpu_budget_percent = 5
-# reports the budget worked out here from the documented rules and keeps it under the flood.
+# heeding no retry delay. With the default budget, every connection stays open and is
+# answered afterwards, GetStatus on its own connection is never refused, the daemon's CPU
+# beyond its probe, measured here from /proc/PID/task/*/stat, stays within what the budget
+# allows, calls are refused where it spent more than its buckets hold (as io.jitterd.Busy with
+# a retry delay) and none where it spent less, and the daemon's own report of its cost agrees
+# with the calls and refusals counted here and with the CPU time measured here. Then jitterctl
+# watch, under a flood of GetStatus that has the light bucket refuse its calls, waits out a
+# refusal of Monitor and gets its replies. Last, the daemon started again with [server]
+# cpu_budget_percent = 2 reports the budget worked out here from the documented rules, and
+# refuses the flood, which it cannot hold within that budget otherwise, and keeps the budget.
 source "$(dirname "$0")/lib.sh"
 need_cpu1
 for tool in jq getconf awk; do
@@ -112,14 +114,46 @@ check_flood_cpu() {
          "a core, bursts $bursts_s s)"
 }
 
+# check_refused SELF: the flood was refused in part, each refusal with its retry delay, and
+# nothing else went wrong.
+check_refused() {
+    (( $(get busy) > 0 )) || fail "no call was refused under the flood: the daemon took" \
+        "$(( f1 - f0 )) ticks of CPU ($TCK a second) in $((flood_ns / 1000000)) ms, with a budget of" \
+        "$(jq -c '.budget | del(.light.methods)' <<< "$1")"
+    (( $(get busy_retry) == $(get busy) )) \
+        || fail "$(( $(get busy) - $(get busy_retry) )) of $(get busy) refusals have no retry_after_ms"
+    (( $(get other) == 0 )) || fail "$(get other) answers were other errors: $(cat "$T/flood.err")"
+    (( $(get ok) > 0 )) || fail "no GetStats was answered under the flood"
+    pass "$(get busy) of $(get calls) calls refused with io.jitterd.Busy and a retry delay" \
+         "($(get retry_min_ms)-$(get retry_max_ms) ms); $(get ok) answered"
+}
+
+# The default budget. GetStats over all is answered from what the harvest wrote, a few
+# microseconds a call, so whether 16 connections on CPU 0 spend more than the buckets hold
+# (their earnings and their savings) in these seconds depends on how fast the host runs the
+# flooding client beside the daemon. Where the daemon spent more, calls were refused; where
+# it spent less, none had to be, and this run says so: the refusals themselves are proven
+# below, against a budget no flood can stay within.
 flood "$SECONDS_FLOOD"
-(( $(get busy) > 0 )) || fail "no call was refused under the flood"
-(( $(get busy_retry) == $(get busy) )) \
-    || fail "$(( $(get busy) - $(get busy_retry) )) of $(get busy) refusals have no retry_after_ms"
-(( $(get other) == 0 )) || fail "$(get other) answers were other errors: $(cat "$T/flood.err")"
-(( $(get ok) > 0 )) || fail "no GetStats was answered under the flood"
-pass "$(get busy) of $(get calls) calls refused with io.jitterd.Busy and a retry delay" \
-     "($(get retry_min_ms)-$(get retry_max_ms) ms); $(get ok) answered"
+# What the buckets hold over the flood (earnings and savings), and beyond them the daemon's
+# work at rest, the one call that may overdraw a bucket and the ticks /proc may cut off.
+read -r used_s allowed_s < <(jq -r '.budget | "\(.heavy.ratio + .light.ratio)
+        \((.heavy.burst_ns + .light.burst_ns) / 1e9)"' <<< "$self0" | tr '\n' ' ' | awk \
+    -v d="$((f1 - f0))" -v k="$TCK" -v ns="$flood_ns" -v rest="$rest_ratio" \
+    -v th="$threads_after" -v call="$(get ok_max_ms)" '{
+        s = ns / 1e9
+        printf "%.3f %.3f\n", d / k, ($1 + rest) * s + $2 + 2 * call / 1e3 + 2 * th / k }')
+if (( $(get busy) > 0 )); then
+    check_refused "$self0"
+else
+    awk -v u="$used_s" -v a="$allowed_s" 'BEGIN { exit !(u <= a) }' \
+        || fail "no call was refused under the flood, yet the daemon took $used_s s of CPU," \
+            "more than the $allowed_s s its buckets hold and its work at rest take"
+    (( $(get other) == 0 && $(get ok) == $(get calls) )) \
+        || fail "$(get other) answers of $(get calls) were other errors: $(cat "$T/flood.err")"
+    pass "all $(get calls) calls answered, none refused: the daemon took $used_s s of CPU," \
+         "within the $allowed_s s its buckets hold and its work at rest take"
+fi
 
 (( $(get dropped) == 0 )) || fail "$(get dropped) connections were closed or left unanswered"
 (( $(get answered_after) == CONNS )) \
@@ -196,22 +230,23 @@ pass "watch --count 3 got its 3 replies in $(( (w1 - w0) / 1000000 )) ms while $
 
 stop_daemon || fail "jitterd exited with status $?"
 
-# A budget of 5 %: the numbers the daemon reports are those the documented rules give
+# A budget of 2 %: the numbers the daemon reports are those the documented rules give
 # (docs/api.md: the heavy bucket earns 70 % of it and saves 50/7 s of its earnings, the light
-# one 15 % and 2 s), and the flood stays within it.
-printf '[probe]\npreheat = 300ms\n[server]\ncpu_budget_percent = 5\n' > "$T/jitterd.conf"
+# one 15 % and 2 s), the flood is refused, and it stays within it. The heavy bucket earns 1.4 %
+# of a core and saves 100 ms, so a flood that keeps the daemon busier than 4 % of a core is
+# refused within these 4 s (with the default budget it is the host's speed that decides).
+printf '[probe]\npreheat = 300ms\n[server]\ncpu_budget_percent = 2\n' > "$T/jitterd.conf"
 start_daemon
-self5=$(jctl call io.jitterd.GetStatus | jq -c .self) || fail "GetStatus failed"
+self2=$(jctl call io.jitterd.GetStatus | jq -c .self) || fail "GetStatus failed"
 jq -e 'def near(a; b): (a - b | fabs) < 1e-9;
-       near(.budget.cpu_ratio; 0.05) and near(.budget.heavy.ratio; 0.035)
-       and near(.budget.light.ratio; 0.0075)
-       and .budget.heavy.burst_ns == 250000000 and .budget.light.burst_ns == 15000000' \
-    <<< "$self5" > /dev/null \
-    || fail "with cpu_budget_percent = 5 the budget is $(jq -c .budget <<< "$self5")"
-pass "with cpu_budget_percent = 5 the daemon keeps the budget of the rules: $(jq -c '.budget | del(.light.methods)' <<< "$self5")"
+       near(.budget.cpu_ratio; 0.02) and near(.budget.heavy.ratio; 0.014)
+       and near(.budget.light.ratio; 0.003)
+       and .budget.heavy.burst_ns == 100000000 and .budget.light.burst_ns == 6000000' \
+    <<< "$self2" > /dev/null \
+    || fail "with cpu_budget_percent = 2 the budget is $(jq -c .budget <<< "$self2")"
+pass "with cpu_budget_percent = 2 the daemon keeps the budget of the rules: $(jq -c '.budget | del(.light.methods)' <<< "$self2")"
 flood 4
-(( $(get busy) > 0 )) || fail "no call was refused under the flood at 5 %"
-(( $(get dropped) == 0 && $(get other) == 0 )) \
-    || fail "at 5 %: $(get dropped) connections dropped, $(get other) other errors"
-check_flood_cpu "$self5"
+check_refused "$self2"
+(( $(get dropped) == 0 )) || fail "at 2 %: $(get dropped) connections dropped"
+check_flood_cpu "$self2"
 stop_daemon || fail "jitterd exited with status $?"
