@@ -4,10 +4,9 @@
 # beyond its probe, measured here from /proc/PID/task/*/stat, stays within what the budget
 # allows, calls are refused as io.jitterd.Busy with a retry delay where it spent more than its
 # buckets hold (where none was, it spent no more than they hold), and the daemon's own report
-# of its cost agrees
-# with the calls and refusals counted here and with the CPU time measured here. Then jitterctl
-# watch, under a flood of GetStatus that has the light bucket refuse its calls, waits out a
-# refusal of Monitor and gets its replies. Last, the daemon started again with [server]
+# of its cost agrees with the calls and refusals counted here and with the CPU time measured
+# here. Then jitterctl watch, under a flood of GetStatus that has the light bucket refuse its
+# calls, waits out a refusal of Monitor and gets its replies. Last, the daemon started again with [server]
 # cpu_budget_percent = 1 reports the budget worked out here from the documented rules, refuses
 # the flood and keeps that budget under it.
 source "$(dirname "$0")/lib.sh"
@@ -63,9 +62,9 @@ t0=$(now_ns)
 sleep 3
 read -r rest1 _ _ < <(daemon_cpu)
 rest_s=$(( ($(now_ns) - t0) ))
-rest_ratio=$(awk -v d="$((rest1 - rest0))" -v k="$TCK" -v ns="$rest_s" 'BEGIN { printf "%.4f", d / k / (ns / 1e9) }')
-# At most (each of the two readings of each thread may have lost a tick).
-rest_hi=$(awk -v d="$((rest1 - rest0 + 2 * threads))" -v k="$TCK" -v ns="$rest_s" 'BEGIN { printf "%.4f", d / k / (ns / 1e9) }')
+# As read, and at most (each of the two readings of each thread may have lost a tick).
+read -r rest_ratio rest_hi < <(awk -v d="$((rest1 - rest0))" -v lost="$((2 * threads))" \
+    -v k="$TCK" -v ns="$rest_s" 'BEGIN { s = ns / 1e9; printf "%.4f %.4f\n", d / k / s, (d + lost) / k / s }')
 pass "at rest the daemon beyond its probe takes $rest_ratio of a core ($threads threads)"
 
 self0=$(jctl call io.jitterd.GetStatus | jq -c .self) || fail "GetStatus failed"
@@ -92,23 +91,33 @@ flood() {
 }
 get() { jq -r ".$1" "$T/flood.json"; }
 
+# flood_cpu SELF REST FLOOR: "USED ALLOWED", in s: the daemon's CPU over the flood, and what
+# the budget SELF reports lets it take then: serving (both buckets' earnings) and REST (its
+# work at rest, a share of a core), or FLOOR (a share of a core) where that is more, over the
+# flood's length; what the buckets saved (both full at the start), the one call that may
+# overdraw each (at most the longest answered call's time), and the ticks /proc may have cut
+# off (two per thread: utime and stime are truncated each).
+flood_cpu() {
+    local serve bursts_s
+    read -r serve bursts_s < <(jq -r '.budget | "\(.heavy.ratio + .light.ratio)" +
+        " \((.heavy.burst_ns + .light.burst_ns) / 1e9)"' <<< "$1")
+    awk -v d="$((f1 - f0))" -v k="$TCK" -v ns="$flood_ns" -v serve="$serve" -v burst="$bursts_s" \
+        -v rest="$2" -v floor="$3" -v th="$threads_after" -v call="$(get ok_max_ms)" 'BEGIN {
+            s = ns / 1e9
+            r = serve + rest > floor ? serve + rest : floor
+            printf "%.3f %.3f\n", d / k, r * s + burst + 2 * call / 1e3 + 2 * th / k }'
+}
+
 # check_flood_cpu SELF: the daemon's CPU over the flood against the budget SELF reports: its
 # budget (cpu_ratio, of which the buckets serve 85 %: the rest is for its own work and what no
 # call is charged for, the event loop's own turns among them), or the budget of serving and its
-# work at rest where that is more; what it may have saved (both buckets full at the start),
-# the one call that may overdraw it (at most the longest answered call's time), and the ticks
-# /proc may have cut off (two per thread: utime and stime are truncated each).
+# work at rest where that is more (flood_cpu).
 check_flood_cpu() {
     local serve bursts_s cpu_ratio used limit ratio
     serve=$(jq -r '.budget.heavy.ratio + .budget.light.ratio' <<< "$1")
     bursts_s=$(jq -r '(.budget.heavy.burst_ns + .budget.light.burst_ns) / 1e9' <<< "$1")
     cpu_ratio=$(jq -r '.budget.cpu_ratio' <<< "$1")
-    read -r used limit < <(awk -v d="$((f1 - f0))" -v k="$TCK" -v ns="$flood_ns" \
-        -v serve="$serve" -v burst="$bursts_s" -v rest="$rest_ratio" -v th="$threads_after" \
-        -v cpu="$cpu_ratio" -v call="$(get ok_max_ms)" 'BEGIN {
-            s = ns / 1e9; used = d / k
-            r = serve + rest > cpu ? serve + rest : cpu
-            printf "%.3f %.3f\n", used, r * s + burst + 2 * call / 1e3 + 2 * th / k }')
+    read -r used limit < <(flood_cpu "$1" "$rest_ratio" "$cpu_ratio")
     ratio=$(awk -v u="$used" -v ns="$flood_ns" 'BEGIN { printf "%.3f", u / (ns / 1e9) }')
     awk -v u="$used" -v l="$limit" 'BEGIN { exit !(u <= l) }' \
         || fail "the daemon took $used s of CPU in $((flood_ns / 1000000)) ms of flood ($ratio of a core), over $limit s"
@@ -139,14 +148,9 @@ check_refused() {
 # below, against a budget of 1 %, which a flood whose calls cost the daemon more than 2 % of a
 # core outspends in 4 s.
 flood "$SECONDS_FLOOD"
-# What the buckets hold over the flood (earnings and savings), and beyond them the daemon's
-# work at rest, the one call that may overdraw a bucket and the ticks /proc may cut off.
-read -r used_s allowed_s < <(jq -r '.budget | "\(.heavy.ratio + .light.ratio)
-        \((.heavy.burst_ns + .light.burst_ns) / 1e9)"' <<< "$self0" | tr '\n' ' ' | awk \
-    -v d="$((f1 - f0))" -v k="$TCK" -v ns="$flood_ns" -v rest="$rest_hi" \
-    -v th="$threads_after" -v call="$(get ok_max_ms)" '{
-        s = ns / 1e9
-        printf "%.3f %.3f\n", d / k, ($1 + rest) * s + $2 + 2 * call / 1e3 + 2 * th / k }')
+# What the buckets hold over the flood (earnings and savings) and the daemon's work at rest
+# at most, with no floor of the whole budget.
+read -r used_s allowed_s < <(flood_cpu "$self0" "$rest_hi" 0)
 if (( $(get busy) > 0 )); then
     check_refused "$self0"
 else
