@@ -15,7 +15,7 @@ JITTER_PROBE=$BUILD_DIR/probe/jitter-probe
 many_exit() {
     local rc=$?
     set +e
-    [[ -z $ORIG_AUTOGROUP_NICE ]] || echo "$ORIG_AUTOGROUP_NICE" > "/proc/$$/autogroup"
+    [[ -z $ORIG_AUTOGROUP_NICE ]] || echo "$ORIG_AUTOGROUP_NICE" > "$AUTOGROUP"
     cpuset_remove
     (exit $rc)
     cleanup
@@ -33,11 +33,20 @@ trap many_exit EXIT
 # scheduling group where the kernel groups tasks by session (autogroup), since a nice value
 # weighs only against the tasks of its own group: such a task then gets about 1 % of CPU 0
 # and seldom runs just where a theft ends. The group's nice value is put back at the end (it
-# is the session's, which ends with the run of the tests).
-if [[ -w /proc/$$/autogroup ]]; then
-    ORIG_AUTOGROUP_NICE=$(sed -n 's/.* nice //p' "/proc/$$/autogroup")
-    [[ -n $ORIG_AUTOGROUP_NICE ]] || fail "cannot read /proc/$$/autogroup: $(cat "/proc/$$/autogroup")"
-    echo -20 > "/proc/$$/autogroup" || fail "cannot set the nice value of this session's autogroup"
+# is the session's, which ends with the run of the tests). A session that never left init's
+# (a runner that starts the tests without a session of their own) has no autogroup: the file
+# is empty and refuses a value, and its tasks are in the root group, where the nice values of
+# the probes weigh as they are.
+AUTOGROUP=/proc/$$/autogroup
+if [[ -w $AUTOGROUP ]]; then
+    autogroup_line=$(< "$AUTOGROUP")
+    if [[ -n $autogroup_line ]]; then
+        ORIG_AUTOGROUP_NICE=$(sed -n 's/.* nice \(-\?[0-9]\+\)$/\1/p' <<< "$autogroup_line")
+        [[ -n $ORIG_AUTOGROUP_NICE ]] || fail "$AUTOGROUP: no nice value in '$autogroup_line'"
+        echo -20 > "$AUTOGROUP" || fail "cannot set the nice value of this session's autogroup"
+    else
+        echo "this session has no autogroup of its own ($AUTOGROUP is empty): the probes' nice values suffice"
+    fi
 fi
 
 # thefts_on CPU EVENTS_JSON THEFTS SLACK NOISE: how many thefts (jitter-thief --due) an event
