@@ -6,9 +6,9 @@
 # buckets hold (where none was, it spent no more than they hold), and the daemon's own report
 # of its cost agrees with the calls and refusals counted here and with the CPU time measured
 # here. Then jitterctl watch, under a flood of GetStatus that has the light bucket refuse its
-# calls, waits out a refusal of Monitor and gets its replies. Last, the daemon started again with [server]
-# cpu_budget_percent = 1 reports the budget worked out here from the documented rules, refuses
-# the flood and keeps that budget under it.
+# calls, waits out a refusal of Monitor and gets its replies. Last, the daemon started again
+# with [server] cpu_budget_percent = 1 reports the budget worked out here from the documented
+# rules, refuses the flood and keeps that budget under it.
 source "$(dirname "$0")/lib.sh"
 need_cpu1
 for tool in jq getconf awk; do
@@ -91,12 +91,13 @@ flood() {
 }
 get() { jq -r ".$1" "$T/flood.json"; }
 
-# flood_cpu SELF REST FLOOR: "USED ALLOWED", in s: the daemon's CPU over the flood, and what
-# the budget SELF reports lets it take then: serving (both buckets' earnings) and REST (its
-# work at rest, a share of a core), or FLOOR (a share of a core) where that is more, over the
-# flood's length; what the buckets saved (both full at the start), the one call that may
-# overdraw each (at most the longest answered call's time), and the ticks /proc may have cut
-# off (two per thread: utime and stime are truncated each).
+# flood_cpu SELF REST FLOOR: "USED ALLOWED SERVE BURSTS": the daemon's CPU over the flood in
+# s, and what the budget SELF reports lets it take then: serving (SERVE, both buckets'
+# earnings, a share of a core) and REST (its work at rest, a share of a core), or FLOOR (a
+# share of a core) where that is more, over the flood's length; what the buckets saved
+# (BURSTS, in s: both full at the start), the one call that may overdraw each (at most the
+# longest answered call's time), and the ticks /proc may have cut off (two per thread: utime
+# and stime are truncated each).
 flood_cpu() {
     local serve bursts_s
     read -r serve bursts_s < <(jq -r '.budget | "\(.heavy.ratio + .light.ratio)" +
@@ -105,7 +106,8 @@ flood_cpu() {
         -v rest="$2" -v floor="$3" -v th="$threads_after" -v call="$(get ok_max_ms)" 'BEGIN {
             s = ns / 1e9
             r = serve + rest > floor ? serve + rest : floor
-            printf "%.3f %.3f\n", d / k, r * s + burst + 2 * call / 1e3 + 2 * th / k }'
+            printf "%.3f %.3f %s %s\n", d / k, r * s + burst + 2 * call / 1e3 + 2 * th / k,
+                serve, burst }'
 }
 
 # check_flood_cpu SELF: the daemon's CPU over the flood against the budget SELF reports: its
@@ -114,10 +116,8 @@ flood_cpu() {
 # work at rest where that is more (flood_cpu).
 check_flood_cpu() {
     local serve bursts_s cpu_ratio used limit ratio
-    serve=$(jq -r '.budget.heavy.ratio + .budget.light.ratio' <<< "$1")
-    bursts_s=$(jq -r '(.budget.heavy.burst_ns + .budget.light.burst_ns) / 1e9' <<< "$1")
     cpu_ratio=$(jq -r '.budget.cpu_ratio' <<< "$1")
-    read -r used limit < <(flood_cpu "$1" "$rest_ratio" "$cpu_ratio")
+    read -r used limit serve bursts_s < <(flood_cpu "$1" "$rest_ratio" "$cpu_ratio")
     ratio=$(awk -v u="$used" -v ns="$flood_ns" 'BEGIN { printf "%.3f", u / (ns / 1e9) }')
     awk -v u="$used" -v l="$limit" 'BEGIN { exit !(u <= l) }' \
         || fail "the daemon took $used s of CPU in $((flood_ns / 1000000)) ms of flood ($ratio of a core), over $limit s"
@@ -150,14 +150,14 @@ check_refused() {
 flood "$SECONDS_FLOOD"
 # What the buckets hold over the flood (earnings and savings) and the daemon's work at rest
 # at most, with no floor of the whole budget.
-read -r used_s allowed_s < <(flood_cpu "$self0" "$rest_hi" 0)
+read -r used_s allowed_s _ < <(flood_cpu "$self0" "$rest_hi" 0)
 if (( $(get busy) > 0 )); then
     check_refused "$self0"
 else
     awk -v u="$used_s" -v a="$allowed_s" 'BEGIN { exit !(u <= a) }' \
         || fail "no call was refused under the flood, yet the daemon took $used_s s of CPU," \
             "more than the $allowed_s s its buckets hold and its work at rest take"
-    (( $(get other) == 0 && $(get ok) == $(get calls) )) \
+    (( $(get other) == 0 )) \
         || fail "$(get other) answers of $(get calls) were other errors: $(cat "$T/flood.err")"
     pass "all $(get calls) calls answered, none refused: the daemon took $used_s s of CPU," \
          "within the $allowed_s s its buckets hold and its work at rest take"
