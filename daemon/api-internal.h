@@ -1,7 +1,7 @@
 #pragma once
 
-/* For the tests of api.c (fuzz-varlink-dispatch): the Monitor's hooks, called without a
- * harvest, and how many Monitor calls are open. */
+/* For the tests of api.c (fuzz-varlink-dispatch): the Monitor's and Reload's hooks, called
+ * without a harvest or READY=1, and how many Monitor calls are open. */
 
 #include <stddef.h>
 
@@ -14,6 +14,9 @@ void api_interval(Api *a);
 /* What the interval hook does: keeps @iv for the Monitor calls, when there are any, until the
  * next api_interval(). */
 void api_monitor_interval(Api *a, const ManagerInterval *iv);
+
+/* What the ready hook does: every Reload call is answered (the reload is over). */
+void api_ready(Api *a);
 
 /* How many Monitor calls are open. */
 size_t api_n_monitors(const Api *a);

@@ -67,11 +67,20 @@ typedef struct MonitorClient {
         struct MonitorClient *next;
 } MonitorClient;
 
+/* A Reload call, answered at the READY=1 that ends the reload. */
+typedef struct ReloadClient {
+        VarlinkCallCtx *call;
+        json_t *errors; /* the configuration's errors when it was kept; NULL when applied */
+        struct ReloadClient *next;
+} ReloadClient;
+
 struct Api {
         Manager *manager;
 
-        /* Monitor calls waiting for the next interval. */
+        /* Monitor calls waiting for the next interval; Reload calls waiting for READY=1 (at
+         * most one a connection, as every call). */
         MonitorClient *monitors;
+        ReloadClient *reloads;
         MonitorQueue *queues;
         size_t n_queues;
 
@@ -1526,7 +1535,8 @@ static int method_audit(VarlinkCallCtx *call, json_t *params, void *userdata)
         return varlink_call_reply(call, report);
 }
 
-/* Root, or a member of the admin group (primary or supplementary, read from the peer's
+/* Root, the daemon's own user (which may signal it anyway: systemd's ExecReload= runs as it),
+ * or a member of the admin group (primary or supplementary, read from the peer's
  * /proc/PID/status since SO_PEERCRED carries only the primary group). */
 static bool peer_is_admin(const Manager *m, VarlinkCallCtx *call)
 {
@@ -1538,7 +1548,7 @@ static bool peer_is_admin(const Manager *m, VarlinkCallCtx *call)
         FILE *f;
 
         varlink_call_peer(call, &uid, &gid, &pid);
-        if (uid == 0) {
+        if (uid == 0 || uid == geteuid()) {
                 return true;
         }
         if (!manager_admin_gid(m, &admin_gid)) {
@@ -1599,6 +1609,109 @@ static int method_reset(VarlinkCallCtx *call, json_t *params, void *userdata)
         return varlink_call_reply(call, NULL);
 }
 
+static void reload_closed(VarlinkCallCtx *call, void *userdata)
+{
+        Api *a = userdata;
+
+        for (ReloadClient **c = &a->reloads; *c; c = &(*c)->next) {
+                if ((*c)->call == call) {
+                        ReloadClient *dead = *c;
+
+                        *c = dead->next;
+                        varlink_call_unref(dead->call);
+                        json_decref(dead->errors);
+                        free(dead);
+                        return;
+                }
+        }
+}
+
+/* A reload the daemon stops in is never over: its callers see the connection close. */
+static void free_reloads(Api *a)
+{
+        while (a->reloads) {
+                VarlinkCallCtx *call = a->reloads->call;
+
+                varlink_call_set_close_callback(call, NULL, NULL);
+                reload_closed(call, a);
+        }
+}
+
+/* The errors of @diag, as Reload's InvalidConfiguration names them. */
+static json_t *config_errors(const ConfigDiag *diag)
+{
+        json_t *errors = json_array();
+
+        for (size_t i = 0; errors && i < diag->n_messages; i++) {
+                if (diag->messages[i].severity == CONFIG_SEVERITY_ERROR) {
+                        json_array_append_new(errors, json_string(diag->messages[i].text));
+                }
+        }
+        if (errors && json_array_size(errors) == 0) {
+                json_array_append_new(errors, json_string("the options jitterd was started with "
+                                                          "contradict the configuration (its log "
+                                                          "says how)"));
+        }
+        return errors;
+}
+
+/* Reloads the configuration as SIGHUP does, and answers once the reload is over: at the
+ * READY=1 that ends it (api_ready()), when every probe runs with the new configuration, or
+ * with InvalidConfiguration when the files have errors and the running configuration stays.
+ * Where the probes cannot run again the daemon ends (manager_reload()), and so does this call,
+ * unanswered. */
+static int method_reload(VarlinkCallCtx *call, json_t *params, void *userdata)
+{
+        static const VarlinkField fields[] = {{NULL, 0, false}};
+        Api *a = userdata;
+        Manager *m = a->manager;
+        ConfigDiag diag = {0};
+        ReloadClient *c;
+        uid_t uid;
+        int r;
+
+        if (varlink_call_check_params(call, params, fields, 0) < 0) {
+                return 0;
+        }
+        if (!peer_is_admin(m, call)) {
+                return varlink_call_error(call, "org.varlink.service.PermissionDenied", NULL);
+        }
+        c = calloc(1, sizeof(*c));
+        if (!c) {
+                return -ENOMEM;
+        }
+        varlink_call_peer(call, &uid, NULL, NULL);
+        log_info("reload asked by uid %u", (unsigned)uid);
+        r = manager_reload(m, &diag);
+        if (r == 1) {
+                c->errors = config_errors(&diag);
+        }
+        config_diag_clear(&diag);
+        c->call = varlink_call_ref(call);
+        c->next = a->reloads;
+        a->reloads = c;
+        varlink_call_set_close_callback(call, reload_closed, a);
+        return 0;
+}
+
+void api_ready(Api *a)
+{
+        while (a->reloads) {
+                ReloadClient *c = a->reloads;
+
+                a->reloads = c->next;
+                varlink_call_set_close_callback(c->call, NULL, NULL);
+                if (c->errors) {
+                        varlink_call_error(c->call, "io.jitterd.InvalidConfiguration",
+                                           json_pack("{s:o}", "errors", c->errors));
+                } else {
+                        varlink_call_reply(c->call, NULL);
+                }
+                varlink_call_unref(c->call);
+                free(c);
+        }
+}
+
 json_t *api_stats(const Manager *m, const cpu_set_t *cpus, const char *window)
 {
         return stats_array(m, cpus, window);
@@ -1636,6 +1749,11 @@ size_t api_n_monitors(const Api *a)
         return n;
 }
 
+static void on_ready(Manager *m, void *userdata)
+{
+        api_ready(userdata);
+}
+
 static void on_harvest(Manager *m, void *userdata)
 {
         api_interval(userdata);
@@ -1655,6 +1773,7 @@ int api_new(Manager *m, Api **ret)
                 {"Monitor", method_monitor, VARLINK_METHOD_REQUIRES_MORE},
                 {"Audit", method_audit, 0},
                 {"Reset", method_reset, 0},
+                {"Reload", method_reload, 0},
         };
         _cleanup_api_ Api *a = calloc(1, sizeof(*a));
         int r;
@@ -1680,6 +1799,7 @@ int api_new(Manager *m, Api **ret)
         r = manager_add_hooks(m, &(ManagerHooks){
                                          .interval = on_interval,
                                          .harvest = on_harvest,
+                                         .ready = on_ready,
                                          .userdata = a,
                                  });
         if (r < 0) {
@@ -1696,6 +1816,7 @@ Api *api_free(Api *a)
                 return NULL;
         }
         free_monitors(a);
+        free_reloads(a);
         forget_intervals(a);
         free(a->queues);
         reply_cache_free(a->stats_cache);

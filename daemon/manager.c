@@ -816,6 +816,11 @@ static int on_ready_poll(sd_event_source *s, uint64_t usec, void *userdata)
                 notifier_state(m->notifier, "READY=1\nSTATUS=probes preheated, measuring");
                 log_info("ready: %zu probe%s preheated, measuring; socket %s", m->n_probes,
                          m->n_probes == 1 ? "" : "s", m->socket_path);
+                for (size_t h = 0; h < m->n_hooks; h++) {
+                        if (m->hooks[h].ready) {
+                                m->hooks[h].ready(m, m->hooks[h].userdata);
+                        }
+                }
                 return 0;
         }
         if (failed || usec >= m->ready_deadline_usec) {
@@ -902,7 +907,10 @@ static int apply_overrides(Config *c, const Overrides *o)
         return check_overridden(c);
 }
 
-int manager_load_config(const char *path, const char *dropin, const Overrides *o, Config *ret)
+/* manager_load_config(), whose messages are also left in @keep when it is not NULL (the
+ * caller clears it). */
+static int load_config(const char *path, const char *dropin, const Overrides *o, Config *ret,
+                       ConfigDiag *keep)
 {
         ConfigDiag diag = {0};
         Config c;
@@ -917,7 +925,11 @@ int manager_load_config(const char *path, const char *dropin, const Overrides *o
                         log_warning("%s", diag.messages[i].text);
                 }
         }
-        config_diag_clear(&diag);
+        if (keep) {
+                *keep = diag;
+        } else {
+                config_diag_clear(&diag);
+        }
         if (r < 0) {
                 return r;
         }
@@ -927,6 +939,11 @@ int manager_load_config(const char *path, const char *dropin, const Overrides *o
         }
         *ret = c;
         return 0;
+}
+
+int manager_load_config(const char *path, const char *dropin, const Overrides *o, Config *ret)
+{
+        return load_config(path, dropin, o, ret, NULL);
 }
 
 /* Whether any probe has failed: a reload starts the probes again, as a retry. */
@@ -1054,18 +1071,18 @@ static int probes_change_cpus(Manager *m, const Config *c)
         return r;
 }
 
-static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+int manager_reload(Manager *m, ConfigDiag *diag)
 {
-        Manager *m = userdata;
-        bool restart, trace_restart;
+        bool restart, trace_restart, kept;
         Config c;
         int r;
 
         notifier_state(m->notifier, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64 "\nSTATUS=reloading",
                        now_ns(CLOCK_MONOTONIC) / 1000);
         log_info("reloading the configuration from %s", m->config_path);
-        r = manager_load_config(m->config_path, m->dropin_dir, &m->overrides, &c);
-        if (r < 0) {
+        r = load_config(m->config_path, m->dropin_dir, &m->overrides, &c, diag);
+        kept = r < 0;
+        if (kept) {
                 log_error("the configuration has errors; keeping the running configuration");
                 c = m->config;
         } else if (!config_equal(&c, &m->config, "history") ||
@@ -1088,7 +1105,8 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
                          "added and removed");
                 r = probes_change_cpus(m, &c);
                 if (r < 0 && r != -EAGAIN) {
-                        return sd_event_exit(m->event, 1);
+                        (void)sd_event_exit(m->event, 1);
+                        return r;
                 }
                 /* After a roll-back the running [probe] stays, cpus and all. */
                 c.probe_cpus = m->config.probe_cpus;
@@ -1102,7 +1120,8 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         if (restart) {
                 r = probes_restart(m, &c);
                 if (r < 0) {
-                        return sd_event_exit(m->event, 1);
+                        (void)sd_event_exit(m->event, 1);
+                        return r;
                 }
                 pin_manager(m);
         }
@@ -1118,6 +1137,12 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         /* READY=1 ends the reload, and says again that every probe runs on its CPU. */
         arm_ready(m);
         update_status(m);
+        return kept ? 1 : 0;
+}
+
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+        (void)manager_reload(userdata, NULL);
         return 0;
 }
 

@@ -70,11 +70,13 @@ typedef struct ManagerInterval {
 } ManagerInterval;
 
 /* What a reader of the harvests (the API's Monitor, the textfile) is called with, each with
- * @userdata: @interval for every interval harvested, then @harvest after every harvest; either
- * may be NULL. */
+ * @userdata: @interval for every interval harvested, then @harvest after every harvest, and
+ * @ready at each READY=1; any may be NULL. */
 typedef struct ManagerHooks {
         void (*interval)(Manager *m, const ManagerInterval *iv, void *userdata);
         void (*harvest)(Manager *m, void *userdata);
+        /* READY=1 was sent: every probe runs on its CPU, after a start or a reload. */
+        void (*ready)(Manager *m, void *userdata);
         void *userdata;
 } ManagerHooks;
 
@@ -104,14 +106,21 @@ static inline void manager_freep(Manager **m)
 }
 #define _cleanup_manager_ __attribute__((cleanup(manager_freep)))
 
-/* Adds @hooks to those called at each harvest, in the order they were added. Returns 0 or
- * -ENOSPC. */
+/* Adds @hooks to those called at each harvest and READY=1, in the order they were added.
+ * Returns 0 or -ENOSPC. */
 int manager_add_hooks(Manager *m, const ManagerHooks *hooks);
 
 /* Serves interface @name on the manager's server: @methods (@n of them) are called with
  * @userdata. Returns 0 or a negative errno (varlink_server_add_interface()). */
 int manager_add_interface(Manager *m, const char *name, const char *description_text,
                           const VarlinkMethod *methods, size_t n, void *userdata);
+
+/* Reloads the configuration, as SIGHUP does: RELOADING=1, then READY=1 (ManagerHooks' ready)
+ * once every probe runs with it. Returns 0 when the new configuration is in effect, 1 when it
+ * has errors and the running one stays (the messages of the files in @diag when it is not
+ * NULL, which the caller clears), or a negative errno after ending the loop with status 1: a
+ * probe did not stop, or none could start again. */
+int manager_reload(Manager *m, ConfigDiag *diag);
 
 /* Forgets the history and the stored causes of @cpu (-1: of every CPU). */
 void manager_reset(Manager *m, int cpu);

@@ -26,9 +26,9 @@ tuning audit of isolcpus, nohz_full, IRQ affinity and the like.
 
 The daemon is socket-activated and serves Varlink on /run/jitterd/io.jitterd;
 jitterctl queries it, jitter-probe makes a one-shot measurement.")
-# Library dependencies come from dpkg-shlibdeps; /bin/kill (ExecReload=) is in procps.
+# Library dependencies come from dpkg-shlibdeps.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "systemd, procps")
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "systemd")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     ${CMAKE_CURRENT_SOURCE_DIR}/debian/postinst

@@ -16,9 +16,11 @@
 # Checked inside: the state directory made at boot, the socket enabled and listening after
 # boot with the right owner and mode, the service not running until the first client,
 # "jitterctl status" starts it, it runs as user jitterd with only CAP_SYS_NICE and
-# CAP_IPC_LOCK and locked memory, "systemctl reload" and "systemctl stop" succeed, the journal
-# shows the service started and no error, and purging the package stops and removes
-# everything. Then the package is installed again on the running system (the socket starts at
+# CAP_IPC_LOCK and locked memory, "systemctl reload" returns once the reload is over (the new
+# threshold in effect and the probe running again as it returns) and fails on a configuration
+# with an error (the daemon goes on with the running one), "systemctl stop" succeeds, the
+# journal shows the service started and no error but the one of the bad configuration, and
+# purging the package stops and removes everything. Then the package is installed again on the running system (the socket starts at
 # once), reinstalled as an upgrade (a running daemon is restarted), and purged again.
 #
 # Needs root, debootstrap and systemd-nspawn (systemd-container). Exit 77 (skipped) only when
@@ -157,6 +159,21 @@ fail() { echo "FAIL: $*"; }
 expect() { # expect WHAT WANT GOT
     if [[ $3 == "$2" ]]; then ok "$1: $3"; else fail "$1: '$3', want '$2'"; fi
 }
+# errors_after [CURSOR]: the errors of the units in the journal (after CURSOR).
+errors_after() {
+    journalctl -b -u jitterd.service -u jitterd.socket -p err --no-pager -q ${1:+--after-cursor="$1"}
+}
+# cursor: where the journal ends now.
+cursor() { journalctl -n 1 --show-cursor --no-pager -q | sed -n 's/^-- cursor: //p'; }
+# status_value NAME: the first value, a number or a string, of a member NAME in GetStatus.
+status_value() {
+    timeout 30 jitterctl --json status | grep -Eo "\"$1\": ?(\"[^\"]*\"|[0-9]+)" | head -1 |
+        sed -E 's/^[^:]*: ?"?//; s/"$//'
+}
+# test_conf [LINE]: the drop-in of this test, probing $CPU with SCHED_FIFO 50, and LINE.
+test_conf() {
+    printf '[probe]\ncpus = %s\npriority = 50\n%s\n' "$CPU" "${1:-}" >/etc/jitterd/jitterd.conf.d/test.conf
+}
 wait_state() { # wait_state UNIT STATE SECONDS
     local i
     for ((i = 0; i < $3 * 10; i++)); do
@@ -182,7 +199,7 @@ expect "/var/lib/jitterd made at boot" "jitterd jitterd 750" \
 # SCHED_FIFO probes: what the unit's CAP_SYS_NICE and LimitRTPRIO= are for. The kernel's RT
 # throttling (sched_rt_runtime_us) leaves the other tasks of that CPU 5 % meanwhile. The
 # service is not running yet, so it starts with this.
-printf '[probe]\ncpus = %s\npriority = 50\n' "$CPU" >/etc/jitterd/jitterd.conf.d/test.conf
+test_conf
 
 expect "socket owner, group, mode" "root jitterd 660" \
     "$(stat -c '%U %G %a' /run/jitterd/io.jitterd 2>&1)"
@@ -231,18 +248,45 @@ status=$(systemctl show -p StatusText --value jitterd.service)
 out=$(timeout 30 jitterctl call org.varlink.service.GetInfo 2>&1)
 [[ $out == *'"io.jitterd"'* ]] && ok "GetInfo lists io.jitterd" || fail "GetInfo: $out"
 
+# A reload that restarts the probe (a new threshold): over when systemctl returns.
+test_conf 'threshold = 20us'
 if out=$(systemctl reload jitterd.service 2>&1); then
     ok "systemctl reload jitterd"
 else
     fail "systemctl reload jitterd: $out"
 fi
 expect "jitterd.service after reload" active "$(systemctl is-active jitterd.service)"
+expect "the threshold as the reload returned" 20000 "$(status_value threshold_ns)"
+expect "the probe as the reload returned" running "$(status_value state)"
 expect "main PID after reload" "$pid" "$(systemctl show -p MainPID --value jitterd.service)"
 if out=$(timeout 30 jitterctl status 2>&1); then
     ok "jitterctl status after reload"
 else
     fail "jitterctl status after reload: $out"
 fi
+errors=$(errors_after)
+[[ -z $errors ]] && ok "journal: no error from jitterd.service or jitterd.socket so far" ||
+    fail "journal errors:"$'\n'"$errors"
+
+# A reload of a configuration with an error fails, and the daemon keeps the running one.
+before_bad=$(cursor)
+test_conf 'threshold = bogus'
+if out=$(systemctl reload jitterd.service 2>&1); then
+    fail "systemctl reload of a bad configuration succeeded"
+else
+    ok "systemctl reload of a bad configuration failed: $out"
+fi
+expect "jitterd.service after the failed reload" active "$(systemctl is-active jitterd.service)"
+expect "main PID after the failed reload" "$pid" "$(systemctl show -p MainPID --value jitterd.service)"
+expect "the threshold after the failed reload" 20000 "$(status_value threshold_ns)"
+if journalctl -b -u jitterd.service --no-pager -q --after-cursor="$before_bad" |
+        grep -q 'test.conf:4: threshold'; then
+    ok "journal: the error by file and line (test.conf:4)"
+else
+    fail "journal: no 'test.conf:4: threshold' after the bad reload"
+fi
+test_conf 'threshold = 20us'
+after_bad=$(cursor)
 
 if out=$(systemctl stop jitterd.service 2>&1); then
     ok "systemctl stop jitterd"
@@ -261,9 +305,9 @@ else
 fi
 grep -q 'Reloaded jitterd.service' <<<"$journal" && ok "journal: Reloaded" ||
     fail "journal: no 'Reloaded jitterd.service'"
-errors=$(journalctl -b -u jitterd.service -u jitterd.socket -p err --no-pager -q)
+errors=$(errors_after "$after_bad")
 if [[ -z $errors ]]; then
-    ok "journal: no error from jitterd.service or jitterd.socket"
+    ok "journal: no error from jitterd.service or jitterd.socket after the bad reload"
 else
     fail "journal errors:"$'\n'"$errors"
 fi

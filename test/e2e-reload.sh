@@ -10,7 +10,9 @@
 #     start, the previous ones run again (SCHED_OTHER, measuring);
 #   - the Prometheus textfile path: the new file written every interval, the old one no more;
 #   - a reload during the preheat starts the preheat anew; SIGTERM during the preheat stops at
-#     once, without READY=1.
+#     once, without READY=1;
+#   - jitterctl reload (systemd's ExecReload=): it returns once the reload is over (the new
+#     probe preheated and running, READY=1 sent), and fails by file and line on a bad value.
 source "$(dirname "$0")/lib.sh"
 need_cpu1
 for tool in jq chrt setpriv prlimit; do
@@ -220,6 +222,31 @@ jctl --json status | jq -e '.probes[0].state == "running" and .config.threshold_
     > /dev/null || fail "after the reload during the preheat: $(jctl --json status | jq -c .)"
 stop_daemon || fail "jitterd did not exit 0"
 pass "reload during the preheat: READY=1 $took ms later (a new preheat of 3 s), threshold 20 us"
+
+# ---- jitterctl reload: over when it returns. A new threshold restarts the probe, which
+# preheats 2 s: when jitterctl returns, the probe runs with the new threshold.
+conf '[probe]' 'threshold = 10us' 'preheat = 300ms'
+start_daemon
+ready_before=$(n_ready)
+conf '[probe]' 'threshold = 30us' 'preheat = 2s'
+t0=$(now_ns)
+out=$(jctl reload 2>&1) || fail "jitterctl reload: $out"
+took=$(( ($(now_ns) - t0) / 1000000 ))
+jctl --json status | jq -e '.probes[0].state == "running" and .config.threshold_ns == 30000' \
+    > /dev/null || fail "as jitterctl reload returned ($took ms): $(jctl --json status | jq -c .)"
+(( took >= 1900 )) || fail "jitterctl reload returned in $took ms, before the 2 s preheat"
+wait_until 5 eval '(( $(n_ready) == ready_before + 1 ))' \
+    || fail "$(( $(n_ready) - ready_before )) READY=1 for one reload"
+pass "jitterctl reload returned after $took ms, the new probe running at 30 us: $out"
+conf '[probe]' 'threshold = bogus' 'preheat = 2s'
+if out=$(jctl reload 2>&1); then
+    fail "jitterctl reload of a bad threshold succeeded: $out"
+fi
+grep -q 'jitterd.conf:2: threshold' <<< "$out" || fail "jitterctl reload does not name jitterd.conf:2: $out"
+jctl --json status | jq -e '.config.threshold_ns == 30000' > /dev/null \
+    || fail "after a bad reload: $(jctl --json status | jq -c .config)"
+pass "jitterctl reload of a bad threshold: exit 1, $(tail -n 1 <<< "$out" | sed 's/^ *//'); 30 us kept"
+stop_daemon || fail "jitterd did not exit 0 after jitterctl reload"
 
 # ---- SIGTERM during the preheat: out at once, exit 0, STOPPING=1 and no READY=1.
 conf '[probe]' 'preheat = 10s'

@@ -46,17 +46,16 @@ trap 'exit 143' TERM INT
 # --- An installed tree: what "cmake --install" (and so the package) puts on a system. -------
 # "systemd-analyze verify --root=" resolves the units' dependencies (sysinit.target, ...) and
 # checks every Exec*= command inside the root: it gets the system's own units (not a jitterd
-# unit installed on this host, which would shadow the one under test) and /bin/kill
-# (ExecReload=, from procps, a dependency of the package), as on a real host.
+# unit installed on this host, which would shadow the one under test), as on a real host;
+# ExecStart= and ExecReload= are the package's own jitterd and jitterctl.
 root=$tmp/root
-mkdir -p "$root/usr/lib/systemd/system" "$root/bin" "$root/etc"
+mkdir -p "$root/usr/lib/systemd/system" "$root/etc"
 for d in /lib/systemd/system /usr/lib/systemd/system; do
     if [[ -d $d ]]; then
         cp -an "$d/." "$root/usr/lib/systemd/system/"
     fi
 done
 rm -rf "$root/usr/lib/systemd/system/jitterd."*
-cp /bin/kill "$root/bin/kill"
 if ! DESTDIR=$root cmake --install "$BUILD_DIR" --prefix /usr >"$tmp/install.log" 2>&1; then
     cat "$tmp/install.log" >&2
     echo "FAIL: cmake --install failed (is the build complete?)" >&2
@@ -68,7 +67,7 @@ for unit in jitterd.service jitterd.socket; do
     [[ -f $root$unitdir/$unit ]] || fail "$unit not installed to $unitdir"
 done
 [[ -x $root/usr/sbin/jitterd ]] || fail "jitterd not installed to /usr/sbin (ExecStart=)"
-[[ -x $root/usr/bin/jitterctl ]] || fail "jitterctl not installed to /usr/bin"
+[[ -x $root/usr/bin/jitterctl ]] || fail "jitterctl not installed to /usr/bin (ExecReload=)"
 for page in man8/jitterd.8 man5/jitterd.conf.5 man1/jitterctl.1 man1/jitter-probe.1; do
     [[ -s $root/usr/share/man/$page ]] || fail "man page $page not installed"
 done
@@ -217,7 +216,7 @@ if cpack -G DEB -B "$tmp/pkg" --config "$BUILD_DIR/CPackConfig.cmake" >"$tmp/cpa
         done
         ! grep -q '^\./usr/etc' <<<"$files" || fail "package puts configuration in /usr/etc"
         depends=$(dpkg-deb -f "$deb" Depends)
-        for dep in libsystemd0 libjansson4 libcap2 systemd procps; do
+        for dep in libsystemd0 libjansson4 libcap2 systemd; do
             re="(^|, )$dep( |,|$)"
             [[ $depends =~ $re ]] || fail "package Depends lacks $dep: $depends"
         done

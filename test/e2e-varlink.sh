@@ -26,12 +26,15 @@ start_daemon
 sleep 1
 
 # On CPU 0: the client's threads must not take the probe's CPU, or Monitor's intervals show it.
+# Reload is checked with the daemon's own configuration file.
 taskset -c 0 "$T/varlink-check" -socket "$SOCK" -idl "$SOURCE_DIR/config/io.jitterd.varlink" \
-    -cpu 1 > "$T/check.log" 2>&1 || { cat "$T/check.log"; fail "varlink-check found problems"; }
+    -config "$T/jitterd.conf" -cpu 1 > "$T/check.log" 2>&1 \
+    || { cat "$T/check.log"; fail "varlink-check found problems"; }
 cat "$T/check.log"
 pass "$(grep -c '^ok:' "$T/check.log") checks of varlink-check passed"
 
-# A peer that is neither root nor in the admin group: Reset refused with the declared error.
+# A peer that is neither root nor in the admin group: Reset and Reload refused with the
+# declared error.
 if command -v setpriv > /dev/null && id nobody > /dev/null 2>&1; then
     chmod 755 "$T"
     chmod 666 "$SOCK"
@@ -39,9 +42,9 @@ if command -v setpriv > /dev/null && id nobody > /dev/null 2>&1; then
         -socket "$SOCK" -idl "$SOURCE_DIR/config/io.jitterd.varlink" -unprivileged \
         > "$T/nobody.log" 2>&1 || { cat "$T/nobody.log"; fail "varlink-check as nobody"; }
     cat "$T/nobody.log"
-    pass "an unprivileged peer: Reset refused with org.varlink.service.PermissionDenied"
+    pass "an unprivileged peer: Reset and Reload refused with org.varlink.service.PermissionDenied"
 else
-    skip_part "Reset from an unprivileged peer" "no setpriv or no user nobody here"
+    skip_part "Reset and Reload from an unprivileged peer" "no setpriv or no user nobody here"
 fi
 
 stop_daemon || fail "exit status"

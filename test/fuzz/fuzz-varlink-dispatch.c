@@ -6,9 +6,11 @@
  * audit pointed at the fixture tree of test-audit, and a VarlinkServer listening on an
  * abstract socket. Per input: a client connects, sends the bytes, half-closes, and reads
  * every reply until the server is done with it; open Monitor calls get one interval; then the
- * client closes. Checked: every byte the server sends is a well-formed reply, the connection
- * is gone afterwards and nothing of it is left (no Monitor client, no connection). The
- * history is rebuilt after an input that emptied it with Reset. */
+ * client closes; a Reload waiting for its READY=1 gets it (the manager's configuration file
+ * is the packaged one, every key at its default as here, so that a reload restarts nothing).
+ * Checked: every byte the server sends is a well-formed reply, the connection is gone afterwards
+ * and nothing of it is left (no Monitor client, no connection). The history is rebuilt after an
+ * input that emptied it with Reset. */
 #include <errno.h>
 #include <jansson.h>
 #include <stdint.h>
@@ -152,13 +154,60 @@ static bool dispatch_history_intact(Manager *m)
                history_events(m->history, NULL, 0, 0, &(HistoryEvent){0}, 1) == 1;
 }
 
-static Manager *dispatch_setup(void)
+/* The readiness timer a reload arms: READY=1 comes from the input's end (api_ready()), as no
+ * probe runs here. */
+static int dispatch_ready_poll(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        (void)usec, (void)userdata;
+        return sd_event_source_set_enabled(s, SD_EVENT_OFF);
+}
+
+/* The event loop of @m, with the readiness timer a reload arms, and the server with the API,
+ * listening on an abstract socket. */
+static void dispatch_serve(Manager *m)
 {
         VarlinkServerLimits lim;
+        int fd;
+
+        if (sd_event_new(&m->event) < 0 ||
+            sd_event_add_time(m->event, &m->ready_source, CLOCK_MONOTONIC, UINT64_MAX, 0,
+                              dispatch_ready_poll, m) < 0 ||
+            sd_event_source_set_enabled(m->ready_source, SD_EVENT_OFF) < 0) {
+                abort();
+        }
+        varlink_server_limits_default(&lim);
+        lim.max_message_bytes = m->config.server_max_message_bytes;
+        lim.max_connections = m->config.server_max_clients;
+        lim.max_output_bytes = 4 * 1024 * 1024;
+        if (varlink_server_new(m->event, &lim, &m->server) < 0) {
+                abort();
+        }
+        if (varlink_server_set_info(m->server, "jitterd", "jitterd", "fuzz", NULL) < 0 ||
+            api_new(m, &dispatch_api) < 0) {
+                abort();
+        }
+
+        /* An abstract socket: nothing to clean up in the file system. */
+        dispatch_addr.sun_family = AF_UNIX;
+        snprintf(dispatch_addr.sun_path + 1, sizeof(dispatch_addr.sun_path) - 1,
+                 "jitterd-fuzz-dispatch-%d", (int)getpid());
+        dispatch_addr_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+                                        strlen(dispatch_addr.sun_path + 1));
+        snprintf(m->socket_path, sizeof(m->socket_path), "@%s", dispatch_addr.sun_path + 1);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || bind(fd, (struct sockaddr *)&dispatch_addr, dispatch_addr_len) < 0 ||
+            listen(fd, 16) < 0 || varlink_server_listen_fd(m->server, fd) < 0) {
+                perror("fuzz-varlink-dispatch: listening socket");
+                abort();
+        }
+}
+
+static Manager *dispatch_setup(void)
+{
         ProbeConfig pc = {0};
         Manager *m;
         ProbeCtl *p;
-        int fd, r;
+        int r;
 
         /* Reset logs who reset the history: not of interest here. */
         log_set_max_level(2);
@@ -170,7 +219,7 @@ static Manager *dispatch_setup(void)
         config_init_defaults(&m->config);
         snprintf(m->config.audit_root, sizeof(m->config.audit_root), "%s",
                  TEST_SOURCE_DIR "/audit/base");
-        m->config_path = "/dev/null";
+        m->config_path = TEST_SOURCE_DIR "/../config/jitterd.conf";
         m->start_mono_ns = now_ns(CLOCK_MONOTONIC);
         m->start_real_ns = 1700000000000000000ULL;
         m->counter.source = COUNTER_CLOCK;
@@ -201,34 +250,7 @@ static Manager *dispatch_setup(void)
         }
         dispatch_fill_history(m);
 
-        if (sd_event_new(&m->event) < 0) {
-                abort();
-        }
-        varlink_server_limits_default(&lim);
-        lim.max_message_bytes = m->config.server_max_message_bytes;
-        lim.max_connections = m->config.server_max_clients;
-        lim.max_output_bytes = 4 * 1024 * 1024;
-        if (varlink_server_new(m->event, &lim, &m->server) < 0) {
-                abort();
-        }
-        if (varlink_server_set_info(m->server, "jitterd", "jitterd", "fuzz", NULL) < 0 ||
-            api_new(m, &dispatch_api) < 0) {
-                abort();
-        }
-
-        /* An abstract socket: nothing to clean up in the file system. */
-        dispatch_addr.sun_family = AF_UNIX;
-        snprintf(dispatch_addr.sun_path + 1, sizeof(dispatch_addr.sun_path) - 1,
-                 "jitterd-fuzz-dispatch-%d", (int)getpid());
-        dispatch_addr_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
-                                        strlen(dispatch_addr.sun_path + 1));
-        snprintf(m->socket_path, sizeof(m->socket_path), "@%s", dispatch_addr.sun_path + 1);
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0 || bind(fd, (struct sockaddr *)&dispatch_addr, dispatch_addr_len) < 0 ||
-            listen(fd, 16) < 0 || varlink_server_listen_fd(m->server, fd) < 0) {
-                perror("fuzz-varlink-dispatch: listening socket");
-                abort();
-        }
+        dispatch_serve(m);
         return m;
 }
 
@@ -309,6 +331,19 @@ static void dispatch_monitor_interval(Manager *m)
         api_monitor_interval(dispatch_api, &iv);
 }
 
+/* Gives the calls the server holds what they wait for: an interval for the Monitor calls,
+ * READY=1 for a Reload; and reads what that sends. */
+static void dispatch_held(Manager *m, int fd, VarlinkReader *replies)
+{
+        if (api_n_monitors(dispatch_api) > 0) {
+                dispatch_monitor_interval(m);
+                api_interval(dispatch_api);
+        }
+        api_ready(dispatch_api);
+        (void)dispatch_run(m);
+        (void)dispatch_read(fd, replies);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         VarlinkReader *replies = NULL;
@@ -363,11 +398,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         break;
                 }
         }
-        if (!closed && api_n_monitors(dispatch_api) > 0) {
-                dispatch_monitor_interval(m);
-                api_interval(dispatch_api);
-                (void)dispatch_run(m);
-                closed = dispatch_read(fd, replies);
+        if (!closed) {
+                dispatch_held(m, fd, replies);
         }
         close(fd);
         for (unsigned i = 0; varlink_server_n_connections(m->server) > 0; i++) {

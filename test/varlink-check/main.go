@@ -8,10 +8,14 @@
 // The types of org.varlink.service come from the Varlink specification, written out below, not
 // from the daemon.
 //
-// Usage: varlink-check -socket PATH -idl config/io.jitterd.varlink [-cpu N] [-unprivileged]
+// Usage: varlink-check -socket PATH -idl config/io.jitterd.varlink -config FILE [-cpu N]
 //
-// With -unprivileged it only checks that Reset is refused with a declared error, for a peer
-// that is neither root nor in the admin group. Prints "ok: ..." per check and "FAIL: ..." per
+//	varlink-check -socket PATH -idl config/io.jitterd.varlink -unprivileged
+//
+// FILE is the daemon's configuration file: Reload is checked with it as it is, then with a
+// line added that has an error, then as it was again. With -unprivileged it only checks that
+// Reset and Reload are refused with a declared error, for a peer that is neither root nor in
+// the admin group. Prints "ok: ..." per check and "FAIL: ..." per
 // failure; the exit status is 1 when anything failed.
 package main
 
@@ -574,10 +578,12 @@ func main() {
 	socket := flag.String("socket", "", "the daemon's socket")
 	idlPath := flag.String("idl", "", "config/io.jitterd.varlink")
 	cpu := flag.Int("cpu", 1, "the probed CPU")
-	unprivileged := flag.Bool("unprivileged", false, "only check that Reset is refused")
+	config := flag.String("config", "", "the daemon's configuration file, for Reload")
+	unprivileged := flag.Bool("unprivileged", false, "only check that Reset and Reload are refused")
 	flag.Parse()
-	if *socket == "" || *idlPath == "" {
-		fmt.Fprintln(os.Stderr, "usage: varlink-check -socket PATH -idl FILE [-cpu N] [-unprivileged]")
+	if *socket == "" || *idlPath == "" || (*config == "") == !*unprivileged {
+		fmt.Fprintln(os.Stderr, "usage: varlink-check -socket PATH -idl FILE -config FILE [-cpu N]\n"+
+			"       varlink-check -socket PATH -idl FILE -unprivileged")
 		os.Exit(2)
 	}
 	time.AfterFunc(runTimeout, func() { fatal("not done within %v", runTimeout) })
@@ -602,6 +608,7 @@ func main() {
 	if *unprivileged {
 		p.expectError("io.jitterd.Reset", "{}", "org.varlink.service.PermissionDenied", nil)
 		p.expectError("io.jitterd.Reset", `{"cpus": [1]}`, "org.varlink.service.PermissionDenied", nil)
+		p.expectError("io.jitterd.Reload", "", "org.varlink.service.PermissionDenied", nil)
 		r := p.expectReply("io.jitterd.GetStatus", "", nil)
 		if r != nil {
 			pass("read-only methods are open to the unprivileged peer")
@@ -611,6 +618,7 @@ func main() {
 
 	serviceInterface(p, string(text))
 	methods(p, *cpu)
+	reload(p, *config)
 	protocol(p, *cpu)
 	monitor(p, *cpu)
 	invalid(p, *cpu)
@@ -917,6 +925,46 @@ func auditAndReset(p *Peer, cpu int) {
 		return ""
 	})
 	p.expectReply("io.jitterd.Reset", "", nil)
+}
+
+// reload: Reload of the configuration as it is answers with nothing; with a line added that
+// has an error, it is refused with InvalidConfiguration naming that file and line; once the
+// file is as it was, it is answered again.
+func reload(p *Peer, config string) {
+	text, err := os.ReadFile(config)
+	if err != nil {
+		fail("cannot read %s: %v", config, err)
+		return
+	}
+	empty := func(r map[string]interface{}) string {
+		if len(r) != 0 {
+			return "Reload returns (), got " + short(r)
+		}
+		return ""
+	}
+	p.expectReply("io.jitterd.Reload", "", empty)
+	lines := strings.Count(string(text), "\n")
+	if len(text) > 0 && !strings.HasSuffix(string(text), "\n") {
+		lines++
+	}
+	bad := strings.TrimSuffix(string(text), "\n") + "\n[probe]\nthreshold = bogus\n"
+	if err := os.WriteFile(config, []byte(bad), 0o644); err != nil {
+		fail("cannot write %s: %v", config, err)
+		return
+	}
+	o := p.call("io.jitterd.Reload", "")
+	if err := os.WriteFile(config, text, 0o644); err != nil {
+		fail("cannot put %s back: %v", config, err)
+		return
+	}
+	label := "Reload with \"threshold = bogus\" added"
+	p.checkError(label, "io.jitterd.InvalidConfiguration", nil, o)
+	where := fmt.Sprintf("%s:%d:", config, lines+2)
+	errs := arr(obj(o.errParams), "errors")
+	if len(errs) != 1 || !strings.HasPrefix(fmt.Sprint(errs[0]), where) {
+		fail("%s: errors %s, expected one that begins with %s", label, short(errs), where)
+	}
+	p.expectReply("io.jitterd.Reload", "", empty)
 }
 
 // protocol: replies in call order when calls are pipelined, and no reply to a oneway call.

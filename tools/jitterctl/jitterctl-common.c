@@ -54,6 +54,7 @@ int ctl_parse_timeout(Ctl *ctl, const char *text)
                 return -EINVAL;
         }
         ctl->timeout_usec = ns / 1000;
+        ctl->timeout_set = true;
         if (ctl->client) {
                 varlink_client_set_timeout(ctl->client, ctl->timeout_usec);
         }

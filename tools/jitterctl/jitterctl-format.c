@@ -304,7 +304,9 @@ char *format_error(char *buf, size_t size, const char *error, json_t *params)
                          "%lld ms",
                          json_is_integer(ms) ? (long long)json_integer_value(ms) : 1000LL);
         } else if (strcmp(name, "PermissionDenied") == 0) {
-                snprintf(buf, size, "permission denied (root or the jitterd admin group only)");
+                snprintf(buf, size,
+                         "permission denied (root, jitterd's own user or its admin "
+                         "group only)");
         } else {
                 char *text = NULL;
 

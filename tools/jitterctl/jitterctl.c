@@ -89,6 +89,9 @@ static const CtlCommand commands[] = {
         {"export", cmd_export, "[--format prometheus]",
          "the Prometheus exposition the daemon writes as its textfile",
          "  -f, --format F     the format: prometheus (the default and only one)\n"},
+        {"reload", cmd_reload, "",
+         "read the configuration again; returns once every probe runs with it",
+         "  (without --timeout it waits up to 90 s: the longest preheat and the restart)\n"},
         {"call", cmd_call, "METHOD [JSON]", "raw Varlink call, prints the reply as JSON",
          "  -m, --more         a streaming call: print every reply, one per line\n"},
 };

@@ -59,6 +59,7 @@ struct Ctl {
         bool json;
         bool color;            /* stdout is a terminal and NO_COLOR is unset */
         uint64_t timeout_usec; /* --timeout: every wait for the daemon */
+        bool timeout_set;      /* --timeout was given */
         VarlinkClient *client;
 };
 
@@ -200,4 +201,5 @@ int cmd_explain(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 int cmd_doctor(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 int cmd_clocks(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 int cmd_export(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
+int cmd_reload(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
 int cmd_call(Ctl *ctl, const CtlCommand *cmd, int argc, char **argv);
