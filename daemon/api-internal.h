@@ -1,7 +1,7 @@
 #pragma once
 
 /* For the tests of api.c (fuzz-varlink-dispatch): the Monitor's and Reload's hooks, called
- * without a harvest or READY=1, and how many Monitor calls are open. */
+ * without a harvest or READY=1, and how many of their calls are open. */
 
 #include <stddef.h>
 
@@ -18,5 +18,6 @@ void api_monitor_interval(Api *a, const ManagerInterval *iv);
 /* What the ready hook does: every Reload call is answered (the reload is over). */
 void api_ready(Api *a);
 
-/* How many Monitor calls are open. */
+/* How many Monitor calls are open, and how many Reload calls wait for READY=1. */
 size_t api_n_monitors(const Api *a);
+size_t api_n_reloads(const Api *a);

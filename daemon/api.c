@@ -70,7 +70,8 @@ typedef struct MonitorClient {
 /* A Reload call, answered at the READY=1 that ends the reload. */
 typedef struct ReloadClient {
         VarlinkCallCtx *call;
-        json_t *errors; /* the configuration's errors when it was kept; NULL when applied */
+        ManagerReload result;
+        json_t *errors; /* MANAGER_RELOAD_KEPT: the files' errors */
         struct ReloadClient *next;
 } ReloadClient;
 
@@ -1609,6 +1610,10 @@ static int method_reset(VarlinkCallCtx *call, json_t *params, void *userdata)
         return varlink_call_reply(call, NULL);
 }
 
+#define RELOAD_ROLLED_BACK                                                                         \
+        "the probes of the new [probe] could not start (the daemon's log says why); the "          \
+        "previous ones run again, and [trace] and [export] are in effect"
+
 static void reload_closed(VarlinkCallCtx *call, void *userdata)
 {
         Api *a = userdata;
@@ -1655,11 +1660,12 @@ static json_t *config_errors(const ConfigDiag *diag)
         return errors;
 }
 
-/* Reloads the configuration as SIGHUP does, and answers once the reload is over: at the
- * READY=1 that ends it (api_ready()), when every probe runs with the new configuration, or
- * with InvalidConfiguration when the files have errors and the running configuration stays.
- * Where the probes cannot run again the daemon ends (manager_reload()), and so does this call,
- * unanswered. */
+/* Reloads the configuration as SIGHUP does, and answers once the reload is over, at the
+ * READY=1 that ends it (api_ready()): with nothing when every probe runs with the new
+ * configuration, InvalidConfiguration when the files have errors and the running
+ * configuration stays, ReloadRolledBack when the new probes could not start and the previous
+ * ones run again. Where no probe can run again the daemon ends (manager_reload()), and so does
+ * this call, unanswered. */
 static int method_reload(VarlinkCallCtx *call, json_t *params, void *userdata)
 {
         static const VarlinkField fields[] = {{NULL, 0, false}};
@@ -1683,7 +1689,8 @@ static int method_reload(VarlinkCallCtx *call, json_t *params, void *userdata)
         varlink_call_peer(call, &uid, NULL, NULL);
         log_info("reload asked by uid %u", (unsigned)uid);
         r = manager_reload(m, &diag);
-        if (r == 1) {
+        c->result = r < 0 ? MANAGER_RELOAD_APPLIED : (ManagerReload)r;
+        if (c->result == MANAGER_RELOAD_KEPT) {
                 c->errors = config_errors(&diag);
         }
         config_diag_clear(&diag);
@@ -1701,9 +1708,13 @@ void api_ready(Api *a)
 
                 a->reloads = c->next;
                 varlink_call_set_close_callback(c->call, NULL, NULL);
-                if (c->errors) {
+                if (c->result == MANAGER_RELOAD_KEPT) {
+                        /* Stolen, even where the pack fails. */
                         varlink_call_error(c->call, "io.jitterd.InvalidConfiguration",
-                                           json_pack("{s:o}", "errors", c->errors));
+                                           json_pack("{so}", "errors", c->errors));
+                } else if (c->result == MANAGER_RELOAD_ROLLED_BACK) {
+                        varlink_call_error(c->call, "io.jitterd.ReloadRolledBack",
+                                           json_pack("{ss}", "reason", RELOAD_ROLLED_BACK));
                 } else {
                         varlink_call_reply(c->call, NULL);
                 }
@@ -1744,6 +1755,16 @@ size_t api_n_monitors(const Api *a)
         size_t n = 0;
 
         for (const MonitorClient *c = a->monitors; c; c = c->next) {
+                n++;
+        }
+        return n;
+}
+
+size_t api_n_reloads(const Api *a)
+{
+        size_t n = 0;
+
+        for (const ReloadClient *c = a->reloads; c; c = c->next) {
                 n++;
         }
         return n;

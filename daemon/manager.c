@@ -958,8 +958,9 @@ static bool any_probe_failed(const Manager *m)
 }
 
 /* Stops the probes and starts them with the [probe] section of @c, or again with the running
- * one if that fails. Returns 0, or a negative errno when the loop must end: a probe did not
- * stop (its thread still spins there), or none could be started. */
+ * one if that fails. Returns 0, 1 after going back to the running one, or a negative errno
+ * when the loop must end: a probe did not stop (its thread still spins there), or none could
+ * be started. */
 static int probes_restart(Manager *m, const Config *c)
 {
         Config old = m->config;
@@ -986,9 +987,7 @@ static int probes_restart(Manager *m, const Config *c)
                 m->config = old;
                 (void)resolve_cpus(m);
                 r = probes_start(m);
-                if (r < 0) {
-                        return r;
-                }
+                return r < 0 ? r : 1;
         }
         return 0;
 }
@@ -1073,7 +1072,8 @@ static int probes_change_cpus(Manager *m, const Config *c)
 
 int manager_reload(Manager *m, ConfigDiag *diag)
 {
-        bool restart, trace_restart, kept;
+        ManagerReload result = MANAGER_RELOAD_APPLIED;
+        bool restart, trace_restart;
         Config c;
         int r;
 
@@ -1081,8 +1081,8 @@ int manager_reload(Manager *m, ConfigDiag *diag)
                        now_ns(CLOCK_MONOTONIC) / 1000);
         log_info("reloading the configuration from %s", m->config_path);
         r = load_config(m->config_path, m->dropin_dir, &m->overrides, &c, diag);
-        kept = r < 0;
-        if (kept) {
+        if (r < 0) {
+                result = MANAGER_RELOAD_KEPT;
                 log_error("the configuration has errors; keeping the running configuration");
                 c = m->config;
         } else if (!config_equal(&c, &m->config, "history") ||
@@ -1108,6 +1108,9 @@ int manager_reload(Manager *m, ConfigDiag *diag)
                         (void)sd_event_exit(m->event, 1);
                         return r;
                 }
+                if (r == -EAGAIN) {
+                        result = MANAGER_RELOAD_ROLLED_BACK;
+                }
                 /* After a roll-back the running [probe] stays, cpus and all. */
                 c.probe_cpus = m->config.probe_cpus;
                 restart = false;
@@ -1123,6 +1126,10 @@ int manager_reload(Manager *m, ConfigDiag *diag)
                         (void)sd_event_exit(m->event, 1);
                         return r;
                 }
+                /* Files with errors say more than the failed probes restarted with them. */
+                if (r == 1 && result == MANAGER_RELOAD_APPLIED) {
+                        result = MANAGER_RELOAD_ROLLED_BACK;
+                }
                 pin_manager(m);
         }
         /* The recorder follows the probed CPUs and [trace]. */
@@ -1137,7 +1144,7 @@ int manager_reload(Manager *m, ConfigDiag *diag)
         /* READY=1 ends the reload, and says again that every probe runs on its CPU. */
         arm_ready(m);
         update_status(m);
-        return kept ? 1 : 0;
+        return (int)result;
 }
 
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)

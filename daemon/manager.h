@@ -115,11 +115,18 @@ int manager_add_hooks(Manager *m, const ManagerHooks *hooks);
 int manager_add_interface(Manager *m, const char *name, const char *description_text,
                           const VarlinkMethod *methods, size_t n, void *userdata);
 
+/* What manager_reload() made of the configuration files. */
+typedef enum ManagerReload {
+        MANAGER_RELOAD_APPLIED,     /* in effect */
+        MANAGER_RELOAD_KEPT,        /* they have errors: the running configuration stays */
+        MANAGER_RELOAD_ROLLED_BACK, /* the new probes could not start: the previous ones run
+                                     * again ([trace] and [export] are in effect) */
+} ManagerReload;
+
 /* Reloads the configuration, as SIGHUP does: RELOADING=1, then READY=1 (ManagerHooks' ready)
- * once every probe runs with it. Returns 0 when the new configuration is in effect, 1 when it
- * has errors and the running one stays (the messages of the files in @diag when it is not
- * NULL, which the caller clears), or a negative errno after ending the loop with status 1: a
- * probe did not stop, or none could start again. */
+ * once every probe runs. Returns a ManagerReload (with MANAGER_RELOAD_KEPT, the messages of
+ * the files in @diag when it is not NULL, which the caller clears), or a negative errno after
+ * ending the loop with status 1: a probe did not stop, or none could start again. */
 int manager_reload(Manager *m, ConfigDiag *diag);
 
 /* Forgets the history and the stored causes of @cpu (-1: of every CPU). */

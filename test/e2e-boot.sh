@@ -163,8 +163,12 @@ expect() { # expect WHAT WANT GOT
 errors_after() {
     journalctl -b -u jitterd.service -u jitterd.socket -p err --no-pager -q ${1:+--after-cursor="$1"}
 }
-# cursor: where the journal ends now.
-cursor() { journalctl -n 1 --show-cursor --no-pager -q | sed -n 's/^-- cursor: //p'; }
+# cursor: where the journal ends now, with what was sent to it so far (the daemon's stderr and
+# PID 1's own lines come on their own time).
+cursor() {
+    journalctl --sync
+    journalctl -n 1 --show-cursor --no-pager -q | sed -n 's/^-- cursor: //p'
+}
 # status_value NAME: the first value, a number or a string, of a member NAME in GetStatus.
 status_value() {
     timeout 30 jitterctl --json status | grep -Eo "\"$1\": ?(\"[^\"]*\"|[0-9]+)" | head -1 |
@@ -264,6 +268,7 @@ if out=$(timeout 30 jitterctl status 2>&1); then
 else
     fail "jitterctl status after reload: $out"
 fi
+journalctl --sync
 errors=$(errors_after)
 [[ -z $errors ]] && ok "journal: no error from jitterd.service or jitterd.socket so far" ||
     fail "journal errors:"$'\n'"$errors"
@@ -279,6 +284,7 @@ fi
 expect "jitterd.service after the failed reload" active "$(systemctl is-active jitterd.service)"
 expect "main PID after the failed reload" "$pid" "$(systemctl show -p MainPID --value jitterd.service)"
 expect "the threshold after the failed reload" 20000 "$(status_value threshold_ns)"
+journalctl --sync
 if journalctl -b -u jitterd.service --no-pager -q --after-cursor="$before_bad" |
         grep -q 'test.conf:4: threshold'; then
     ok "journal: the error by file and line (test.conf:4)"

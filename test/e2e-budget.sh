@@ -8,7 +8,7 @@
 # here. Then jitterctl watch, under a flood of GetStatus that has the light bucket refuse its
 # calls, waits out a refusal of Monitor and gets its replies. Last, the daemon started again
 # with [server] cpu_budget_percent = 1 reports the budget worked out here from the documented
-# rules, refuses the flood and keeps that budget under it.
+# rules, refuses the flood but never root's Reload, and keeps that budget under it.
 source "$(dirname "$0")/lib.sh"
 need_cpu1
 for tool in jq getconf awk; do
@@ -254,8 +254,21 @@ jq -e 'def near(a; b): (a - b | fabs) < 1e-9;
     <<< "$self_low" > /dev/null \
     || fail "with cpu_budget_percent = 1 the budget is $(jq -c .budget <<< "$self_low")"
 pass "with cpu_budget_percent = 1 the daemon keeps the budget of the rules: $(jq -c '.budget | del(.light.methods)' <<< "$self_low")"
+# Meanwhile root reloads three times, as systemctl reload does: never refused, or readers who
+# spend the budget could make a reload fail.
+(sleep 1; for _ in 1 2 3; do jctl reload > /dev/null 2>> "$T/reload.err" || echo "exit $?" \
+    >> "$T/reload.err"; sleep 0.5; done) &
+RELOADER=$!
+CLEANUP_PIDS+=("$RELOADER")
 flood 4
+wait "$RELOADER" || true
 check_refused "$self_low"
 (( $(get dropped) == 0 )) || fail "at 1 %: $(get dropped) connections dropped"
 check_flood_cpu "$self_low"
+[[ ! -s $T/reload.err ]] || fail "jitterctl reload under the flood: $(cat "$T/reload.err")"
+reloads=$(jctl call io.jitterd.GetStatus \
+    | jq -c '.self.methods[] | select(.method == "io.jitterd.Reload") | {calls, refused}')
+[[ $reloads == '{"calls":3,"refused":0}' ]] \
+    || fail "Reload under the flood, as the daemon counts it: $reloads, want 3 calls, none refused"
+pass "3 reloads by root under the flood at 1 %, none refused: $reloads"
 stop_daemon || fail "jitterd exited with status $?"

@@ -121,11 +121,8 @@ pass "jitter-probe --cpus 0,1: both measured; CPU 0 has all $n thefts, bounded f
 # 2. jitterd with [probe] cpus = 0,1 in its file (not --cpus, which a reload would keep).
 conf() { printf '[probe]\ncpus = %s\npreheat = 200ms\n' "$1" > "$T/jitterd.conf"; }
 conf 0,1
-start_listener
-NOTIFY_SOCKET=$NOTIFY_ADDR "$JITTERD" --config "$T/jitterd.conf" --socket "$SOCK" \
-    --state-dir "$STATE" --interval 200ms >> "$T/daemon.log" 2>&1 &
-DAEMON_PID=$!
-wait_notify READY=1 20 || fail "no READY=1 with two probes"
+CPUS_OPT=()
+start_daemon
 
 # probe_tid CPU: the daemon's thread pinned to CPU alone (the manager, the main thread, may be
 # pinned to the housekeeping CPU).
@@ -228,7 +225,14 @@ running '[{"cpu":0,"state":"running"},{"cpu":1,"state":"running"}]' \
 [[ $(probe_tid 0) == "$TID0" && $(probe_tid 1) == "$TID1" ]] || fail "probes restarted"
 wait_until 3 grew 0 "$S0" && wait_until 3 grew 1 "$S1" \
     || fail "the running probes stopped measuring"
-pass "reload to cpus = 0,1,$NOPE: refused by name, CPUs 0-1 measure on with the same threads"
+# The same through jitterctl reload: it fails, and says so.
+if out=$(jctl reload 2>&1); then
+    fail "jitterctl reload to cpus = 0,1,$NOPE succeeded: $out"
+fi
+grep -q 'could not start' <<< "$out" || fail "jitterctl reload does not say why it failed: $out"
+[[ $(probe_tid 0) == "$TID0" && $(probe_tid 1) == "$TID1" ]] || fail "probes restarted"
+pass "reload to cpus = 0,1,$NOPE: refused by name, CPUs 0-1 measure on with the same threads;" \
+     "jitterctl reload fails"
 
 # 6. A CPU the kernel refuses the new probe: the daemon's cpuset loses CPU 0 after start (so
 # the daemon still counts it as allowed), and the probe cannot be pinned there.

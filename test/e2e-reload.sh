@@ -182,8 +182,16 @@ jctl --json status | jq -e '.probes[0] | .state == "running" and .priority == 0'
     || fail "after the roll-back: $(jctl --json status | jq -c .probes)"
 (( $(jctl --json stats --cpu 1 --window all | jq .cpus[0].samples) > s0 )) \
     || fail "after the roll-back the probe does not measure"
+# The same through jitterctl reload: it fails, and says so.
+if out=$(jctl reload 2>&1); then
+    fail "jitterctl reload to a priority the probes cannot get succeeded: $out"
+fi
+grep -q 'could not start' <<< "$out" || fail "jitterctl reload does not say why it failed: $out"
+[[ $(policy "$(probe_tid)") == "SCHED_OTHER 0" ]] \
+    || fail "after jitterctl reload's roll-back the probe is $(policy "$(probe_tid)")"
 stop_daemon || fail "jitterd did not exit 0 after a roll-back"
-pass "reload to a priority the probes cannot get: the previous probes run again (SCHED_OTHER)"
+pass "reload to a priority the probes cannot get: the previous probes run again (SCHED_OTHER);" \
+     "jitterctl reload fails: $out"
 
 # ---- The textfile path changes on reload.
 mkdir -p "$T/a" "$T/b"

@@ -16,6 +16,9 @@ SOCK=$T/io.jitterd
 STATE=$T/state
 DAEMON_PID=
 LISTEN_PID=
+# The probed CPU as an option of the daemon's; a test that reloads [probe] cpus from its file
+# empties it (an option outlives a reload).
+CPUS_OPT=(--cpus 1)
 declare -a CLEANUP_PIDS=()
 declare -a SKIPPED_PARTS=()
 
@@ -117,12 +120,13 @@ stop_listener() {
     LISTEN_PID=
 }
 
-# launch_daemon [ARGS...]: starts jitterd on CPU 1 with a 200 ms interval, and does not wait.
+# launch_daemon [ARGS...]: starts jitterd on CPU 1 (CPUS_OPT) with a 200 ms interval, and does
+# not wait.
 launch_daemon() {
     : > "$T/notify.log"
     [[ -n $LISTEN_PID ]] || start_listener
-    NOTIFY_SOCKET=$NOTIFY_ADDR "$JITTERD" --config "$T/jitterd.conf" --cpus 1 --socket "$SOCK" \
-        --state-dir "$STATE" --interval 200ms "$@" >> "$T/daemon.log" 2>&1 &
+    NOTIFY_SOCKET=$NOTIFY_ADDR "$JITTERD" --config "$T/jitterd.conf" "${CPUS_OPT[@]}" \
+        --socket "$SOCK" --state-dir "$STATE" --interval 200ms "$@" >> "$T/daemon.log" 2>&1 &
     DAEMON_PID=$!
 }
 

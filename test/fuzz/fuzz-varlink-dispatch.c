@@ -5,12 +5,12 @@
  * started), a history filled with intervals, attribution and periodic interruptions, the
  * audit pointed at the fixture tree of test-audit, and a VarlinkServer listening on an
  * abstract socket. Per input: a client connects, sends the bytes, half-closes, and reads
- * every reply until the server is done with it; open Monitor calls get one interval; then the
- * client closes; a Reload waiting for its READY=1 gets it (the manager's configuration file
- * is the packaged one, every key at its default as here, so that a reload restarts nothing).
- * Checked: every byte the server sends is a well-formed reply, the connection is gone afterwards
- * and nothing of it is left (no Monitor client, no connection). The history is rebuilt after an
- * input that emptied it with Reset. */
+ * every reply until the server is done with it; open Monitor calls get one interval, and a
+ * Reload waiting for its READY=1 gets it unless the input's length is odd; then the client
+ * closes. The manager's configuration file does not exist: every key at its default, as here,
+ * so that a reload restarts nothing. Checked: every byte the server sends is a well-formed
+ * reply, the connection is gone afterwards and nothing of it is left (no Monitor or Reload
+ * call, no connection). The history is rebuilt after an input that emptied it with Reset. */
 #include <errno.h>
 #include <jansson.h>
 #include <stdint.h>
@@ -219,7 +219,7 @@ static Manager *dispatch_setup(void)
         config_init_defaults(&m->config);
         snprintf(m->config.audit_root, sizeof(m->config.audit_root), "%s",
                  TEST_SOURCE_DIR "/audit/base");
-        m->config_path = TEST_SOURCE_DIR "/../config/jitterd.conf";
+        m->config_path = TEST_SOURCE_DIR "/fuzz/no-such-jitterd.conf";
         m->start_mono_ns = now_ns(CLOCK_MONOTONIC);
         m->start_real_ns = 1700000000000000000ULL;
         m->counter.source = COUNTER_CLOCK;
@@ -332,14 +332,16 @@ static void dispatch_monitor_interval(Manager *m)
 }
 
 /* Gives the calls the server holds what they wait for: an interval for the Monitor calls,
- * READY=1 for a Reload; and reads what that sends. */
-static void dispatch_held(Manager *m, int fd, VarlinkReader *replies)
+ * READY=1 for a Reload (unless @leave_reloads); and reads what that sends. */
+static void dispatch_held(Manager *m, int fd, VarlinkReader *replies, bool leave_reloads)
 {
         if (api_n_monitors(dispatch_api) > 0) {
                 dispatch_monitor_interval(m);
                 api_interval(dispatch_api);
         }
-        api_ready(dispatch_api);
+        if (!leave_reloads) {
+                api_ready(dispatch_api);
+        }
         (void)dispatch_run(m);
         (void)dispatch_read(fd, replies);
 }
@@ -399,7 +401,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 }
         }
         if (!closed) {
-                dispatch_held(m, fd, replies);
+                dispatch_held(m, fd, replies, size % 2 == 1);
         }
         close(fd);
         for (unsigned i = 0; varlink_server_n_connections(m->server) > 0; i++) {
@@ -410,8 +412,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 }
                 (void)dispatch_run(m);
         }
-        if (api_n_monitors(dispatch_api) > 0) {
-                fprintf(stderr, "fuzz-varlink-dispatch: a Monitor client outlived its "
+        if (api_n_monitors(dispatch_api) > 0 || api_n_reloads(dispatch_api) > 0) {
+                fprintf(stderr, "fuzz-varlink-dispatch: a Monitor or Reload call outlived its "
                                 "connection\n");
                 abort();
         }

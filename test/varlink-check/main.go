@@ -12,8 +12,9 @@
 //
 //	varlink-check -socket PATH -idl config/io.jitterd.varlink -unprivileged
 //
-// FILE is the daemon's configuration file: Reload is checked with it as it is, then with a
-// line added that has an error, then as it was again. With -unprivileged it only checks that
+// FILE is the daemon's configuration file, whose [probe] names the probed CPU ("cpus = N"):
+// Reload is checked with it as it is, with a line added that has an error, with a CPU added
+// that does not exist, then as it was again. With -unprivileged it only checks that
 // Reset and Reload are refused with a declared error, for a peer that is neither root nor in
 // the admin group. Prints "ok: ..." per check and "FAIL: ..." per
 // failure; the exit status is 1 when anything failed.
@@ -618,7 +619,7 @@ func main() {
 
 	serviceInterface(p, string(text))
 	methods(p, *cpu)
-	reload(p, *config)
+	reload(p, *config, *cpu)
 	protocol(p, *cpu)
 	monitor(p, *cpu)
 	invalid(p, *cpu)
@@ -928,9 +929,10 @@ func auditAndReset(p *Peer, cpu int) {
 }
 
 // reload: Reload of the configuration as it is answers with nothing; with a line added that
-// has an error, it is refused with InvalidConfiguration naming that file and line; once the
-// file is as it was, it is answered again.
-func reload(p *Peer, config string) {
+// has an error, it is refused with InvalidConfiguration naming that file and line; with a CPU
+// added that does not exist, with ReloadRolledBack; once the file is as it was, it is answered
+// again.
+func reload(p *Peer, config string, cpu int) {
 	text, err := os.ReadFile(config)
 	if err != nil {
 		fail("cannot read %s: %v", config, err)
@@ -953,16 +955,34 @@ func reload(p *Peer, config string) {
 		return
 	}
 	o := p.call("io.jitterd.Reload", "")
-	if err := os.WriteFile(config, text, 0o644); err != nil {
-		fail("cannot put %s back: %v", config, err)
-		return
-	}
 	label := "Reload with \"threshold = bogus\" added"
 	p.checkError(label, "io.jitterd.InvalidConfiguration", nil, o)
 	where := fmt.Sprintf("%s:%d:", config, lines+2)
 	errs := arr(obj(o.errParams), "errors")
 	if len(errs) != 1 || !strings.HasPrefix(fmt.Sprint(errs[0]), where) {
 		fail("%s: errors %s, expected one that begins with %s", label, short(errs), where)
+	}
+	// A CPU beyond every one the kernel could bring up.
+	possible, err := os.ReadFile("/sys/devices/system/cpu/possible")
+	last := strings.FieldsFunc(strings.TrimSpace(string(possible)), func(r rune) bool { return r == ',' || r == '-' })
+	nope := 0
+	if err == nil && len(last) > 0 {
+		nope, err = strconv.Atoi(last[len(last)-1])
+	}
+	line := fmt.Sprintf("cpus = %d\n", cpu)
+	if err != nil || !strings.Contains(string(text), line) {
+		fail("no CPU to add: /sys/devices/system/cpu/possible %q (%v), or no %q in %s", possible, err, line, config)
+	} else {
+		more := strings.Replace(string(text), line, fmt.Sprintf("cpus = %d,%d\n", cpu, nope+3), 1)
+		if err := os.WriteFile(config, []byte(more), 0o644); err != nil {
+			fail("cannot write %s: %v", config, err)
+			return
+		}
+		p.expectError("io.jitterd.Reload", "", "io.jitterd.ReloadRolledBack", nil)
+	}
+	if err := os.WriteFile(config, text, 0o644); err != nil {
+		fail("cannot put %s back: %v", config, err)
+		return
 	}
 	p.expectReply("io.jitterd.Reload", "", empty)
 }

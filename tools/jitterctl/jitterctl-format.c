@@ -303,6 +303,8 @@ char *format_error(char *buf, size_t size, const char *error, json_t *params)
                          "jitterd is busy: its CPU budget for clients is spent; try again in "
                          "%lld ms",
                          json_is_integer(ms) ? (long long)json_integer_value(ms) : 1000LL);
+        } else if (strcmp(error, "io.jitterd.ReloadRolledBack") == 0) {
+                snprintf(buf, size, "%s", json_read_string_or(params, "reason", error));
         } else if (strcmp(name, "PermissionDenied") == 0) {
                 snprintf(buf, size,
                          "permission denied (root, jitterd's own user or its admin "
