@@ -429,6 +429,10 @@ static void record_with_thief(Probe *p, Recording *rec)
         free(tmp);
 }
 
+/* The most the counter's calibrated rate and CLOCK_MONOTONIC may disagree: NTP slews the
+ * clock by up to 500 ppm, and the calibration adds its own error. */
+#define DRIFT_MAX_PPM 1000
+
 /* What must hold of a recording: unbroken, as long as the test's own clock says, every theft
  * found as an event that covers it, and a stop in the time one check of the loop takes. */
 static void check_recording(Probe *p, const Recording *rec)
@@ -439,7 +443,7 @@ static void check_recording(Probe *p, const Recording *rec)
         uint64_t max_gap_ns = tickconv_to_ns(conv, t->gap.max);
         uint64_t floor_ns = tickconv_to_ns(conv, probe_floor_ticks(p));
         double drift = fabs(clock_pair_drift_ppm(&rec->ref, &rec->end, conv));
-        uint64_t stop_bound;
+        uint64_t stop_bound, span_slack;
 
         if (rec->job.r < 0) {
                 fail_msg("the thief cannot run SCHED_FIFO on CPU %d: %s", probe_cpu(),
@@ -452,14 +456,22 @@ static void check_recording(Probe *p, const Recording *rec)
         assert_int_equal(histogram_total(&t->gap_hist), t->gap.count);
         /* It recorded the whole time the test waited: from the first interval's start (at most
          * ack_ns before the test saw it) to the check that saw the stop (at most stop_ns after
-         * it was asked, and at most one interruption before). */
-        if (span_ns + max_gap_ns + rec->stop_ns < rec->wall_ns ||
-            span_ns > rec->wall_ns + rec->stop_ns + rec->ack_ns) {
+         * it was asked, and at most one interruption before). The span is in the counter's
+         * ticks and the wait in CLOCK_MONOTONIC, which NTP may slew by up to 500 ppm: the two
+         * agree to the pair's error and the drift measured between them over the recording. */
+        if (drift > DRIFT_MAX_PPM) {
+                fail_msg("the counter and CLOCK_MONOTONIC disagree by %.1f ppm over the "
+                         "recording, more than NTP's slew and a calibration can (%d ppm)",
+                         drift, DRIFT_MAX_PPM);
+        }
+        span_slack = 2000 + (uint64_t)(drift * 1e-6 * (double)rec->wall_ns);
+        if (span_ns + max_gap_ns + rec->stop_ns + span_slack < rec->wall_ns ||
+            span_ns > rec->wall_ns + rec->stop_ns + rec->ack_ns + span_slack) {
                 fail_msg("recorded %llu ns of %llu ns (ack %llu ns, stop %llu ns, worst gap %llu "
-                         "ns)",
+                         "ns, counter against the clock %.1f ppm)",
                          (unsigned long long)span_ns, (unsigned long long)rec->wall_ns,
                          (unsigned long long)rec->ack_ns, (unsigned long long)rec->stop_ns,
-                         (unsigned long long)max_gap_ns);
+                         (unsigned long long)max_gap_ns, drift);
         }
         /* Each theft is an event that covers it; the mapping to CLOCK_MONOTONIC is good to the
          * pair's error plus the drift measured over the thefts. */
