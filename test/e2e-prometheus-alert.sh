@@ -14,7 +14,7 @@
 #                            3 r0 + 5 a second and together at least max(5 %, 3 L) of the
 #                            CPU, with more than W + 2 ms between them, for over a minute
 #                            (the daemon's window="1m" is not scaled)
-#   JitterGapAboveSLA        60 us taken every ~100 us: 1 in 1000 gaps above 50 us
+#   JitterGapAboveSLA        50 us taken every ~100 us: 1 in 1000 gaps above 50 us
 #   JitterProbeDown          the daemon moved into the housekeeping cpuset: the probe "migrated"
 #   JitterdTextfileStale     the daemon stopped (SIGSTOP), its textfile's mtime 10 min back
 # The alerts of the thefts fire with values bounded from both sides by the thief's record and
@@ -399,44 +399,68 @@ pass "thefts of $((theft_us / 1000)) ms every $((period_us / 1000)) ms ($n of th
      "JitterCpuAvailabilityLow fire within $took s, with $(fmt_ms "$(jq -r .value <<< "$gap_alert")") ms," \
      "$(jq -r .value <<< "$rate_alert")/s and $(jq -r .value <<< "$avail_alert")"
 
-# ---- 60 us taken every P us until JitterGapAboveSLA fires: with R samples per second and the
-# probe left P - 60 us between thefts, the thefts are 1 / (R (P - 60 us)) of the gaps; P makes
-# that 1 in 1000, ten times the SLA's 1 in 10^4, within the rate's window (5 min scaled).
+# ---- 50 us taken every P us until JitterGapAboveSLA fires: with R samples per second and the
+# probe left P - 50 us between thefts, the thefts are 1 / (R (P - 50 us)) of the gaps; P makes
+# that 1 in 1000, ten times the SLA's 1 in 10^4, within the rate's window (5 min scaled). A
+# theft's gap is its 50 us and the switches to the thief and back, which leaves them half as
+# long again before the gap leaves the bucket (50 us, 100 us].
 rate=$(query 'irate(jitter_samples_total{cpu="1"}[10s])')
 [[ -n $rate ]] || fail "no sample rate of CPU 1 in Prometheus"
-period_us=$(awk -v r="$rate" 'BEGIN { p = int((60e-6 + 1 / (1e-3 * r)) * 1e6) + 1
+period_us=$(awk -v r="$rate" 'BEGIN { p = int((50e-6 + 1 / (1e-3 * r)) * 1e6) + 1
                                       print p < 100 ? 100 : p }')
-inactive JitterGapAboveSLA
-rm -f "$T/stop" "$T/periodic.thefts"
-(
-    for ((i = 0; i < 60; i++)); do
-        [[ -e $T/stop ]] && break
-        "$THIEF" --cpu 1 --priority 50 --delay 1ms --period "${period_us}us" --durations 60us \
-            --count $((1000000 / period_us)) >> "$T/periodic.thefts" || exit 1
-    done
-) &
-thief=$!
-CLEANUP_PIDS+=("$thief")
-t0=$SECONDS
-ok=0
-fire 60 JitterGapAboveSLA || ok=$?
-touch "$T/stop"
-wait "$thief" || fail "the thief could not run on CPU 1"
-(( ok == 0 )) || fail "JitterGapAboveSLA not firing within 60 s of 60 us thefts every $period_us us"
-n=$(wc -l < "$T/periodic.thefts")
-long=$(awk '$2 - $1 >= 50000' "$T/periodic.thefts" | wc -l)
-(( n > 0 && long * 10 >= n * 9 )) || fail "only $long of $n thefts took 50 us or more"
-# Its value is the p99.99, which lies in the bucket of the thefts' gaps: (50 us, 100 us].
+# sla_round: one round of it; "pass", "spoilt" (with why) or "fail" (with why) in $sla.
+sla_round() {
+    local thief ok=0 long
+    inactive JitterGapAboveSLA
+    unset 'FIRED[JitterGapAboveSLA]'
+    rm -f "$T/stop" "$T/periodic.thefts"
+    (
+        for ((i = 0; i < 60; i++)); do
+            [[ -e $T/stop ]] && break
+            "$THIEF" --cpu 1 --priority 50 --delay 1ms --period "${period_us}us" --durations 50us \
+                --count $((1000000 / period_us)) --due >> "$T/periodic.thefts" || exit 1
+        done
+    ) &
+    thief=$!
+    CLEANUP_PIDS+=("$thief")
+    t0=$SECONDS
+    fire 60 JitterGapAboveSLA || ok=$?
+    touch "$T/stop"
+    wait "$thief" || fail "the thief could not run on CPU 1"
+    (( ok == 0 )) || fail "JitterGapAboveSLA not firing within 60 s of 50 us thefts every $period_us us"
+    n=$(wc -l < "$T/periodic.thefts")
+    long=$(awk '$2 - $1 >= 50000' "$T/periodic.thefts" | wc -l)
+    (( n > 0 && long * 10 >= n * 9 )) || fail "only $long of $n thefts took 50 us or more"
+    # Its value is the p99.99, which lies in the bucket of the thefts' gaps, (50 us, 100 us],
+    # as long as fewer than 1 in 10 thefts (1 in 10^4 gaps) took 100 us or more of the probe.
+    # By the thief's record ("START END DUE"), a theft took it from its timer's due time, or
+    # after, to its end, and the switch back to the probe after it, taken as long as the one
+    # from the due time to the thief: where 1 in 10 thefts come to 100 us that way, the host
+    # was too slow to switch (or took CPU 1 in their midst) and the round is spoilt.
+    value=$(jq -r .value <<< "${FIRED[JitterGapAboveSLA]}")
+    over=$(awk '$2 - $3 + ($1 - $3) >= 100000' "$T/periodic.thefts" | wc -l)
+    if awk -v v="$value" 'BEGIN { exit !(v > 50e-6 && v <= 100e-6) }'; then
+        sla=pass
+    elif (( over * 10 >= n )); then
+        sla="spoilt: p99.99 $value s, and $over of $n thefts came to 100 us or more by the thief's record"
+    else
+        sla="fail: JitterGapAboveSLA fires with p99.99 $value s, not within (50 us, 100 us], and only $over of $n thefts came to 100 us or more by the thief's record"
+    fi
+}
+for round in 1 2 3; do
+    sla_round
+    [[ $sla == spoilt* ]] || break
+    echo "round $round of JitterGapAboveSLA $sla"
+done
+[[ $sla == pass ]] || fail "${sla#fail: } (round $round of 3)"
 a=${FIRED[JitterGapAboveSLA]}
-value=$(jq -r .value <<< "$a")
-awk -v v="$value" 'BEGIN { exit !(v > 50e-6 && v <= 100e-6) }' \
-    || fail "JitterGapAboveSLA fires with p99.99 $value s, not within (50 us, 100 us]"
 jq -e --arg node "$NODE" '.labels == {alertname: "JitterGapAboveSLA", cpu: "1",
         instance: $node, severity: "warning"}
     and .annotations.summary == "CPU 1 on \($node): p99.99 gap above 50 us"' <<< "$a" \
     > /dev/null || fail "JitterGapAboveSLA with other labels or summary: $a"
-pass "JitterGapAboveSLA fires $((SECONDS - t0)) s after 60 us began to be taken every" \
-     "$period_us us, p99.99 $(awk -v v="$value" 'BEGIN { printf "%.1f", v * 1e6 }') us"
+pass "JitterGapAboveSLA fires $((SECONDS - t0)) s after 50 us began to be taken every" \
+     "$period_us us, p99.99 $(awk -v v="$value" 'BEGIN { printf "%.1f", v * 1e6 }') us" \
+     "($over of $n thefts came to 100 us or more by the thief's record, round $round)"
 
 # ---- The daemon moved into the housekeeping cpuset: its probe cannot run on CPU 1 there.
 inactive JitterProbeDown
