@@ -57,22 +57,26 @@ steal() {
     (( $(wc -l < "$T/thefts") == $2 )) || fail "jitter-thief reported $(wc -l < "$T/thefts") thefts"
 }
 
-# in_events START END: GetEvents has an interruption over [START, END].
+# in_events START END: GetEvents has an interruption over [START, END], to the clocks' slack.
 in_events() {
-    jctl --json events --limit 10000 | jq -e --argjson s "$1" --argjson e "$2" '
-        any(.[]; .start_ns <= $s + 2000 and .start_ns + .duration_ns + 2000 >= $e)' > /dev/null
+    jctl --json events --limit 10000 | jq -e --argjson s "$1" --argjson e "$2" --argjson k "$slack_ns" '
+        any(.[]; .start_ns <= $s + $k and .start_ns + .duration_ns + $k >= $e)' > /dev/null
 }
 
-# captured START END: GetCaptures has a capture with an interruption over [START, END].
+# captured START END: GetCaptures has a capture with an interruption over [START, END], to the
+# clocks' slack.
 captured() {
     jctl --json call GetCaptures '{"limit": 100}' > "$T/captures.json" 2> /dev/null || return 1
-    jq -e --argjson s "$1" --argjson e "$2" '
-        any(.captures[].interruptions[]; .start_ns <= $s + 2000
-            and .start_ns + .duration_ns + 2000 >= $e)' "$T/captures.json" > /dev/null
+    jq -e --argjson s "$1" --argjson e "$2" --argjson k "$slack_ns" '
+        any(.captures[].interruptions[]; .start_ns <= $s + $k
+            and .start_ns + .duration_ns + $k >= $e)' "$T/captures.json" > /dev/null
 }
 
 # --- 1. captures exactly for the interruptions above keep_above ---
 steal 3ms,300us 10 200ms
+# How far the daemon's times (of its events and of the trace's records, each mapped from the
+# counter in its interval) may lie from the thief's CLOCK_MONOTONIC, and from each other.
+slack_ns=$(clock_slack_ns)
 read -r start end _ < <(awk '($2 - $1) > 1000000' "$T/thefts" | tail -1)
 # The capture of the last long theft is written once a trace read reaches 10 ms past its end:
 # at the next harvest (200 ms) at the latest.
@@ -86,9 +90,9 @@ jq -e '.truncated == false' "$T/captures.json" > /dev/null || fail "GetCaptures 
 long=0 short=0
 while read -r start end due; do
     # The interruption of GetEvents over the theft, and the captures that name it.
-    ev=$(jq -c --argjson s "$start" --argjson e "$end" '
-        [.[] | select(.cpu == 1 and .start_ns <= $s + 2000
-                      and .start_ns + .duration_ns + 2000 >= $e)] | first' "$T/events.json")
+    ev=$(jq -c --argjson s "$start" --argjson e "$end" --argjson k "$slack_ns" '
+        [.[] | select(.cpu == 1 and .start_ns <= $s + $k
+                      and .start_ns + .duration_ns + $k >= $e)] | first' "$T/events.json")
     [[ $ev != null ]] || fail "the theft [$start, $end] has no interruption in GetEvents"
     evs=$(jq .start_ns <<< "$ev")
     evd=$(jq .duration_ns <<< "$ev")
@@ -99,17 +103,21 @@ while read -r start end due; do
         long=$((long + 1))
         (( n == 1 )) || fail "the theft of $((end - start)) ns at $start is in $n captures"
         got=$(jq -r --argjson s "$evs" --argjson d "$evd" --argjson m "$MARGIN" \
-            --arg task "jitter-thief:$thief" '
+            --argjson k "$slack_ns" --arg task "jitter-thief:$thief" '
             .captures[] | select(any(.interruptions[]; .start_ns == $s)) as $c
             | [(.from_ns <= $s - $m), (.to_ns >= $s + $d + $m),
                all(.records[]; .ns >= $c.from_ns and .ns < $c.to_ns),
                any(.records[]; .kind == "sched_switch" and .name == $task
-                               and .ns >= $s - 2000 and .ns <= $s + $d),
+                               and .ns >= $s - $k and .ns <= $s + $d + $k),
                .complete] | map(tostring) | join(" ")' "$T/captures.json")
         [[ $got == "true true true true true" ]] ||
             fail "the capture of the theft at $start (interruption $evs + $evd ns):" \
                 "[from <= start - 10ms, to >= end + 10ms, records inside, thief's switch" \
-                "inside, complete] = [$got]"
+                "inside (slack $slack_ns ns), complete] = [$got]; the thief's switches in it:" \
+                "$(jq -c --argjson s "$evs" --arg task "jitter-thief:$thief" '[.captures[]
+                    | select(any(.interruptions[]; .start_ns == $s)) | .records[]
+                    | select(.kind == "sched_switch" and .name == $task) | .ns - $s]' \
+                    "$T/captures.json")"
     else
         short=$((short + 1))
         # Noise that merged with the theft into an interruption above 1 ms is captured rightly.
